@@ -1,0 +1,17 @@
+"""dpedge runtime: classify text offline with a differentially private bundle.
+
+Device side, minimal dependencies (numpy, msgpack, tokenizers, onnxruntime). It never
+imports the exporter, torch, transformers or opendp.
+
+Example:
+    >>> from runtime import Classifier
+    >>> clf = Classifier.load("models/quickstart.dpedge")       # doctest: +SKIP
+    >>> clf.predict(["turn off the kitchen lights"])[0].label    # doctest: +SKIP
+    'smart_home'
+"""
+
+from runtime.classifier import Classifier, Prediction
+from runtime.errors import BundleError, DpedgeError, InputError
+
+__all__ = ["BundleError", "Classifier", "DpedgeError", "InputError", "Prediction"]
+__version__ = "0.1.0"

@@ -1,0 +1,421 @@
+"""The dpedge bundle format, v1: one msgpack file with everything a device needs.
+
+The whole format sits behind four functions, `pack`/`unpack` (bytes) and `save`/`load`
+(files), so the exporter and every reader share one definition. `docs/bundle-format.md` is
+the normative description, written for the phone ports; this module is the reference reader.
+
+The file is a msgpack map ``{"format", "version", "checksum", "payload"}`` whose payload is
+itself a msgpack document stored as one binary field, so the SHA-256 checksum covers exactly
+the bytes that are parsed. Arrays are stored as ``{"dtype", "shape", "data"}`` with an
+explicit little-endian dtype and C-order raw bytes; the reader checks the byte count against
+dtype and shape before it builds the array, so a declared size never drives an allocation.
+
+Example:
+    >>> from runtime import bundle
+    >>> b = bundle.load("models/quickstart.dpedge")      # doctest: +SKIP
+    >>> b.votes.shape                                   # doctest: +SKIP
+    (32, 64, 7)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from runtime.errors import BundleError
+
+FORMAT_NAME = "dpedge-bundle"
+FORMAT_VERSION = (1, 0)
+CHECKSUM_ALGORITHM = "sha256"
+
+#: Largest file `load` will read; bundles are tens of MB, so anything near this is not one.
+MAX_BUNDLE_BYTES = 2 * 1024**3
+#: Bits per table the format admits (the exporter itself allows at most 20).
+MAX_BITS = 24
+MAX_TABLES = 1024
+
+VOTES_DTYPE = np.dtype("<i2")
+HYPERPLANES_DTYPE = np.dtype("<f4")
+ENCODER_FORMATS = ("onnx",)
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """The sentence encoder shipped in the bundle, with what a reader needs to run it.
+
+    ``model`` is the serialized model (an ONNX protobuf for format ``"onnx"``); the runtime
+    hands it to the inference engine and never interprets or executes anything else in the
+    bundle. ``facts`` holds descriptive metadata (source model, quantization, fidelity).
+    """
+
+    format: str
+    model: bytes
+    tokenizer_json: str
+    max_length: int
+    dim: int
+    pooling: str
+    normalized: bool
+    inputs: tuple[str, ...]
+    output: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A released DP datastore plus its encoder.
+
+    ``votes`` has shape (tables, 2**bits, classes), int16; ``hyperplanes`` has shape
+    (tables, bits, dim), float32. Bit h (0-based) of a table's bucket id is 1 iff the
+    embedding's dot product with ``hyperplanes[t, h]`` is > 0 (see runtime.simhash).
+    """
+
+    labels: tuple[str, ...]
+    label_descriptions: tuple[str, ...] | None
+    privacy: dict[str, Any]
+    lsh: dict[str, Any]
+    hyperplanes: np.ndarray
+    votes: np.ndarray
+    encoder: Encoder
+    exporter: dict[str, Any]
+
+    @property
+    def tables(self) -> int:
+        return int(self.votes.shape[0])
+
+    @property
+    def bits(self) -> int:
+        return int(self.hyperplanes.shape[1])
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _array(a: np.ndarray, dtype: np.dtype) -> dict[str, Any]:
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return {"dtype": dtype.str, "shape": list(a.shape), "data": a.tobytes(order="C")}
+
+
+def pack(b: Bundle) -> bytes:
+    """Serialize a bundle to bytes (format v1).
+
+    Example:
+        >>> data = pack(b)                                   # doctest: +SKIP
+        >>> unpack(data).labels == b.labels                  # doctest: +SKIP
+        True
+    """
+    e = b.encoder
+    payload = {
+        "labels": list(b.labels),
+        "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
+        "privacy": b.privacy,
+        "lsh": {**b.lsh, "hyperplanes": _array(b.hyperplanes, HYPERPLANES_DTYPE)},
+        "votes": _array(b.votes, VOTES_DTYPE),
+        "encoder": {
+            "format": e.format,
+            "model": bytes(e.model),
+            "tokenizer_json": e.tokenizer_json,
+            "max_length": e.max_length,
+            "dim": e.dim,
+            "pooling": e.pooling,
+            "normalized": e.normalized,
+            "inputs": list(e.inputs),
+            "output": e.output,
+            "facts": e.facts,
+        },
+        "exporter": b.exporter,
+    }
+    body = msgpack.packb(payload, use_bin_type=True)
+    outer = {
+        "format": FORMAT_NAME,
+        "version": list(FORMAT_VERSION),
+        "checksum": {"algorithm": CHECKSUM_ALGORITHM, "digest": hashlib.sha256(body).digest()},
+        "payload": body,
+    }
+    return msgpack.packb(outer, use_bin_type=True)
+
+
+def save(b: Bundle, path: str | os.PathLike[str]) -> Path:
+    """Write a bundle atomically: a temp file in the same folder, fsync, then rename.
+
+    An interrupted write leaves the previous file (or none), never half a bundle.
+
+    Example:
+        >>> save(b, "out/app.dpedge")                        # doctest: +SKIP
+        PosixPath('out/app.dpedge')
+    """
+    return write_atomic(Path(path), pack(b))
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write bytes to ``path`` via temp file + fsync + rename (shared by every writer)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def load(path: str | os.PathLike[str]) -> Bundle:
+    """Read and validate a bundle file.
+
+    Raises BundleError for a missing, oversized, truncated, corrupted or incompatible file.
+
+    Example:
+        >>> b = load("models/quickstart.dpedge")             # doctest: +SKIP
+        >>> b.privacy["epsilon"]                             # doctest: +SKIP
+        8.0
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_BUNDLE_BYTES:
+            raise BundleError(f"{p}: {size} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"{p}: no such bundle file") from None
+    except IsADirectoryError:
+        raise BundleError(f"{p}: is a directory, not a bundle file") from None
+    except OSError as exc:
+        raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
+    try:
+        return unpack(data)
+    except BundleError as exc:
+        raise BundleError(f"{p}: {exc}") from exc.__cause__
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise BundleError(f"unexpected msgpack extension type {code}")
+
+
+def _parse_msgpack(data: bytes, what: str) -> Any:
+    """Parse exactly one msgpack map, mapping every parser failure to BundleError."""
+    unpacker = msgpack.Unpacker(
+        raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
+        max_buffer_size=max(len(data), 1),
+    )
+    try:
+        unpacker.feed(data)
+        obj = unpacker.unpack()
+    except msgpack.OutOfData:
+        raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
+    except BundleError:
+        raise
+    except Exception as exc:  # msgpack raises several types (ValueError, FormatError, StackError...)
+        raise BundleError(f"{what} is not valid msgpack ({type(exc).__name__}: {exc})") from None
+    if not isinstance(obj, dict):
+        raise BundleError(f"{what} is not a dpedge bundle: top level is {_msgpack_name(type(obj))}, expected a map")
+    if unpacker.tell() != len(data):
+        raise BundleError(f"{what} has {len(data) - unpacker.tell()} unexpected trailing bytes")
+    return obj
+
+
+class _Fields:
+    """Typed access to a msgpack map, naming the dotted path of whatever is wrong."""
+
+    def __init__(self, m: Any, path: str):
+        if not isinstance(m, dict):
+            raise BundleError(f"field '{path}' must be a map, got {_msgpack_name(type(m))}")
+        self.m, self.path = m, path
+
+    def get(self, key: str, typ: type | tuple[type, ...], *, optional: bool = False) -> Any:
+        where = f"{self.path}.{key}" if self.path else key
+        if key not in self.m:
+            if optional:
+                return None
+            raise BundleError(f"missing field '{where}'")
+        v = self.m[key]
+        if v is None and optional:
+            return None
+        # bool is an int subclass in Python; never accept it where a number is meant.
+        if not isinstance(v, typ) or (isinstance(v, bool) and bool not in _as_tuple(typ)):
+            raise BundleError(f"field '{where}' is {_msgpack_name(type(v))}, expected {_names(typ)}")
+        return v
+
+    def sub(self, key: str) -> "_Fields":
+        return _Fields(self.get(key, dict), f"{self.path}.{key}" if self.path else key)
+
+
+def _as_tuple(t: type | tuple[type, ...]) -> tuple[type, ...]:
+    return t if isinstance(t, tuple) else (t,)
+
+
+_MSGPACK_NAMES = {dict: "map", list: "array", bytes: "bin", str: "string", int: "integer", float: "float",
+                  bool: "boolean", type(None): "nil"}
+
+
+def _msgpack_name(t: type) -> str:
+    return _MSGPACK_NAMES.get(t, t.__name__)
+
+
+def _names(t: type | tuple[type, ...]) -> str:
+    return " or ".join(_msgpack_name(x) for x in _as_tuple(t))
+
+
+def _read_array(f: _Fields, dtype: np.dtype, ndim: int) -> np.ndarray:
+    if f.get("dtype", str) != dtype.str:
+        raise BundleError(f"field '{f.path}.dtype' is {f.m['dtype']!r}, expected {dtype.str!r}")
+    shape = f.get("shape", list)
+    if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise BundleError(f"field '{f.path}.shape' must be {ndim} non-negative integers, got {shape!r}")
+    data = f.get("data", bytes)
+    expected = math.prod(shape) * dtype.itemsize
+    if len(data) != expected:
+        raise BundleError(
+            f"field '{f.path}.data' has {len(data)} bytes, but dtype {dtype.str} and shape "
+            f"{shape} need {expected}"
+        )
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+
+def _read_str_list(f: _Fields, key: str, *, optional: bool = False) -> list[str] | None:
+    v = f.get(key, list, optional=optional)
+    if v is None:
+        return None
+    if not all(isinstance(s, str) for s in v):
+        raise BundleError(f"field '{key}' must be a list of strings")
+    return v
+
+
+def _check_version(version: Any) -> None:
+    if (not isinstance(version, list) or len(version) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
+        raise BundleError(f"field 'version' must be [major, minor], got {version!r}")
+    major, minor = version
+    if major > FORMAT_VERSION[0]:
+        raise BundleError(
+            f"bundle format version {major}.{minor} is newer than this runtime supports "
+            f"({FORMAT_VERSION[0]}.x); upgrade dpedge to read it"
+        )
+    if major < FORMAT_VERSION[0]:
+        raise BundleError(f"bundle format version {major}.{minor} is not supported (this runtime reads {FORMAT_VERSION[0]}.x)")
+    # A newer minor version only adds fields; readers ignore fields they do not know.
+
+
+_PRIVACY_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "epsilon": (float, int),
+    "delta": (float, int),
+    "mechanism": str,
+    "sensitivity_l1": int,
+    "noise_scale": (float, int),
+    "neighbour_relation": str,
+    "privacy_unit": str,
+    "noise_source": str,
+}
+
+
+def unpack(data: bytes) -> Bundle:
+    """Parse and validate bundle bytes (see `load`).
+
+    Example:
+        >>> unpack(b"not a bundle")
+        Traceback (most recent call last):
+        ...
+        runtime.errors.BundleError: bundle is not a dpedge bundle: top level is int, expected a map
+    """
+    outer = _Fields(_parse_msgpack(bytes(data), "bundle"), "")
+    if outer.m.get("format") != FORMAT_NAME:
+        raise BundleError(f"not a dpedge bundle: field 'format' is {outer.m.get('format')!r}, expected {FORMAT_NAME!r}")
+    _check_version(outer.get("version", list))
+    checksum = outer.sub("checksum")
+    if checksum.get("algorithm", str) != CHECKSUM_ALGORITHM:
+        raise BundleError(f"unsupported checksum algorithm {checksum.m['algorithm']!r}")
+    digest = checksum.get("digest", bytes)
+    body = outer.get("payload", bytes)
+    if hashlib.sha256(body).digest() != digest:
+        raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
+    p = _Fields(_parse_msgpack(body, "bundle payload"), "")
+    return _validate_payload(p)
+
+
+def _validate_payload(p: _Fields) -> Bundle:
+    labels = _read_str_list(p, "labels")
+    if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
+        raise BundleError("field 'labels' must hold at least two distinct, non-empty labels")
+    descriptions = _read_str_list(p, "label_descriptions", optional=True)
+    if descriptions is not None and len(descriptions) != len(labels):
+        raise BundleError(f"field 'label_descriptions' has {len(descriptions)} entries for {len(labels)} labels")
+
+    privacy = p.sub("privacy")
+    for key, typ in _PRIVACY_REQUIRED.items():
+        privacy.get(key, typ)
+    eps = float(privacy.m["epsilon"])
+    if not (eps > 0 and math.isfinite(eps)):
+        raise BundleError(f"field 'privacy.epsilon' must be a positive finite number, got {eps}")
+    if privacy.m["delta"] != 0:
+        raise BundleError(f"field 'privacy.delta' is {privacy.m['delta']}: only pure epsilon-DP bundles (delta = 0) exist in v1")
+
+    lsh = p.sub("lsh")
+    if lsh.get("family", str) != "simhash":
+        raise BundleError(f"field 'lsh.family' is {lsh.m['family']!r}, expected 'simhash'")
+    tables, bits, dim = lsh.get("tables", int), lsh.get("bits", int), lsh.get("dim", int)
+    if not (1 <= bits <= MAX_BITS and 1 <= tables <= MAX_TABLES and dim >= 1):
+        raise BundleError(f"LSH parameters out of range: tables={tables}, bits={bits}, dim={dim}")
+    hyperplanes = _read_array(lsh.sub("hyperplanes"), HYPERPLANES_DTYPE, 3)
+    if hyperplanes.shape != (tables, bits, dim):
+        raise BundleError(f"field 'lsh.hyperplanes' has shape {hyperplanes.shape}, expected {(tables, bits, dim)}")
+    if not np.isfinite(hyperplanes).all():
+        raise BundleError("field 'lsh.hyperplanes' holds non-finite values")
+    votes = _read_array(p.sub("votes"), VOTES_DTYPE, 3)
+    if votes.shape != (tables, 2**bits, len(labels)):
+        raise BundleError(f"field 'votes' has shape {votes.shape}, expected {(tables, 2**bits, len(labels))}")
+    if privacy.m["sensitivity_l1"] != tables:
+        raise BundleError(
+            f"field 'privacy.sensitivity_l1' is {privacy.m['sensitivity_l1']} but a record touches one cell "
+            f"in each of {tables} tables"
+        )
+
+    enc = p.sub("encoder")
+    fmt = enc.get("format", str)
+    if fmt not in ENCODER_FORMATS:
+        raise BundleError(f"encoder format {fmt!r} is not supported by this runtime (supports {', '.join(ENCODER_FORMATS)})")
+    inputs = _read_str_list(enc, "inputs")
+    encoder = Encoder(
+        format=fmt,
+        model=enc.get("model", bytes),
+        tokenizer_json=enc.get("tokenizer_json", str),
+        max_length=enc.get("max_length", int),
+        dim=enc.get("dim", int),
+        pooling=enc.get("pooling", str),
+        normalized=enc.get("normalized", bool),
+        inputs=tuple(inputs),
+        output=enc.get("output", str),
+        facts=enc.get("facts", dict),
+    )
+    if encoder.dim != dim:
+        raise BundleError(f"encoder produces {encoder.dim}-d embeddings but the hyperplanes are {dim}-d")
+    if not 2 <= encoder.max_length <= 8192:
+        raise BundleError(f"field 'encoder.max_length' is {encoder.max_length}, expected 2..8192")
+    if not encoder.model:
+        raise BundleError("field 'encoder.model' is empty")
+    unknown_inputs = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+    if unknown_inputs:
+        raise BundleError(f"encoder declares unsupported inputs {sorted(unknown_inputs)}")
+
+    return Bundle(
+        labels=tuple(labels),
+        label_descriptions=None if descriptions is None else tuple(descriptions),
+        privacy=privacy.m,
+        lsh={k: v for k, v in lsh.m.items() if k != "hyperplanes"},
+        hyperplanes=hyperplanes,
+        votes=votes,
+        encoder=encoder,
+        exporter=p.get("exporter", dict),
+    )

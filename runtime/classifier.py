@@ -1,0 +1,118 @@
+"""The runtime's facade: load a bundle once, then classify texts offline.
+
+Everything it does reads only the released bundle, so it is post-processing: any number of
+queries costs no further privacy budget. The CLI (`python -m runtime.classify`) and the
+Python API share this one code path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from runtime import bundle as bundle_format
+from runtime.bundle import Bundle
+from runtime.describe import bundle_info
+from runtime.encoder import OnnxEncoder
+from runtime.errors import InputError
+from runtime.scoring import Scorer
+from runtime.tokenize import TextTokenizer
+
+#: Texts longer than this (in characters) are refused rather than tokenized: the encoder
+#: reads at most max_length tokens anyway, and a multi-megabyte "text" is almost always a
+#: mistake (a whole file piped as one line).
+MAX_TEXT_CHARS = 1_000_000
+
+#: Where `python -m runtime.classify` looks when no --bundle is given (the quick start writes it).
+DEFAULT_BUNDLE = Path("models") / "quickstart.dpedge"
+BUNDLE_ENV = "DPEDGE_BUNDLE"
+
+
+def default_bundle_path() -> Path:
+    """$DPEDGE_BUNDLE if set, else models/quickstart.dpedge under the current folder."""
+    return Path(os.environ.get(BUNDLE_ENV) or DEFAULT_BUNDLE)
+
+
+def check_text(text: object) -> str:
+    """Return the text if it can be classified, else raise InputError saying why."""
+    if not isinstance(text, str):
+        raise InputError(f"text must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InputError("empty text: there is nothing to classify")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InputError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}")
+    return text
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A label and the score of every label (summed noisy votes, higher is better)."""
+
+    label: str
+    scores: dict[str, float]
+
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The k best labels with their scores, best first (ties keep label order)."""
+        return sorted(self.scores.items(), key=lambda kv: -kv[1])[:max(1, k)]
+
+
+class Classifier:
+    """A loaded bundle, ready to classify.
+
+    Example:
+        >>> clf = Classifier.load("models/quickstart.dpedge")          # doctest: +SKIP
+        >>> clf.predict(["wake me up at six"])[0].label                 # doctest: +SKIP
+        'alarm_timer'
+    """
+
+    def __init__(self, b: Bundle, *, threads: int | None = None, workers: int = 1, path: Path | None = None):
+        self.bundle = b
+        self.path = path
+        self.labels = b.labels
+        self.tokenizer = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
+        self.encoder = OnnxEncoder(b.encoder, threads=threads, workers=workers)
+        self.scorer = Scorer(b.hyperplanes, b.votes)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, threads: int | None = None, workers: int = 1) -> "Classifier":
+        """Read, validate and prepare a bundle (raises BundleError if it is unusable).
+
+        ``threads``: onnxruntime threads per text (None: all cores); ``workers``: texts
+        embedded at once in `predict` (results are identical either way).
+        """
+        p = Path(path)
+        return cls(bundle_format.load(p), threads=threads, workers=workers, path=p)
+
+    @property
+    def privacy(self) -> dict[str, Any]:
+        return self.bundle.privacy
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-vector embeddings, (n, dim) float32; raises InputError naming a bad text."""
+        for i, t in enumerate(texts):
+            try:
+                check_text(t)
+            except InputError as exc:
+                raise InputError(f"text {i}: {exc}") from None
+        return self.encoder.embed(self.tokenizer.encode(texts))
+
+    def scores_from_embeddings(self, embeddings: np.ndarray) -> np.ndarray:
+        """Per-class scores (n, classes) for precomputed embeddings: the scoring half of
+        `predict`, exposed so benchmarks score exactly as devices do."""
+        return self.scorer.scores(embeddings)
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        """Label and per-label scores for each text (argmax; ties go to the earlier label)."""
+        scores = self.scores_from_embeddings(self.embed(texts))
+        return [
+            Prediction(self.labels[int(np.argmax(row))], dict(zip(self.labels, map(float, row))))
+            for row in scores
+        ]
+
+    def info(self) -> dict[str, Any]:
+        """What the bundle is: labels, privacy facts, hashing, encoder and sizes in bytes."""
+        return bundle_info(self.bundle, self.path)

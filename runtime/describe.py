@@ -1,0 +1,86 @@
+"""Describes a bundle for people: its labels, privacy facts, hashing, encoder and sizes.
+
+Shared by `python -m runtime.classify --info` and `python -m exporter inspect`, so a privacy
+officer sees the same statement of the guarantee whichever side they look from. Reading a
+bundle's facts does not start the encoder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.bundle import Bundle
+
+
+def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
+    """A JSON-ready description of the bundle; sizes are in bytes."""
+    sizes = {
+        "encoder": len(b.encoder.model) + len(b.encoder.tokenizer_json.encode()),
+        "votes": b.votes.nbytes,
+        "hyperplanes": b.hyperplanes.nbytes,
+    }
+    if path is not None:
+        sizes["file"] = path.stat().st_size
+        sizes["metadata"] = max(0, sizes["file"] - sizes["encoder"] - sizes["votes"] - sizes["hyperplanes"])
+    return {
+        "bundle": None if path is None else str(path),
+        "labels": list(b.labels),
+        "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
+        "privacy": b.privacy,
+        "lsh": {**b.lsh, "tables": b.tables, "bits": b.bits},
+        "encoder": {
+            "format": b.encoder.format, "dim": b.encoder.dim, "max_length": b.encoder.max_length,
+            "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **b.encoder.facts,
+        },
+        "exporter": b.exporter,
+        "sizes_bytes": sizes,
+    }
+
+
+def privacy_summary(privacy: dict[str, Any]) -> str:
+    """One line: the guarantee in the bundle's own words."""
+    return (
+        f"epsilon = {privacy['epsilon']:g}, delta = {privacy['delta']:g} (pure DP) per "
+        f"{privacy['privacy_unit']}; discrete Laplace noise, scale {privacy['noise_scale']:g}, on every cell"
+    )
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """Human-readable text of `bundle_info`."""
+    p, lsh, enc, sizes = info["privacy"], info["lsh"], info["encoder"], info["sizes_bytes"]
+    lines = []
+    if info["bundle"]:
+        lines.append(f"bundle      {info['bundle']}")
+    lines.append(f"labels      {len(info['labels'])}")
+    descriptions = info["label_descriptions"] or [""] * len(info["labels"])
+    width = max(len(label) for label in info["labels"])
+    for label, d in zip(info["labels"], descriptions):
+        lines.append(f"  {label:<{width}}  {d}".rstrip())
+    lines.append("privacy")
+    lines.append(f"  guarantee           {privacy_summary(p)}")
+    lines.append(f"  mechanism           {p['mechanism']}")
+    for key in ("epsilon", "delta", "sensitivity_l1", "noise_scale", "neighbour_relation", "privacy_unit",
+                "noise_source", "noise_library", "noise_library_version", "post_processing",
+                "released_statistics", "public_inputs"):
+        if key in p:
+            value = ", ".join(map(str, p[key])) if isinstance(p[key], list) else p[key]
+            lines.append(f"  {key:<19} {value}")
+    lines.append(f"hashing     SimHash, {lsh['tables']} tables x {lsh['bits']} bits, "
+                 f"{lsh.get('distribution', '?')} hyperplanes, seed {lsh.get('seed', '?')}")
+    lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
+                 f"{enc['dim']}-d, max {enc['max_length']} tokens")
+    fid = enc.get("fidelity")
+    if fid:
+        lines.append(f"  fidelity vs fp32    mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "
+                     f"over {fid['texts']} texts")
+    size_parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k != "file")
+    total = f"{_mib(sizes['file'])} total: " if "file" in sizes else ""
+    lines.append(f"size        {total}{size_parts}")
+    ex = info["exporter"]
+    lines.append(f"exporter    {ex.get('name', '?')} {ex.get('version', '?')}, created {ex.get('created', '?')}")
+    return "\n".join(lines)

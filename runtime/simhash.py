@@ -1,0 +1,43 @@
+"""SimHash bucket ids: the one hashing function both exporter and runtime use.
+
+Bit order (the contract with the phone ports, see docs/bundle-format.md): for table t and
+hyperplane h = 0..H-1 (the paper's h = 1..H), bit b_h = 1 iff <x, r_{t,h}> > 0, and the
+bucket id is sum_h b_h * 2**h. Hyperplane 0 is the least significant bit. A dot product of
+exactly 0 gives bit 0 (the paper's Algorithm 1 uses a strict '>').
+
+Dot products are taken in float64 from the stored float32 values, so that an independent
+implementation summing in another order agrees on the sign except for projections within
+about 1e-12 of zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class SimHasher:
+    """Maps embeddings to one bucket id per table.
+
+    Example:
+        >>> planes = np.eye(3, dtype=np.float32)[None, :2, :]     # 1 table, 2 bits, 3-d
+        >>> SimHasher(planes).buckets(np.array([[0.5, -1.0, 0.0]], dtype=np.float32))
+        array([[1]])
+    """
+
+    def __init__(self, hyperplanes: np.ndarray):
+        if hyperplanes.ndim != 3:
+            raise ValueError(f"hyperplanes must be (tables, bits, dim), got shape {hyperplanes.shape}")
+        self.tables, self.bits, self.dim = hyperplanes.shape
+        # (dim, tables*bits), float64, prepared once so the per-query cost is one matmul.
+        self._planes = np.ascontiguousarray(
+            hyperplanes.astype(np.float64).reshape(self.tables * self.bits, self.dim).T
+        )
+        self._weights = (np.int64(1) << np.arange(self.bits, dtype=np.int64))
+
+    def buckets(self, embeddings: np.ndarray) -> np.ndarray:
+        """Bucket ids, shape (n, tables), int64 in [0, 2**bits)."""
+        x = np.asarray(embeddings, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"embeddings must be (n, {self.dim}), got shape {x.shape}")
+        bits = (x @ self._planes > 0).reshape(len(x), self.tables, self.bits)
+        return bits.astype(np.int64) @ self._weights

@@ -1,0 +1,39 @@
+"""WordPiece tokenization from the bundle's own tokenizer.json.
+
+The `tokenizers` package alone (no transformers) reproduces the Hugging Face tokenizer
+exactly. The shipped tokenizer.json of all-MiniLM-L6-v2 has padding to 128 and truncation at
+128 baked in; both are overridden here, or every query would pay for 128 tokens and long
+texts would be cut earlier than the model allows.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tokenizers import Tokenizer
+
+from runtime.errors import BundleError
+
+
+class TextTokenizer:
+    """Turns texts into token-id lists, truncated to the encoder's ``max_length``.
+
+    Example:
+        >>> tok = TextTokenizer(bundle.encoder.tokenizer_json, 256)   # doctest: +SKIP
+        >>> tok.encode(["Wake me at 7"])                               # doctest: +SKIP
+        [[101, 5256, 2033, 2012, 1021, 102]]
+    """
+
+    def __init__(self, tokenizer_json: str, max_length: int):
+        try:
+            tok = Tokenizer.from_str(tokenizer_json)
+        except Exception as exc:  # the Rust side raises a bare Exception on bad JSON
+            raise BundleError(f"the bundle's tokenizer cannot be loaded: {exc}") from None
+        tok.no_padding()
+        tok.enable_truncation(max_length)
+        self._tok = tok
+        self.max_length = max_length
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids (with [CLS]/[SEP]) for each text, no padding."""
+        return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=True)]
