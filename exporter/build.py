@@ -1,0 +1,185 @@
+"""Build a bundle: records -> embeddings -> codes -> counts -> noisy tables -> bundle.
+
+The records are read once, streamed in chunks, and only their exact counts are kept; the
+counts are dropped as soon as the noisy tables exist. Embedding uses the runtime's own
+tokenizer, encoder and hasher on the very int8 model the bundle ships, so a training text and
+the same text typed on a device land in the same buckets.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from exporter.counting import VoteCounter
+from exporter.dataset import LabelSet, ReadStats, Record, count_lines, read_labels, read_records
+from exporter.encoder_export import export_encoder
+from exporter.hyperplanes import draw_hyperplanes, new_seed
+from exporter.noise import NoiseSource
+from exporter.release import check_epsilon, release_votes
+from runtime import __version__
+from runtime.bundle import Bundle, save
+from runtime.encoder import OnnxEncoder
+from runtime.simhash import SimHasher
+from runtime.tokenize import TextTokenizer
+
+# Defaults measured on the four ../shared/data sets with all-MiniLM-L6-v2 (docs/defaults.md,
+# `python benchmarks/accuracy.py`): coarse hashing with many tables; the paper's H=24, T=4
+# leaves almost every query in an empty bucket with this encoder.
+DEFAULT_TABLES = 32
+DEFAULT_BITS = 6
+MAX_TABLES = 128
+MAX_BITS = 20
+DEFAULT_MAX_TABLE_MIB = 64.0
+CHUNK_RECORDS = 256
+
+
+class BuildError(ValueError):
+    """The build cannot start or finish with the given settings; nothing was written."""
+
+
+def table_bytes(tables: int, bits: int, classes: int) -> int:
+    return tables * 2**bits * classes * 2  # int16 cells
+
+
+def check_shape(tables: int, bits: int, classes: int, max_table_mib: float = DEFAULT_MAX_TABLE_MIB) -> None:
+    """Refuse hashing settings outside the supported range or whose dense tables are too big."""
+    if not 1 <= bits <= MAX_BITS:
+        raise BuildError(f"--bits must be between 1 and {MAX_BITS}, got {bits}")
+    if not 1 <= tables <= MAX_TABLES:
+        raise BuildError(f"--tables must be between 1 and {MAX_TABLES}, got {tables}")
+    size = table_bytes(tables, bits, classes)
+    if size > max_table_mib * 2**20:
+        raise BuildError(
+            f"the vote tables would be {tables} x 2^{bits} x {classes} = {size // 2:,} int16 cells = "
+            f"{size / 2**20:,.1f} MiB, over the limit of {max_table_mib:g} MiB; lower --bits or --tables, "
+            f"or raise --max-table-mib"
+        )
+
+
+@dataclass
+class BuildOptions:
+    train: Path
+    labels: Path
+    epsilon: float
+    out: Path
+    tables: int = DEFAULT_TABLES
+    bits: int = DEFAULT_BITS
+    seed: int | None = None
+    encoder_source: Path | None = None
+    models_dir: Path = Path("models")
+    fmt: str | None = None
+    text_field: str = "text"
+    label_field: str = "label"
+    skip_unknown_labels: bool = False
+    skip_empty_texts: bool = False
+    max_table_mib: float = DEFAULT_MAX_TABLE_MIB
+    workers: int | None = None  # texts embedded at once, one onnxruntime thread each (None: all cores)
+    progress: bool = True
+
+
+@dataclass
+class BuildReport:
+    """What happened, for the data owner's console; none of it goes into the bundle."""
+
+    out: Path
+    bundle_bytes: int
+    stats: ReadStats
+    privacy: dict[str, Any]
+    clipped_cells: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def add(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
+        return now
+
+
+def _chunks(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
+    it = iter(records)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None) -> BuildReport:
+    """Export (or reuse) the encoder, count the records, release the tables, write the bundle.
+
+    ``noise_for_tests`` is the test-only noise hook of `exporter.release.release_votes`.
+
+    Example:
+        >>> build(BuildOptions(Path("data/assistant/train.jsonl"), Path("data/assistant/labels.txt"),
+        ...                    epsilon=8, out=Path("models/quickstart.dpedge")))   # doctest: +SKIP
+    """
+    try:
+        eps = check_epsilon(opts.epsilon)
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None
+    labels: LabelSet = read_labels(opts.labels)
+    check_shape(opts.tables, opts.bits, len(labels), opts.max_table_mib)
+    timer = _Timer()
+    t = time.perf_counter()
+
+    exported = export_encoder(opts.encoder_source, opts.models_dir)
+    encoder_spec = exported.to_bundle_encoder()
+    tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
+    encoder = OnnxEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
+    seed = new_seed() if opts.seed is None else int(opts.seed)
+    planes = draw_hyperplanes(seed, opts.tables, opts.bits, encoder_spec.dim)
+    hasher = SimHasher(planes)
+    counter = VoteCounter(opts.tables, opts.bits, len(labels))
+    t = timer.add("load encoder", t)
+
+    stats = ReadStats()
+    records = read_records(opts.train, labels, fmt=opts.fmt, text_field=opts.text_field,
+                           label_field=opts.label_field, skip_unknown_labels=opts.skip_unknown_labels,
+                           skip_bad_texts=opts.skip_empty_texts, stats=stats)
+    from tqdm import tqdm
+
+    with tqdm(total=count_lines(opts.train), unit="line", desc="embed+hash+count", disable=not opts.progress,
+              dynamic_ncols=True) as bar:
+        t = time.perf_counter()
+        for chunk in _chunks(records, CHUNK_RECORDS):
+            ids = tokenizer.encode([r.text for r in chunk])
+            t = timer.add("read+tokenize", t)
+            emb = encoder.embed(ids)
+            t = timer.add("encode", t)
+            counter.add(hasher.buckets(emb), np.fromiter((r.label for r in chunk), np.int64, len(chunk)))
+            t = timer.add("hash+count", t)
+            bar.update(chunk[-1].line - bar.n)
+        t = timer.add("read+tokenize", t)
+    if stats.records == 0:
+        raise BuildError(f"{opts.train}: no records to count (nothing was written)")
+
+    release = release_votes(counter.counts, eps, noise_for_tests=noise_for_tests)
+    del counter  # the exact counts are not needed, and not kept, past this point
+    t = timer.add("noise", t)
+
+    bundle = Bundle(
+        labels=labels.names,
+        label_descriptions=labels.descriptions,
+        privacy=release.privacy,
+        lsh={"family": "simhash", "tables": opts.tables, "bits": opts.bits, "dim": encoder_spec.dim,
+             "seed": seed, "distribution": "gaussian",
+             "bit_rule": "bit h (h = 0..bits-1) is 1 iff <x, r_h> > 0; bucket = sum_h bit_h * 2^h"},
+        hyperplanes=planes,
+        votes=release.votes,
+        encoder=encoder_spec,
+        exporter={"name": "dpedge", "version": __version__,
+                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+    )
+    out = save(bundle, opts.out)
+    timer.add("write", t)
+    return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=stats, privacy=release.privacy,
+                       clipped_cells=release.clipped_cells, seconds=timer.seconds)

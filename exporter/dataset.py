@@ -1,0 +1,250 @@
+"""Streaming readers for labelled datasets (JSONL and CSV) and the public label list.
+
+Records are yielded one at a time, so a dataset of any size is read in constant memory.
+Every problem names the file and line, because a user with a million-line export needs to
+find the one bad record, not guess.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from runtime.classifier import check_text
+from runtime.errors import InputError
+
+FORMATS = ("jsonl", "csv", "tsv")
+
+
+class DatasetError(ValueError):
+    """A dataset or label file cannot be used as it is; the message names file and line."""
+
+    def __init__(self, path: os.PathLike[str] | str, line: int | None, message: str):
+        self.path, self.line = Path(path), line
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """The public, fixed list of classes (order = class index) and optional descriptions."""
+
+    names: tuple[str, ...]
+    descriptions: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {n: i for i, n in enumerate(self.names)})
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int | None:
+        return self._index.get(name)  # type: ignore[attr-defined]
+
+
+def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line, UTF-8 (a leading BOM is dropped), newline kept."""
+    try:
+        f = path.open("rb")
+    except OSError as exc:
+        raise DatasetError(path, None, f"cannot open: {exc.strerror or exc}") from None
+    with f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(path, n, f"not valid UTF-8 (byte {exc.start} of the line)") from None
+            if n == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield n, text
+
+
+def read_labels(path: os.PathLike[str] | str) -> LabelSet:
+    """Read ``labels.txt``: one label per line, optionally ``label<TAB>public description``.
+
+    Blank lines at the end are ignored; a blank line between labels, a duplicate label or
+    fewer than two labels is an error.
+
+    Example:
+        >>> read_labels("data/assistant/labels.txt").names[:2]        # doctest: +SKIP
+        ('alarm_timer', 'weather')
+    """
+    p = Path(path)
+    names: list[str] = []
+    descriptions: list[str] = []
+    blank_at: int | None = None
+    for n, line in _decoded_lines(p):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            blank_at = blank_at or n
+            continue
+        if blank_at is not None:
+            raise DatasetError(p, blank_at, "blank line between labels")
+        name, _, description = line.partition("\t")
+        name = name.strip()
+        if not name:
+            raise DatasetError(p, n, "empty label name")
+        if name in names:
+            raise DatasetError(p, n, f"duplicate label {name!r} (first on line {names.index(name) + 1})")
+        names.append(name)
+        descriptions.append(description.strip())
+    if len(names) < 2:
+        raise DatasetError(p, None, f"needs at least two labels, found {len(names)}")
+    has_descriptions = any(descriptions)
+    if has_descriptions and not all(descriptions):
+        missing = names[descriptions.index("")]
+        raise DatasetError(p, None, f"some labels have descriptions but {missing!r} has none: give all or none")
+    return LabelSet(tuple(names), tuple(descriptions) if has_descriptions else None)
+
+
+@dataclass(frozen=True)
+class Record:
+    text: str
+    label: int
+    line: int
+
+
+@dataclass
+class ReadStats:
+    """What the reader kept and skipped (printed for the data owner; never released)."""
+
+    records: int = 0
+    skipped_unknown_label: int = 0
+    skipped_bad_text: int = 0
+    blank_lines: int = 0
+    unknown_labels: dict[str, int] = field(default_factory=dict)
+
+
+def detect_format(path: Path) -> str:
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix in ("jsonl", "ndjson", "json"):
+        return "jsonl"
+    if suffix in ("csv", "tsv"):
+        return suffix
+    raise DatasetError(path, None, f"cannot tell the format from the extension {path.suffix!r}; pass --format jsonl|csv|tsv")
+
+
+def _jsonl_rows(path: Path, text_field: str, label_field: str, stats: ReadStats) -> Iterator[tuple[int, object, object]]:
+    for n, line in _decoded_lines(path):
+        if not line.strip():
+            stats.blank_lines += 1
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, n, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(path, n, f"expected a JSON object, got {type(obj).__name__}")
+        for key in (text_field, label_field):
+            if key not in obj:
+                raise DatasetError(path, n, f"missing field {key!r} (fields: {', '.join(map(str, obj))})")
+        yield n, obj[text_field], obj[label_field]
+
+
+def _csv_rows(path: Path, text_field: str, label_field: str, delimiter: str, stats: ReadStats) -> Iterator[tuple[int, object, object]]:
+    lines = _decoded_lines(path)
+    line_no = 0
+
+    def feed() -> Iterator[str]:
+        nonlocal line_no
+        for n, text in lines:
+            line_no = n
+            yield text
+
+    reader = csv.reader(feed(), delimiter=delimiter, strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise DatasetError(path, None, "empty file: expected a header row") from None
+    except csv.Error as exc:
+        raise DatasetError(path, line_no, f"malformed CSV header ({exc})") from None
+    header = [h.strip() for h in header]
+    for key in (text_field, label_field):
+        if key not in header:
+            raise DatasetError(path, 1, f"no column {key!r} in the header (columns: {', '.join(header)})")
+    ti, li = header.index(text_field), header.index(label_field)
+    while True:
+        start = line_no + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DatasetError(path, start, f"malformed CSV ({exc})") from None
+        if not row or (len(row) == 1 and not row[0].strip()):
+            stats.blank_lines += 1
+            continue
+        if len(row) != len(header):
+            raise DatasetError(path, start, f"{len(row)} columns, the header has {len(header)}")
+        yield start, row[ti], row[li]
+
+
+def read_records(
+    path: os.PathLike[str] | str,
+    labels: LabelSet,
+    *,
+    fmt: str | None = None,
+    text_field: str = "text",
+    label_field: str = "label",
+    skip_unknown_labels: bool = False,
+    skip_bad_texts: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[Record]:
+    """Yield records with their class index, streaming.
+
+    A label not in ``labels`` or an empty/oversized text is an error naming file and line,
+    unless the matching skip flag is set; skips are counted in ``stats``.
+
+    Example:
+        >>> labels = read_labels("data/assistant/labels.txt")          # doctest: +SKIP
+        >>> next(read_records("data/assistant/train.jsonl", labels))    # doctest: +SKIP
+        Record(text='Find the route with the fewest stops.', label=4, line=1)
+    """
+    p = Path(path)
+    fmt = fmt or detect_format(p)
+    if fmt not in FORMATS:
+        raise DatasetError(p, None, f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
+    stats = stats if stats is not None else ReadStats()
+    rows: Iterable[tuple[int, object, object]]
+    if fmt == "jsonl":
+        rows = _jsonl_rows(p, text_field, label_field, stats)
+    else:
+        rows = _csv_rows(p, text_field, label_field, "," if fmt == "csv" else "\t", stats)
+    for n, text, label in rows:
+        if isinstance(label, int) and not isinstance(label, bool):
+            label = str(label)
+        if not isinstance(label, str):
+            raise DatasetError(p, n, f"label must be a string, got {type(label).__name__}")
+        label = label.strip()
+        index = labels.index(label)
+        if index is None:
+            if not skip_unknown_labels:
+                raise DatasetError(p, n, f"label {label!r} is not in the label list "
+                                         f"(pass --skip-unknown-labels to skip such records)")
+            stats.skipped_unknown_label += 1
+            stats.unknown_labels[label] = stats.unknown_labels.get(label, 0) + 1
+            continue
+        if not isinstance(text, str):
+            raise DatasetError(p, n, f"text must be a string, got {type(text).__name__}")
+        try:
+            check_text(text)
+        except InputError as exc:
+            if not skip_bad_texts:
+                raise DatasetError(p, n, f"{exc} (pass --skip-empty-texts to skip such records)") from None
+            stats.skipped_bad_text += 1
+            continue
+        stats.records += 1
+        yield Record(text, index, n)
+
+
+def count_lines(path: os.PathLike[str] | str) -> int:
+    """Number of lines, read in blocks: an upper bound on records, for the progress bar."""
+    n = 0
+    with Path(path).open("rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+    return n
