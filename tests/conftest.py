@@ -1,0 +1,48 @@
+"""Shared fixtures: the real int8 encoder (exported once per run into models/, as the quick
+start does) and real bundles built from the project's own assistant dataset."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "assistant"
+SHARED = ROOT.parent / "shared" / "data"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from exporter.build import BuildOptions, build  # noqa: E402
+from exporter.encoder_export import export_encoder  # noqa: E402
+from noise_hooks import ConstantNoise  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def exported_encoder():
+    return export_encoder(models_dir=ROOT / "models")
+
+
+def build_options(out: Path, **overrides) -> BuildOptions:
+    opts = dict(train=DATA / "train.jsonl", labels=DATA / "labels.txt", epsilon=8.0, out=out,
+                models_dir=ROOT / "models", progress=False, seed=1234)
+    opts.update(overrides)
+    return BuildOptions(**opts)
+
+
+@pytest.fixture(scope="session")
+def dp_bundle(exported_encoder, tmp_path_factory) -> Path:
+    """A real DP bundle (OpenDP noise, epsilon 8, default hashing) of the assistant data."""
+    out = tmp_path_factory.mktemp("bundles") / "assistant.dpedge"
+    build(build_options(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def exact_bundle(exported_encoder, tmp_path_factory) -> Path:
+    """The same data with zero noise through the test-only hook: exact counts, to check hashing."""
+    out = tmp_path_factory.mktemp("bundles") / "assistant-exact.dpedge"
+    build(build_options(out), noise_for_tests=ConstantNoise(0))
+    return out

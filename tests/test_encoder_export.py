@@ -1,0 +1,51 @@
+"""The int8 encoder: exported once with pooling and normalisation inside, gated on fidelity."""
+
+import json
+
+import numpy as np
+import pytest
+
+from exporter.encoder_export import MIN_MEAN_COSINE, EncoderExportError, export_encoder
+from exporter.fidelity_texts import FIDELITY_TEXTS
+from runtime.encoder import OnnxEncoder
+from runtime.tokenize import TextTokenizer
+
+
+def test_exported_encoder_facts_and_fidelity(exported_encoder):
+    f = exported_encoder.facts
+    assert f["fidelity"]["mean_cosine"] >= MIN_MEAN_COSINE == 0.99
+    assert f["fidelity"]["texts"] == len(FIDELITY_TEXTS) >= 50
+    assert f["dim"] == 384 and f["max_length"] == 256 and f["output"] == "sentence_embedding"
+    assert (exported_encoder.directory / "model.onnx").stat().st_size < 30 * 2**20  # int8, not the 90 MB fp32
+    assert json.loads((exported_encoder.directory / "encoder.json").read_text())["source_sha256"] == f["source_sha256"]
+
+
+def test_second_export_reuses_the_cache(exported_encoder, tmp_path):
+    again = export_encoder(models_dir=exported_encoder.directory.parents[1])
+    assert again.directory == exported_encoder.directory and again.facts == exported_encoder.facts
+
+
+def test_tokenizer_overrides_the_baked_in_padding_and_truncation(exported_encoder):
+    tok = TextTokenizer((exported_encoder.directory / "tokenizer.json").read_text(), 256)
+    short, long_ = tok.encode(["hi", "word " * 400])
+    assert short == [101, 7632, 102]  # no padding to 128
+    assert len(long_) == 256 and long_[-1] == 102  # truncated at the model's 256, not 128
+
+
+def test_graph_pools_and_normalises(exported_encoder):
+    spec = exported_encoder.to_bundle_encoder()
+    emb = OnnxEncoder(spec).embed(TextTokenizer(spec.tokenizer_json, 256).encode(["OK", "a longer sentence here"]))
+    assert emb.shape == (2, 384) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+
+
+def test_export_refuses_an_encoder_below_the_fidelity_threshold(tmp_path):
+    """A threshold no int8 model can meet stands in for a bad quantization: clear error, nothing written."""
+    with pytest.raises(EncoderExportError, match=r"not faithful enough: mean cosine 0\.99\d+ .* below 0\.99999"):
+        export_encoder(models_dir=tmp_path, min_mean_cosine=0.99999)
+    assert list((tmp_path / "encoders").iterdir()) == []
+
+
+def test_export_refuses_a_folder_that_is_not_a_sentence_transformer(tmp_path):
+    (tmp_path / "model").mkdir()
+    with pytest.raises(EncoderExportError, match="not a sentence-transformers model folder"):
+        export_encoder(tmp_path / "model", models_dir=tmp_path)
