@@ -100,14 +100,9 @@ class Classifier:
                 raise InputError(f"text {i}: {exc}") from None
         return self.encoder.embed(self.tokenizer.encode(texts))
 
-    def scores_from_embeddings(self, embeddings: np.ndarray) -> np.ndarray:
-        """Per-class scores (n, classes) for precomputed embeddings: the scoring half of
-        `predict`, exposed so benchmarks score exactly as devices do."""
-        return self.scorer.scores(embeddings)
-
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         """Label and per-label scores for each text (argmax; ties go to the earlier label)."""
-        scores = self.scores_from_embeddings(self.embed(texts))
+        scores = self.scorer.scores(self.embed(texts))
         return [
             Prediction(self.labels[int(np.argmax(row))], dict(zip(self.labels, map(float, row))))
             for row in scores

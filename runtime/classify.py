@@ -3,10 +3,10 @@
     python -m runtime.classify [--bundle B] [--json] [--top-k K] [--threads N] [TEXT ...]
     python -m runtime.classify --info [--bundle B] [--json]
 
-Texts come from the arguments, or one per line on stdin. Stdin is processed in small batches
-as it arrives, so a long stream runs in bounded memory; a line that cannot be classified
-(empty, not UTF-8, too long) is reported and skipped without losing the lines after it, and
-the exit status is then 1. Exit status 2 means the bundle or the arguments are unusable.
+Texts come from the arguments, or one per line on stdin, answered line by line as they
+arrive: a long stream runs in constant memory and a person typing sees each answer at once.
+A line that cannot be classified (empty, not UTF-8, too long) is reported and skipped
+without losing the lines after it, and the exit status is then 1. Exit status 2 means the bundle or the arguments are unusable.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
+from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
-from runtime.describe import format_info, privacy_summary
+from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError, InputError
-
-STDIN_BATCH = 32
-
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
@@ -41,9 +40,8 @@ def _parser() -> argparse.ArgumentParser:
 def _stdin_texts(stream: Iterable[bytes]) -> Iterator[tuple[int, str | None, str | None]]:
     """(line number, text or None, error or None) for each stdin line, decoded strictly."""
     for n, raw in enumerate(stream, start=1):
-        line = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw
         try:
-            yield n, line.decode("utf-8"), None
+            yield n, raw.rstrip(b"\r\n").decode("utf-8"), None
         except UnicodeDecodeError as exc:
             yield n, None, f"not valid UTF-8 (byte {exc.start})"
 
@@ -65,64 +63,47 @@ def _emit(out: TextIO, pred: Prediction, text: str, args: argparse.Namespace) ->
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
         out.write(_format(pred, text, args.top_k) + "\n")
+    out.flush()  # one answer per line as it comes, also when a person types on stdin
 
 
-def _report(err: TextIO, where: str, message: str) -> None:
-    err.write(f"skipped {where}: {message}\n")
-
-
-def _classify_lines(clf: Classifier, items: Iterator[tuple[int, str | None, str | None]],
-                    args: argparse.Namespace, out: TextIO, err: TextIO, where: str) -> int:
+def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str | None]],
+                    args: argparse.Namespace, where: str) -> int:
+    """Classify line by line (the encoder runs one text per call anyway); returns failures."""
     failures = 0
-    batch: list[tuple[int, str]] = []
-
-    def flush() -> None:
-        if batch:
-            for (_, text), pred in zip(batch, clf.predict([t for _, t in batch])):
-                _emit(out, pred, text, args)
-            out.flush()
-            batch.clear()
-
     for n, text, problem in items:
         if problem is None:
             try:
-                batch.append((n, check_text(text)))
+                _emit(sys.stdout, clf.predict([check_text(text)])[0], text, args)
+                continue
             except InputError as exc:
                 problem = str(exc)
-        if problem is not None:
-            flush()  # keep output in input order around the skipped line
-            _report(err, f"{where} {n}", problem)
-            failures += 1
-        elif len(batch) >= STDIN_BATCH:
-            flush()
-    flush()
+        sys.stderr.write(f"skipped {where} {n}: {problem}\n")
+        failures += 1
     return failures
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    out, err = sys.stdout, sys.stderr
     if args.top_k < 1:
-        err.write("error: --top-k must be at least 1\n")
+        sys.stderr.write("error: --top-k must be at least 1\n")
         return 2
-    path = args.bundle or default_bundle_path()
+    path = Path(args.bundle) if args.bundle else default_bundle_path()
     try:
+        if args.info:  # facts only: no need to start the encoder
+            info = bundle_info(bundle_format.load(path), path)
+            print(json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info))
+            return 0
         clf = Classifier.load(path, threads=args.threads)
     except BundleError as exc:
         hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
-        err.write(f"error: {exc}{hint}\n")
+        sys.stderr.write(f"error: {exc}{hint}\n")
         return 2
-    if args.info:
-        info = clf.info()
-        out.write((json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info)) + "\n")
-        return 0
     if not args.json:
-        err.write(f"# {path}: {len(clf.labels)} labels; {privacy_summary(clf.privacy)}\n")
+        sys.stderr.write(f"# {path}: {len(clf.labels)} labels; {privacy_summary(clf.privacy)}\n")
     if args.texts:
-        items = ((i, t, None) for i, t in enumerate(args.texts, start=1))
-        failures = _classify_lines(clf, items, args, out, err, "argument")
+        failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args, "argument")
     else:
-        failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, out, err, "line")
+        failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line")
     return 1 if failures else 0
 
 

@@ -50,6 +50,23 @@ def test_classify_stdin_keeps_going_past_bad_lines(dp_bundle):
     assert "skipped line 2: empty text" in err and "skipped line 3: not valid UTF-8" in err
 
 
+def test_classify_stdin_answers_each_line_before_the_next_arrives(dp_bundle):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.classify", "--bundle", str(dp_bundle), "--json"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
+    try:
+        proc.stdin.write(b"what's the temperature outside\n")
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline())  # stdin is still open: the answer came per line
+        assert first["text"] == "what's the temperature outside"
+        proc.stdin.write(b"next song please\n")
+        proc.stdin.close()
+        assert json.loads(proc.stdout.readline())["text"] == "next song please"
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+
+
 def test_classify_info(dp_bundle):
     r = run(["runtime.classify", "--bundle", str(dp_bundle), "--info"])
     assert r.returncode == 0
