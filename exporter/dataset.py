@@ -11,6 +11,7 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -36,14 +37,16 @@ class LabelSet:
     names: tuple[str, ...]
     descriptions: tuple[str, ...] | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", {n: i for i, n in enumerate(self.names)})
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {n: i for i, n in enumerate(self.names)}
 
     def __len__(self) -> int:
         return len(self.names)
 
     def index(self, name: str) -> int | None:
-        return self._index.get(name)  # type: ignore[attr-defined]
+        """Class index of a label name, or None if it is not in the list."""
+        return self._index.get(name)
 
 
 def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -174,13 +174,14 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
         >>> enc.facts["fidelity"]["mean_cosine"] > 0.99   # doctest: +SKIP
         True
     """
-    source = Path(source) if source is not None else default_source()
+    name = DEFAULT_MODEL_NAME if source is None else Path(source).name
+    source = default_source() if source is None else Path(source)
     shape = _check_source(source)
     key = source_key(source)
-    name = DEFAULT_MODEL_NAME if source == default_source_or_none() else source.name
     final = Path(models_dir) / "encoders" / f"{name.split('/')[-1]}-{key[:12]}"
     facts_path = final / "encoder.json"
-    if facts_path.is_file() and not force:
+    complete = all((final / f).is_file() for f in ("encoder.json", "model.onnx", "tokenizer.json"))
+    if complete and not force:
         facts = _read_json(facts_path)
         if facts.get("source_sha256") == key and facts["fidelity"]["mean_cosine"] >= min_mean_cosine:
             return ExportedEncoder(final, facts)
@@ -215,10 +216,3 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-
-
-def default_source_or_none() -> Path | None:
-    try:
-        return default_source()
-    except EncoderExportError:
-        return None

@@ -1,6 +1,7 @@
 """The int8 encoder: exported once with pooling and normalisation inside, gated on fidelity."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -23,6 +24,15 @@ def test_exported_encoder_facts_and_fidelity(exported_encoder):
 def test_second_export_reuses_the_cache(exported_encoder, tmp_path):
     again = export_encoder(models_dir=exported_encoder.directory.parents[1])
     assert again.directory == exported_encoder.directory and again.facts == exported_encoder.facts
+
+
+def test_an_incomplete_cache_is_exported_again(exported_encoder, tmp_path):
+    broken = tmp_path / "encoders" / exported_encoder.directory.name
+    shutil.copytree(exported_encoder.directory, broken)
+    (broken / "model.onnx").unlink()  # e.g. a copy interrupted half way
+    again = export_encoder(models_dir=tmp_path)
+    assert again.directory == broken and (broken / "model.onnx").is_file()
+    assert again.facts["fidelity"]["mean_cosine"] >= MIN_MEAN_COSINE
 
 
 def test_tokenizer_overrides_the_baked_in_padding_and_truncation(exported_encoder):
