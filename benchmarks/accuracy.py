@@ -5,7 +5,7 @@
 
 For each dataset, hashing setting (bits x tables), epsilon and seed it draws hyperplanes,
 counts the training embeddings (exporter.counting), releases them with OpenDP noise
-(exporter.release) and scores the test set with runtime.scoring.Scorer: the code paths a
+(exporter.release) and scores the test set with the runtime's SimHasher and vote_sums: the code paths a
 bundle goes through, minus packing the encoder. Prints accuracy (mean +- std over seeds),
 the non-private exact cosine kNN (k=10) with the same encoder, and the share of test queries
 whose bucket holds no training record (a diagnostic from exact counts; never released).
@@ -27,21 +27,22 @@ from common import Dataset, Embedder, knn_accuracy  # noqa: E402
 from exporter.counting import VoteCounter  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.release import release_votes  # noqa: E402
-from runtime.scoring import Scorer  # noqa: E402
+from runtime.scoring import vote_sums  # noqa: E402
+from runtime.simhash import SimHasher  # noqa: E402
 
 
 def run_setting(ds: Dataset, bits: int, tables: int, epsilon: float, seed: int) -> tuple[float, float]:
     """(accuracy, empty-bucket rate) for one release."""
     planes = draw_hyperplanes(seed, tables, bits, ds.train.embeddings.shape[1])
+    hasher = SimHasher(planes)
     counter = VoteCounter(tables, bits, len(ds.labels))
-    scorer_for_codes = Scorer(planes, np.zeros((tables, 2**bits, len(ds.labels)), np.int16))
-    counter.add(scorer_for_codes.hasher.buckets(ds.train.embeddings), ds.train.labels)
-    test_codes = scorer_for_codes.hasher.buckets(ds.test.embeddings)
+    counter.add(hasher.buckets(ds.train.embeddings), ds.train.labels)
+    test_codes = hasher.buckets(ds.test.embeddings)
     occupied = counter.counts.sum(axis=2) > 0
     empty_rate = float(1 - occupied[np.arange(tables)[None, :], test_codes].mean())
     # eps = inf: the exact counts, a non-private reference for what hashing alone loses.
     votes = counter.counts if np.isinf(epsilon) else release_votes(counter.counts, epsilon).votes
-    scores = Scorer(planes, votes).scores(ds.test.embeddings)
+    scores = vote_sums(test_codes, votes)  # runtime.scoring.Scorer = SimHasher + vote_sums
     return float((scores.argmax(axis=1) == ds.test.labels).mean()), empty_rate
 
 
