@@ -62,21 +62,21 @@ def format_info(info: dict[str, Any]) -> str:
     for label, d in zip(info["labels"], descriptions):
         lines.append(f"  {label:<{width}}  {d}".rstrip())
     lines.append("privacy")
-    lines.append(f"  guarantee           {privacy_summary(p)}")
-    lines.append(f"  mechanism           {p['mechanism']}")
+    lines.append(f"  guarantee             {privacy_summary(p)}")
+    lines.append(f"  mechanism             {p['mechanism']}")
     for key in ("epsilon", "delta", "sensitivity_l1", "noise_scale", "neighbour_relation", "privacy_unit",
                 "noise_source", "noise_library", "noise_library_version", "post_processing",
                 "released_statistics", "public_inputs"):
         if key in p:
             value = ", ".join(map(str, p[key])) if isinstance(p[key], list) else p[key]
-            lines.append(f"  {key:<19} {value}")
+            lines.append(f"  {key:<21} {value}")
     lines.append(f"hashing     SimHash, {lsh['tables']} tables x {lsh['bits']} bits, "
                  f"{lsh.get('distribution', '?')} hyperplanes, seed {lsh.get('seed', '?')}")
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens")
     fid = enc.get("fidelity")
     if fid:
-        lines.append(f"  fidelity vs fp32    mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "
+        lines.append(f"  fidelity vs fp32      mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "
                      f"over {fid['texts']} texts")
     size_parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k != "file")
     total = f"{_mib(sizes['file'])} total: " if "file" in sizes else ""
