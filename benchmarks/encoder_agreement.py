@@ -63,13 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     if args.compare:
         compare(f"saved ({args.compare.name})", emb, np.load(args.compare), clf, truth)
-    from sentence_transformers import SentenceTransformer
+    from exporter.encoder_export import default_source, reference_embeddings
 
-    from exporter.encoder_export import default_source
-
-    fp32 = SentenceTransformer(str(default_source()), device="cpu", local_files_only=True)
-    ref = np.asarray(fp32.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
-    compare("fp32 sentence-transformers", emb, ref, clf, truth)
+    compare("fp32 sentence-transformers", emb, reference_embeddings(default_source(), texts), clf, truth)
     return 0
 
 

@@ -24,7 +24,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -126,7 +126,9 @@ def measure_fidelity(encoder: Encoder, reference: np.ndarray, texts: tuple[str, 
             "worst_text": texts[worst][:60], "reference": "sentence-transformers fp32 (PyTorch)"}
 
 
-def _reference_embeddings(source: Path, texts: tuple[str, ...]) -> np.ndarray:
+def reference_embeddings(source: Path, texts: Sequence[str]) -> np.ndarray:
+    """Unit embeddings from the fp32 sentence-transformers model on PyTorch: the reference
+    the int8 encoder is measured against (here and in benchmarks/encoder_agreement.py)."""
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
@@ -199,7 +201,7 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
             "inputs": _graph_inputs(work / "model.onnx"), "output": OUTPUT_NAME,
         }
         exported = ExportedEncoder(work, {**facts, "fidelity": {}})
-        fidelity = measure_fidelity(exported.to_bundle_encoder(), _reference_embeddings(source, FIDELITY_TEXTS))
+        fidelity = measure_fidelity(exported.to_bundle_encoder(), reference_embeddings(source, FIDELITY_TEXTS))
         facts["fidelity"] = fidelity
         if fidelity["mean_cosine"] < min_mean_cosine:
             raise EncoderExportError(

@@ -6,7 +6,8 @@
 Texts come from the arguments, or one per line on stdin, answered line by line as they
 arrive: a long stream runs in constant memory and a person typing sees each answer at once.
 A line that cannot be classified (empty, not UTF-8, too long) is reported and skipped
-without losing the lines after it, and the exit status is then 1. Exit status 2 means the bundle or the arguments are unusable.
+without losing the lines after it, and the exit status is then 1. Exit status 2 means the
+bundle or the arguments are unusable.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError, InputError
+
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
