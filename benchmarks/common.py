@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from exporter.dataset import LabelSet, read_labels, read_records  # noqa: E402
 from exporter.encoder_export import ExportedEncoder, export_encoder  # noqa: E402
-from runtime.encoder import OnnxEncoder  # noqa: E402
+from runtime.encoder import TextEncoder  # noqa: E402
 from runtime.tokenize import TextTokenizer  # noqa: E402
 
 CACHE = ROOT / ".cache" / "embeddings"
@@ -52,7 +52,7 @@ class Embedder:
         self.exported = exported or export_encoder(models_dir=ROOT / "models")
         spec = self.exported.to_bundle_encoder()
         self.tokenizer = TextTokenizer(spec.tokenizer_json, spec.max_length)
-        self.encoder = OnnxEncoder(spec, threads=1, workers=os.cpu_count() or 1)
+        self.encoder = TextEncoder(spec, threads=1, workers=os.cpu_count() or 1)
         self.key = self.exported.facts["source_sha256"][:16]
 
     def split(self, path: Path, labels: LabelSet) -> Split:

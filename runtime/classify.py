@@ -1,13 +1,14 @@
 """Command line: classify texts offline with a dpedge bundle.
 
-    python -m runtime.classify [--bundle B] [--json] [--top-k K] [--threads N] [TEXT ...]
+    python -m runtime.classify [--bundle B] [--json] [--top-k K] [--threads N] [--backend NAME] [TEXT ...]
     python -m runtime.classify --info [--bundle B] [--json]
 
 Texts come from the arguments, or one per line on stdin, answered line by line as they
 arrive: a long stream runs in constant memory and a person typing sees each answer at once.
 A line that cannot be classified (empty, not UTF-8, too long) is reported and skipped
 without losing the lines after it, and the exit status is then 1. Exit status 2 means the
-bundle or the arguments are unusable.
+bundle or the arguments are unusable (including an inference engine that cannot run the
+bundle's encoder, or runs it wrongly: the message names what to install).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Iterable, Iterator, TextIO
 from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
+from runtime.encoder import BACKEND_CHOICES, choose_backend
 from runtime.errors import BundleError, InputError
 
 
@@ -35,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--json", action="store_true", help="JSON lines: text, label, scores per label")
     ap.add_argument("--top-k", type=int, default=1, metavar="K", help="show the K best labels with scores (default 1)")
     ap.add_argument("--threads", type=int, default=None, metavar="N", help="encoder threads (default: all cores)")
+    ap.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
+                    help="inference engine (default auto: onnxruntime for ONNX bundles, LiteRT then "
+                         "tflite-runtime for TFLite bundles, whichever is installed)")
     ap.add_argument("--info", action="store_true", help="show labels, privacy facts and sizes, then exit")
     return ap
 
@@ -92,16 +97,22 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.bundle) if args.bundle else default_bundle_path()
     try:
         if args.info:  # facts only: no need to start the encoder
-            info = bundle_info(bundle_format.load(path), path)
+            b = bundle_format.load(path)
+            info = bundle_info(b, path)
+            try:
+                info["backend"] = choose_backend(b.encoder.format, args.backend).name
+            except BundleError as exc:
+                info["backend"] = f"none ({exc})"
             print(json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info))
             return 0
-        clf = Classifier.load(path, threads=args.threads)
+        clf = Classifier.load(path, backend=args.backend, threads=args.threads)
     except BundleError as exc:
         hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
         sys.stderr.write(f"error: {exc}{hint}\n")
         return 2
     if not args.json:
-        sys.stderr.write(f"# {path}: {len(clf.labels)} labels; {privacy_summary(clf.privacy)}\n")
+        sys.stderr.write(f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
+                         f"{clf.encoder.backend}; {privacy_summary(clf.privacy)}\n")
     if args.texts:
         failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args, "argument")
     else:

@@ -74,6 +74,8 @@ def format_info(info: dict[str, Any]) -> str:
                  f"{lsh.get('distribution', '?')} hyperplanes, seed {lsh.get('seed', '?')}")
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens")
+    if "backend" in info:
+        lines.append(f"  runs on               {info['backend']}")
     fid = enc.get("fidelity")
     if fid:
         lines.append(f"  fidelity vs fp32      mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "

@@ -1,78 +1,135 @@
-"""Runs the bundle's sentence encoder with onnxruntime, one text per call.
+"""One facade over the inference engines that can run a bundle's sentence encoder.
 
-The ONNX graph has mean pooling and L2 normalisation inside it and returns one unit vector
-per text. Texts are never batched together: the int8 MatMulNBits kernels pick their compute
-path by the number of rows they get, so the same text embedded inside a batch differs from
-it embedded alone (measured: up to 0.008, even in a batch of identical copies), which would
-flip SimHash bits for a few percent of texts. One text per run makes an embedding a function
-of the text alone: the exporter, which embeds training records through this class, and a
-device classifying the same text get the same bits, and a batch predicts exactly as single
-calls do. Throughput comes from running single-text calls concurrently (``workers``) instead:
-on 2 cores, 2 workers x 1 thread embed 228 texts/s, more than batches of 16 (203/s).
+A bundle holds its encoder in one format (``onnx`` or ``tflite``); each format has one or
+more backends, tried in the order listed in BACKENDS when the choice is ``"auto"``, and only
+if their Python package is installed. Whatever the backend, texts are embedded one per call
+(see runtime.onnx_backend for why batching is avoided), and throughput comes from running
+single-text calls concurrently (``workers``): on 2 cores, 2 workers x 1 thread embed 228
+texts/s with onnxruntime, more than batches of 16 (203/s).
+
+After loading, `TextEncoder.verify` embeds the bundle's check text and compares it with the
+exporter's embedding of it: an engine that loads the model but computes something else
+(tflite-runtime 2.14 on int8 models, a broken build) is refused instead of silently
+answering with garbage.
+
+Example:
+    >>> enc = TextEncoder(bundle.encoder, threads=1)              # doctest: +SKIP
+    >>> enc.backend, enc.embed([[101, 7592, 102]]).shape            # doctest: +SKIP
+    ('onnxruntime', (1, 384))
 """
 
 from __future__ import annotations
 
+import importlib.util
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime.bundle import Encoder
+from runtime.bundle import CHECK_MIN_COSINE, Encoder
 from runtime.errors import BundleError
 
 
-def _session_options(threads: int | None):
-    import onnxruntime as ort
+@dataclass(frozen=True)
+class Backend:
+    """An inference engine for one encoder format, loaded lazily from ``module``."""
 
-    so = ort.SessionOptions()
-    # 0 lets onnxruntime use every core; 1 is the Raspberry Pi / background-service case.
-    so.intra_op_num_threads = 0 if threads is None else int(threads)
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    return so
+    name: str
+    format: str
+    module: str
+    install: str
+    make: Callable[[Encoder, int | None], Any]
 
 
-class OnnxEncoder:
+def _onnxruntime(encoder: Encoder, threads: int | None) -> Any:
+    from runtime.onnx_backend import OnnxRuntimeBackend
+
+    return OnnxRuntimeBackend(encoder, threads)
+
+
+def _tflite(module: str, name: str) -> Callable[[Encoder, int | None], Any]:
+    def make(encoder: Encoder, threads: int | None) -> Any:
+        from runtime.tflite_backend import TfliteBackend
+
+        return TfliteBackend(encoder, threads, module=module, name=name)
+
+    return make
+
+
+#: Every backend, in "auto" preference order within a format.
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend("onnxruntime", "onnx", "onnxruntime", "pip install 'onnxruntime>=1.22'", _onnxruntime),
+        Backend("litert", "tflite", "ai_edge_litert", "pip install ai-edge-litert", _tflite("ai_edge_litert", "LiteRT")),
+        Backend("tflite-runtime", "tflite", "tflite_runtime", "pip install tflite-runtime (numpy<2 only)",
+                _tflite("tflite_runtime", "tflite-runtime")),
+    )
+}
+BACKEND_CHOICES = ("auto", *BACKENDS)
+
+
+def installed(backend: str) -> bool:
+    """Whether the backend's package can be imported (without importing it)."""
+    return importlib.util.find_spec(BACKENDS[backend].module) is not None
+
+
+def choose_backend(encoder_format: str, requested: str = "auto") -> Backend:
+    """The backend for a bundle's encoder format: the requested one, or the first installed.
+
+    Raises BundleError naming what to install when nothing fits.
+    """
+    fitting = [b for b in BACKENDS.values() if b.format == encoder_format]
+    if requested != "auto":
+        if requested not in BACKENDS:
+            raise BundleError(f"unknown backend {requested!r} (choose from {', '.join(BACKEND_CHOICES)})")
+        b = BACKENDS[requested]
+        if b.format != encoder_format:
+            others = ", ".join(x.name for x in fitting)
+            raise BundleError(f"backend {b.name} runs {b.format} encoders, but this bundle's encoder is "
+                              f"{encoder_format} (use {others})")
+        if not installed(b.name):
+            raise BundleError(f"backend {b.name} is not installed: {b.install}")
+        return b
+    for b in fitting:
+        if installed(b.name):
+            return b
+    raise BundleError(f"no installed backend runs {encoder_format} encoders: {fitting[0].install}")
+
+
+class TextEncoder:
     """Embeds token-id lists into unit vectors, shape (n, dim), float32.
 
-    ``threads`` is onnxruntime's intra-op thread count per call (None: all cores);
-    ``workers`` > 1 runs that many single-text calls at once (the exporter uses one worker
-    per core with one thread each). Neither changes the result.
-
-    Example:
-        >>> enc = OnnxEncoder(bundle.encoder, threads=1)               # doctest: +SKIP
-        >>> enc.embed([[101, 7592, 102]]).shape                        # doctest: +SKIP
-        (1, 384)
+    ``backend``: "auto" or a name in BACKENDS; ``threads``: the engine's threads per text
+    (None: all cores); ``workers`` > 1 embeds that many texts at once (the exporter uses one
+    worker per core with one thread each). Neither changes the result.
     """
 
-    def __init__(self, encoder: Encoder, *, threads: int | None = None, workers: int = 1):
-        import onnxruntime as ort
-
-        if encoder.format != "onnx":
-            raise BundleError(f"OnnxEncoder cannot run an encoder of format {encoder.format!r}")
-        try:
-            self._session = ort.InferenceSession(
-                encoder.model, _session_options(threads), providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
-            raise BundleError(f"the bundle's ONNX encoder cannot be loaded by onnxruntime: {exc}") from None
-        graph_inputs = {i.name for i in self._session.get_inputs()}
-        if graph_inputs != set(encoder.inputs):
-            raise BundleError(f"encoder graph inputs {sorted(graph_inputs)} differ from the bundle's {sorted(encoder.inputs)}")
-        if encoder.output not in {o.name for o in self._session.get_outputs()}:
-            raise BundleError(f"encoder graph has no output {encoder.output!r}")
-        self._inputs = tuple(encoder.inputs)
-        self._output = encoder.output
+    def __init__(self, encoder: Encoder, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
+        chosen = choose_backend(encoder.format, backend)
+        self.backend = chosen.name
         self.dim = encoder.dim
+        self._spec = encoder
+        self._make = lambda: chosen.make(encoder, threads)
+        first = self._make()
+        self._shared = first if first.thread_safe else None
+        self._local = threading.local()
+        self._local.engine = first
         self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
+
+    def _engine(self) -> Any:
+        if self._shared is not None:
+            return self._shared
+        engine = getattr(self._local, "engine", None)
+        if engine is None:
+            engine = self._local.engine = self._make()
+        return engine
 
     def embed_one(self, token_ids: Sequence[int]) -> np.ndarray:
         """The embedding of one text, shape (dim,)."""
-        ids = np.asarray([token_ids], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        emb = self._session.run([self._output], {k: feeds[k] for k in self._inputs})[0]
+        emb = self._engine().embed_one(token_ids)
         if emb.shape != (1, self.dim):
             raise BundleError(f"encoder returned shape {emb.shape}, expected (1, {self.dim})")
         return emb[0]
@@ -84,3 +141,23 @@ class OnnxEncoder:
         for i, emb in enumerate(rows):
             out[i] = emb
         return out
+
+    def verify(self, check_ids: Sequence[int]) -> float | None:
+        """Compare this engine's embedding of the bundle's check text with the exporter's.
+
+        Returns the cosine (None if the bundle has no check), raises BundleError below
+        CHECK_MIN_COSINE. ``check_ids`` is the tokenized ``encoder.check_text``.
+        """
+        if self._spec.check_embedding is None:
+            return None
+        emb = self.embed_one(check_ids)
+        ref = self._spec.check_embedding
+        cos = float(np.dot(emb, ref) / (np.linalg.norm(emb) * np.linalg.norm(ref) + 1e-12))
+        if not cos >= CHECK_MIN_COSINE:
+            hint = " Use LiteRT: pip install ai-edge-litert (or --backend litert)." if self.backend == "tflite-runtime" else ""
+            raise BundleError(
+                f"the {self.backend} backend computes a different embedding than the exporter did for the "
+                f"bundle's check text (cosine {cos:.3f} < {CHECK_MIN_COSINE}): this engine cannot run the "
+                f"encoder correctly, so its answers would be wrong.{hint}"
+            )
+        return cos

@@ -55,7 +55,7 @@ def test_round_trip_gives_identical_fields_and_predictions(dp_bundle, tmp_path):
 def test_header_and_byte_order_are_explicit(data):
     outer = msgpack.unpackb(data, raw=False)
     assert list(outer) == ["format", "version", "checksum", "payload"]
-    assert outer["format"] == "dpedge-bundle" and outer["version"] == [1, 0]
+    assert outer["format"] == "dpedge-bundle" and outer["version"] == list(fmt.FORMAT_VERSION)
     payload = msgpack.unpackb(outer["payload"], raw=False)
     assert payload["votes"]["dtype"] == "<i2" and payload["lsh"]["hyperplanes"]["dtype"] == "<f4"
 
@@ -178,7 +178,7 @@ def _set(path: str, value):
     (_set("privacy.delta", 1e-6), "only pure epsilon-DP"),
     (_set("privacy.epsilon", -1.0), "positive finite"),
     (_set("privacy.epsilon", "8"), "is string, expected float or integer"),
-    (_set("encoder.format", "tflite"), "not supported by this runtime"),
+    (_set("encoder.format", "coreml"), "not supported by this runtime"),
     (_set("encoder.dim", 128), "384-d"),
     (_set("encoder.model", b""), "is empty"),
     (_set("encoder.inputs", ["input_ids", "pixel_values"]), "unsupported inputs"),

@@ -8,7 +8,7 @@ import pytest
 
 from exporter.encoder_export import MIN_MEAN_COSINE, EncoderExportError, export_encoder
 from exporter.fidelity_texts import FIDELITY_TEXTS
-from runtime.encoder import OnnxEncoder
+from runtime.encoder import TextEncoder
 from runtime.tokenize import TextTokenizer
 
 
@@ -44,7 +44,7 @@ def test_tokenizer_overrides_the_baked_in_padding_and_truncation(exported_encode
 
 def test_graph_pools_and_normalises(exported_encoder):
     spec = exported_encoder.to_bundle_encoder()
-    emb = OnnxEncoder(spec).embed(TextTokenizer(spec.tokenizer_json, 256).encode(["OK", "a longer sentence here"]))
+    emb = TextEncoder(spec).embed(TextTokenizer(spec.tokenizer_json, 256).encode(["OK", "a longer sentence here"]))
     assert emb.shape == (2, 384) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
 
 

@@ -1,0 +1,63 @@
+"""TFLite backends: LiteRT (`ai-edge-litert`) and the legacy `tflite-runtime`.
+
+The bundle's TFLite encoder has one signature, ``serving_default``, with an int32
+``input_ids`` of shape [1, n] (n dynamic) and a unit-vector ``sentence_embedding`` output;
+the signature runner resizes the input to each text's length, so a short text does not pay
+for 128 tokens. Batch size stays 1 (a dynamic batch dimension needs TensorFlow's Flex ops),
+which also keeps every embedding a function of its text alone, as on onnxruntime.
+
+`tflite-runtime` 2.14 (its last release, numpy<2 only) cannot allocate current int8 models
+(FULLY_CONNECTED v12) and has run int8 models to garbage without an error; the runtime
+offers it only as a fallback and the bundle's check text (runtime.encoder) catches a wrong
+result.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from runtime.bundle import Encoder
+from runtime.errors import BundleError
+
+SIGNATURE = "serving_default"
+LITERT_INSTALL = "pip install ai-edge-litert"
+
+
+def _interpreter_class(module: str):
+    if module == "ai_edge_litert":
+        from ai_edge_litert.interpreter import Interpreter
+    else:
+        from tflite_runtime.interpreter import Interpreter
+    return Interpreter
+
+
+class TfliteBackend:
+    """One interpreter; interpreters are not thread-safe, so each worker thread gets its own."""
+
+    thread_safe = False
+
+    def __init__(self, encoder: Encoder, threads: int | None, *, module: str, name: str):
+        Interpreter = _interpreter_class(module)
+        fix = "" if module == "ai_edge_litert" else f"; use LiteRT instead: {LITERT_INSTALL} (or --backend litert)"
+        try:
+            interp = Interpreter(model_content=encoder.model, num_threads=int(threads or os.cpu_count() or 1))
+            self._runner = interp.get_signature_runner(SIGNATURE)
+            # Allocating for a two-token input fails here, not on the first query, if the
+            # interpreter lacks a kernel version the model needs.
+            self._runner(input_ids=np.zeros((1, 2), dtype=np.int32))
+        except Exception as exc:  # the interpreters raise ValueError/RuntimeError with kernel details
+            raise BundleError(f"the {name} interpreter cannot run this bundle's TFLite encoder: {exc}{fix}") from None
+        self._interp = interp  # the runner borrows the interpreter; keep it alive
+        ins = set(self._runner.get_input_details())
+        if ins != set(encoder.inputs):
+            raise BundleError(f"TFLite encoder inputs {sorted(ins)} differ from the bundle's {sorted(encoder.inputs)}")
+        if encoder.output not in self._runner.get_output_details():
+            raise BundleError(f"TFLite encoder has no output {encoder.output!r}")
+        self._output = encoder.output
+
+    def embed_one(self, token_ids: Sequence[int]) -> np.ndarray:
+        ids = np.asarray([token_ids], dtype=np.int32)
+        return self._runner(input_ids=ids)[self._output]
