@@ -4,3 +4,9 @@ Data flows one way: records -> embeddings -> codes -> counts -> noisy tables -> 
 `exporter.release` turns exact counts into something that leaves the server. The exporter
 reuses the runtime's tokenizer, encoder and hashing so that both sides hash identically.
 """
+
+import os
+
+# TensorFlow (the [tflite] extra) is imported by transformers whenever it is installed; its
+# start-up INFO lines are noise for the data owner. Errors still show.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

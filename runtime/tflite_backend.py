@@ -49,7 +49,8 @@ class TfliteBackend:
             # interpreter lacks a kernel version the model needs.
             self._runner(input_ids=np.zeros((1, 2), dtype=np.int32))
         except Exception as exc:  # the interpreters raise ValueError/RuntimeError with kernel details
-            raise BundleError(f"the {name} interpreter cannot run this bundle's TFLite encoder: {exc}{fix}") from None
+            detail = " ".join(str(exc).split())  # the interpreters' messages span several lines
+            raise BundleError(f"the {name} interpreter cannot run this bundle's TFLite encoder: {detail}{fix}") from None
         self._interp = interp  # the runner borrows the interpreter; keep it alive
         ins = set(self._runner.get_input_details())
         if ins != set(encoder.inputs):

@@ -46,3 +46,39 @@ def exact_bundle(exported_encoder, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bundles") / "assistant-exact.dpedge"
     build(build_options(out), noise_for_tests=ConstantNoise(0))
     return out
+
+
+@pytest.fixture(scope="session")
+def exported_tflite():
+    """The int8 TFLite encoder (TensorFlow conversion, about 30 s once; cached in models/)."""
+    return export_encoder(models_dir=ROOT / "models", encoder_format="tflite")
+
+
+@pytest.fixture(scope="session")
+def tflite_exact_bundle(exported_tflite, tmp_path_factory) -> Path:
+    """The assistant data through the TFLite encoder, zero noise (test hook): exact counts."""
+    out = tmp_path_factory.mktemp("bundles") / "assistant-tflite-exact.dpedge"
+    build(build_options(out, encoder_format="tflite"), noise_for_tests=ConstantNoise(0))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tflite_bundle(exported_tflite, tmp_path_factory) -> Path:
+    """A real DP bundle (OpenDP noise, epsilon 8) with the TFLite encoder."""
+    out = tmp_path_factory.mktemp("bundles") / "assistant-tflite.dpedge"
+    build(build_options(out, encoder_format="tflite"))
+    return out
+
+
+AGNEWS = SHARED / "agnews"
+
+
+@pytest.fixture(scope="session")
+def agnews_bundle(exported_encoder, tmp_path_factory) -> Path:
+    """A real DP bundle of ../shared/data/agnews (epsilon 8, defaults, seed 11) for slow tests."""
+    if not AGNEWS.is_dir():
+        pytest.skip("../shared/data/agnews is not present")
+    out = tmp_path_factory.mktemp("bundles") / "agnews.dpedge"
+    build(BuildOptions(train=AGNEWS / "train.jsonl", labels=AGNEWS / "labels.txt", epsilon=8.0, out=out,
+                       models_dir=ROOT / "models", progress=False, seed=11))
+    return out

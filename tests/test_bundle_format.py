@@ -184,6 +184,10 @@ def _set(path: str, value):
     (_set("encoder.inputs", ["input_ids", "pixel_values"]), "unsupported inputs"),
     (_set("encoder.max_length", 10**9), "max_length"),
     (_set("privacy", [1, 2]), "field 'privacy' is array, expected map"),
+    (_set("encoder.check.text", ""), "non-empty text and a finite unit 384-d embedding"),
+    (_set("encoder.check.embedding.data", lambda d: bytes(len(d))), "finite unit 384-d embedding"),
+    (_set("encoder.check.embedding.shape", [383]), "bytes, but dtype <f4 and shape"),
+    (_set("encoder.check", "yes"), "field 'encoder.check' is string, expected map"),
 ])
 def test_invalid_fields(data, tmp_path, mutate, message):
     with pytest.raises(BundleError, match=message):
