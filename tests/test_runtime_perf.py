@@ -1,0 +1,104 @@
+"""Smoke runs of benchmarks/runtime_perf.py on a small real bundle, so the script cannot rot.
+
+Repetition counts are tiny: these check that every section runs and that its figures are
+plausible and consistent (sizes add up, hash+lookup is far cheaper than encoding), not the
+speed of this machine.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, ROOT
+
+SCRIPT = "benchmarks/runtime_perf.py"
+TINY = ["--threads", "1", "--queries", "10", "--lookup-reps", "200", "--cold-runs", "1",
+        "--batch-texts", "20", "--batch-repeats", "1"]
+
+
+def run_perf(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def check_runtime_sections(result: dict, bundle_path) -> dict:
+    """The checks that hold with or without baselines; returns the bundle's entry."""
+    (entry,) = result["bundles"]
+    assert (entry["format"], entry["backend"]) == ("onnx", "onnxruntime")
+    assert len(entry["labels"]) == 7
+
+    sizes = entry["sizes_bytes"]
+    assert sizes["file"] == bundle_path.stat().st_size
+    assert sizes["encoder"] + sizes["votes"] + sizes["hyperplanes"] + sizes["metadata"] == sizes["file"]
+    assert 0 < sizes["metadata"] < 64 * 1024  # labels, privacy facts, check text: small next to the arrays
+    assert sizes["encoder"] > 10 * 2**20 and sizes["votes"] == 32 * 2**6 * 7 * 2  # int8 MiniLM; T x 2^H x C int16
+
+    cold = entry["cold_start"]["1"]
+    assert 0 < cold["answer_s"] <= cold["exit_s"] < 60
+    assert all(r["launcher_mib"] < r["peak_rss_mib"] for r in cold["runs"])
+    assert 30 < cold["peak_rss_mib"] < 1000  # numpy + onnxruntime + a 23 MB model, not the benchmark's own size
+
+    texts = result["texts"]
+    assert texts["short"]["tokens"] < 20 and texts["long"]["tokens"] >= 128
+    for name in ("short", "long"):
+        q = entry["latency"]["1"][name]
+        assert q["tokens"] == texts[name]["tokens"]
+        for part in ("tokenize", "encode", "hash_lookup", "total"):
+            assert 0 < q[part]["p50_us"] <= q[part]["p95_us"], (name, part, q[part])
+        assert q["hash_lookup"]["p50_us"] * 10 < q["encode"]["p50_us"], q  # hashing is not where the time goes
+        assert q["encode"]["p50_us"] < q["total"]["p50_us"] * 3  # total includes encode (slack for noise)
+    assert entry["latency"]["1"]["long"]["encode"]["p50_us"] > entry["latency"]["1"]["short"]["encode"]["p50_us"]
+
+    tp = entry["throughput"]
+    assert tp and all(t["texts_per_s"] > 0 and t["texts"] == 20 for t in tp)
+    assert [t["target"].split(" (")[0] for t in entry["targets"]] == [
+        "hash+lookup p50", "short query end to end p50", "cold start to answer, median",
+        "cold start peak RSS, median", "bundle size"]
+    assert all(isinstance(t["passed"], bool) for t in entry["targets"])
+    return entry
+
+
+def test_runtime_perf_with_baselines(dp_bundle, tmp_path):
+    out = tmp_path / "perf.json"
+    r = run_perf("--bundle", str(dp_bundle), "--train", str(DATA / "train.jsonl"), "--out", str(out), *TINY)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for title in ("1. Cold start", "2. Per-query latency", "2b. Per-query baselines", "2c. Ratios",
+                  "3. Batch throughput", "4. Bundle size", "Targets"):
+        assert f"## {title}" in r.stdout
+    result = json.loads(out.read_text())
+    entry = check_runtime_sections(result, dp_bundle)
+
+    base = result["baselines"]
+    assert set(base["cold_start"]) == {"fp32 ONNX", "PyTorch ST"}
+    # PyTorch + transformers need far more memory than the bare runtime; fp32 weights are 4x the int8 ones.
+    assert base["cold_start"]["PyTorch ST"]["1"]["peak_rss_mib"] > entry["cold_start"]["1"]["peak_rss_mib"] + 100
+    assert base["cold_start"]["fp32 ONNX"]["1"]["peak_rss_mib"] > entry["cold_start"]["1"]["peak_rss_mib"]
+    assert set(base["latency"]["1"]) == {"fp32_onnx", "pytorch_st", "exact_knn"}  # no TFLite bundle, no fp32 TFLite
+    assert all(m["p50_us"] > 0 for per in base["latency"]["1"].values() for m in per.values())
+    for ratios in entry["ratios"]["1"].values():
+        assert ratios["encode_int8_over_fp32_same_engine"] == ratios["encode_int8_over_fp32_onnx"] > 0
+        assert ratios["total_over_pytorch_st"] > 0 and ratios["hash_lookup_over_exact_knn"] > 0
+    assert set(base["throughput"]) == {"fp32_onnx_loop", "pytorch_st_batch32"}
+    assert result["imported"]["torch"] and result["settings"]["baselines"]
+
+
+def test_runtime_perf_without_baselines_stays_on_the_bare_runtime(dp_bundle, tmp_path):
+    out = tmp_path / "perf.json"
+    r = run_perf("--bundle", str(dp_bundle), "--no-baselines", "--out", str(out), *TINY)
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(out.read_text())
+    check_runtime_sections(result, dp_bundle)
+    assert result["baselines"] == {"cold_start": {}, "latency": {}, "throughput": {}, "knn": None}
+    assert not any(result["imported"].values()), result["imported"]  # no torch, exporter, TensorFlow
+    assert result["settings"]["batch_source"].endswith("data/assistant/test.jsonl")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bundle", "no/such.dpedge"], "bundle not found: no/such.dpedge"),
+    (["--bundle", "README.md"], "README.md"),
+])
+def test_runtime_perf_refuses_a_bad_bundle(args, message):
+    r = run_perf(*args, "--no-baselines", timeout=60)
+    assert r.returncode == 2
+    assert message in r.stderr and r.stdout == ""
