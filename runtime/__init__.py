@@ -1,7 +1,7 @@
 """dpedge runtime: classify text offline with a differentially private bundle.
 
-Device side, minimal dependencies (numpy, msgpack, tokenizers, onnxruntime). It never
-imports the exporter, torch, transformers or opendp.
+Device side, minimal dependencies (numpy, msgpack, tokenizers, onnxruntime; ai-edge-litert
+for TFLite bundles). It never imports the exporter, torch, TensorFlow, transformers or opendp.
 
 Example:
     >>> from runtime import Classifier

@@ -76,11 +76,12 @@ class Classifier:
         self.labels = b.labels
         self.tokenizer = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
         self.encoder = TextEncoder(b.encoder, backend=backend, threads=threads, workers=workers)
+        #: Cosine between this engine's and the exporter's embedding of the check text (None:
+        #: the bundle predates format 1.1 and has none); loading refuses a mismatch.
+        self.check_cosine: float | None = None
         if b.encoder.check_text is not None:
             self.check_cosine = self.encoder.verify(self.tokenizer.encode([b.encoder.check_text])[0])
         self.scorer = Scorer(b.hyperplanes, b.votes)
-
-    check_cosine: float | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
