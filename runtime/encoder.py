@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -28,13 +29,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from runtime import onnx_backend, tflite_backend
 from runtime.bundle import CHECK_MIN_COSINE, Encoder
 from runtime.errors import BundleError
 
 
 @dataclass(frozen=True)
 class Backend:
-    """An inference engine for one encoder format, loaded lazily from ``module``."""
+    """An inference engine for one encoder format; ``module`` is imported only when used."""
 
     name: str
     format: str
@@ -43,29 +45,15 @@ class Backend:
     make: Callable[[Encoder, int | None], Any]
 
 
-def _onnxruntime(encoder: Encoder, threads: int | None) -> Any:
-    from runtime.onnx_backend import OnnxRuntimeBackend
-
-    return OnnxRuntimeBackend(encoder, threads)
-
-
-def _tflite(module: str, name: str) -> Callable[[Encoder, int | None], Any]:
-    def make(encoder: Encoder, threads: int | None) -> Any:
-        from runtime.tflite_backend import TfliteBackend
-
-        return TfliteBackend(encoder, threads, module=module, name=name)
-
-    return make
-
-
 #: Every backend, in "auto" preference order within a format.
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
-        Backend("onnxruntime", "onnx", "onnxruntime", "pip install 'onnxruntime>=1.22'", _onnxruntime),
-        Backend("litert", "tflite", "ai_edge_litert", "pip install ai-edge-litert", _tflite("ai_edge_litert", "LiteRT")),
+        Backend("onnxruntime", "onnx", "onnxruntime", onnx_backend.INSTALL, onnx_backend.OnnxRuntimeBackend),
+        Backend("litert", "tflite", "ai_edge_litert", tflite_backend.LITERT_INSTALL,
+                functools.partial(tflite_backend.TfliteBackend, module="ai_edge_litert", name="LiteRT")),
         Backend("tflite-runtime", "tflite", "tflite_runtime", "pip install tflite-runtime (numpy<2 only)",
-                _tflite("tflite_runtime", "tflite-runtime")),
+                functools.partial(tflite_backend.TfliteBackend, module="tflite_runtime", name="tflite-runtime")),
     )
 }
 BACKEND_CHOICES = ("auto", *BACKENDS)
@@ -154,7 +142,7 @@ class TextEncoder:
         ref = self._spec.check_embedding
         cos = float(np.dot(emb, ref) / (np.linalg.norm(emb) * np.linalg.norm(ref) + 1e-12))
         if not cos >= CHECK_MIN_COSINE:
-            hint = " Use LiteRT: pip install ai-edge-litert (or --backend litert)." if self.backend == "tflite-runtime" else ""
+            hint = f" For TFLite bundles, {tflite_backend.USE_LITERT}." if self.backend == "tflite-runtime" else ""
             raise BundleError(
                 f"the {self.backend} backend computes a different embedding than the exporter did for the "
                 f"bundle's check text (cosine {cos:.3f} < {CHECK_MIN_COSINE}): this engine cannot run the "

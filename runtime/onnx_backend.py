@@ -17,9 +17,6 @@ import numpy as np
 from runtime.bundle import Encoder
 from runtime.errors import BundleError
 
-NAME = "onnxruntime"
-FORMAT = "onnx"
-MODULE = "onnxruntime"
 INSTALL = "pip install 'onnxruntime>=1.22'"
 
 

@@ -24,6 +24,8 @@ from runtime.errors import BundleError
 
 SIGNATURE = "serving_default"
 LITERT_INSTALL = "pip install ai-edge-litert"
+#: Said wherever tflite-runtime fails: the engine that does run these models.
+USE_LITERT = f"use LiteRT instead: {LITERT_INSTALL} (or --backend litert)"
 
 
 def _interpreter_class(module: str):
@@ -41,7 +43,7 @@ class TfliteBackend:
 
     def __init__(self, encoder: Encoder, threads: int | None, *, module: str, name: str):
         Interpreter = _interpreter_class(module)
-        fix = "" if module == "ai_edge_litert" else f"; use LiteRT instead: {LITERT_INSTALL} (or --backend litert)"
+        fix = "" if module == "ai_edge_litert" else f"; {USE_LITERT}"
         try:
             interp = Interpreter(model_content=encoder.model, num_threads=int(threads or os.cpu_count() or 1))
             self._runner = interp.get_signature_runner(SIGNATURE)
