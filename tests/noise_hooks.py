@@ -31,3 +31,49 @@ class OverspendingNoise(ConstantNoise):
 
     def epsilon_spent(self, scale: float, sensitivity: int) -> float:
         return 2 * sensitivity / scale
+
+
+# --------------------------------------------------------------------------- planted bugs
+# Broken noise sources for the DP audit (tests/test_dp_audit.py): each is a classic
+# implementation mistake that the audit must catch. They live here, never in exporter/.
+
+
+class HalvedScaleNoise:
+    """Real OpenDP noise at half the stated scale (T/(2 epsilon)), while claiming the full
+    budget: the bug of dividing by 2 epsilon, or of forgetting that one record touches T cells."""
+
+    def __init__(self) -> None:
+        from exporter.noise import OpenDPDiscreteLaplace
+
+        self._real = OpenDPDiscreteLaplace()
+
+    def facts(self) -> dict:
+        return self._real.facts()
+
+    def epsilon_spent(self, scale: float, sensitivity: int) -> float:
+        return sensitivity / scale  # the claim; the noise below does not honour it
+
+    def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
+        return self._real.add_noise(counts, scale / 2)
+
+
+class NonEmptyOnlyNoise(HalvedScaleNoise):
+    """Real OpenDP noise at the right scale, but only on non-empty cells: an empty bucket
+    stays exactly 0, so the release shows which buckets hold records."""
+
+    def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
+        noisy = self._real.add_noise(counts, scale)
+        return np.where(counts > 0, noisy, 0)
+
+
+class ConstantSeedNoise(HalvedScaleNoise):
+    """Discrete Laplace of the right scale from numpy's PCG64 seeded with a constant: every
+    release draws the same noise, which anyone with the code can subtract."""
+
+    SEED = 20240501
+
+    def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
+        rng = np.random.default_rng(self.SEED)
+        p = 1 - np.exp(-1 / scale)  # difference of two geometrics is discrete Laplace(scale)
+        noise = rng.geometric(p, counts.shape) - rng.geometric(p, counts.shape)
+        return counts.astype(np.int64) + noise
