@@ -41,10 +41,9 @@ T x 2^H x C exceeds --max-dense-cells (H=24, T=4 is 2^26 C cells, about 10 us ea
 OpenDP) the dense table is not materialised. DP noise is independent per cell and the
 attack's features read only the cells its queries hit, so the attacker's observations have
 exactly the same joint distribution if noise is drawn only for those cells: the script
-counts the training records in each distinct (table, bucket) pair the queries touch, adds
-OpenDP noise of scale T/epsilon (exporter.noise.OpenDPDiscreteLaplace, after checking its
-privacy map as release_votes does) once per cell, clips to int16 like release_votes, and
-every query hitting that cell reads the same value. Smaller tables go through the real
+counts the training records in each distinct (table, bucket) pair the queries touch, passes
+just those cells through release_votes (OpenDP noise of scale T/epsilon, budget check, int16
+clipping) once, and every query hitting a cell reads the same value. Smaller tables go through the real
 dense path: exporter.counting.VoteCounter and exporter.release.release_votes.
 
 The non-private reference "exact kNN" is a datastore that answers a query with the k = 10
@@ -81,8 +80,8 @@ from common import Dataset, Embedder  # noqa: E402
 
 from exporter.counting import VoteCounter  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
-from exporter.noise import NoiseSource, OpenDPDiscreteLaplace  # noqa: E402
-from exporter.release import INT16_MAX, INT16_MIN, release_votes  # noqa: E402
+from exporter.noise import NoiseSource  # noqa: E402
+from exporter.release import release_votes  # noqa: E402
 from runtime.scoring import vote_sums  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
@@ -241,15 +240,17 @@ def noisy_touched_cells(counts: np.ndarray, tables: int, epsilon: float,
                         source: NoiseSource | None = None) -> np.ndarray:
     """The simulation shortcut: what release_votes would put in these cells, drawn only for them.
 
-    Same sensitivity (T), scale (T/epsilon), budget check, noise source and int16 clipping as
-    release_votes; every query reading a cell sees the one value drawn for it.
+    The U touched cells are laid out as a (T, ceil(U/T), C) table (zero-padded) and passed
+    through release_votes itself, so the sensitivity (T), scale (T/epsilon), budget check,
+    OpenDP noise and int16 clipping are the product's; cell noise is i.i.d., so the layout
+    does not change its distribution. Every query reading a cell sees the one value drawn
+    for it. ``source`` is release_votes' test-only noise hook.
     """
-    source = source or OpenDPDiscreteLaplace()
-    scale = tables / epsilon
-    spent = source.epsilon_spent(scale, tables)
-    if spent > epsilon * (1 + 1e-9):
-        raise RuntimeError(f"noise of scale {scale} costs epsilon {spent}, more than {epsilon}")
-    return np.clip(source.add_noise(counts, scale), INT16_MIN, INT16_MAX).astype(np.int16)
+    per_table = -(-len(counts) // tables)
+    padded = np.zeros((tables * per_table, counts.shape[1]), np.int32)
+    padded[:len(counts)] = counts
+    votes = release_votes(padded.reshape(tables, per_table, -1), epsilon, noise_for_tests=source).votes
+    return votes.reshape(-1, counts.shape[1])[:len(counts)]
 
 
 def observe_touched(cells: TouchedCells, tables: int, setting: Setting,
