@@ -95,6 +95,8 @@ def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_en
     # the encoder is the public export, byte for byte: it was not touched by the records
     assert payload["encoder"]["model"] == (exported_encoder.directory / "model.onnx").read_bytes()
     assert payload["encoder"]["check"]["text"] == exported_encoder.facts["check"]["text"]
+    assert set(payload["lsh"]) == {"family", "tables", "bits", "dim", "seed", "distribution", "bit_rule", "hyperplanes"}
+    assert set(payload["exporter"]) == {"name", "version", "created"}
 
     clf = Classifier.load(dp_bundle, threads=1)
     labels = read_labels(DATA / "labels.txt")
@@ -118,3 +120,5 @@ def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_en
     assert float((emb @ check).max()) < 0.99
     blob = dp_bundle.read_bytes()
     assert emb[:20].astype("<f4").tobytes()[:64] not in blob
+    for r in records[:50]:
+        assert r.text.encode() not in blob  # no training text is shipped
