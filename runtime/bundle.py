@@ -317,7 +317,7 @@ def _read_str_list(f: _Fields, key: str, *, optional: bool = False) -> list[str]
     if v is None:
         return None
     if not all(isinstance(s, str) for s in v):
-        raise BundleError(f"field '{key}' must be a list of strings")
+        raise BundleError(f"field '{f.path + '.' if f.path else ''}{key}' must be a list of strings")
     return v
 
 
@@ -367,7 +367,7 @@ def unpack(data: bytes) -> Bundle:
         >>> unpack(b"not a bundle")
         Traceback (most recent call last):
         ...
-        runtime.errors.BundleError: bundle is not a dpedge bundle: top level is int, expected a map
+        runtime.errors.BundleError: bundle is not a dpedge bundle: top level is integer, expected a map
     """
     return _parse_payload(_checked_payload(bytes(data)))
 
