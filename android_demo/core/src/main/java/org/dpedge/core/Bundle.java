@@ -1,0 +1,222 @@
+package org.dpedge.core;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A validated dpedge bundle: the released DP vote tables, the SimHash hyperplanes, and the
+ * sentence encoder they are keyed on (format v1.x, {@code docs/bundle-format.md}).
+ *
+ * <p>Why it exists: it is the one immutable value a {@link BundleReader} hands out, so the rest
+ * of the library never sees msgpack, and every instance has passed the same checks as the
+ * Python reference reader. Everything in it is released, public data: reading it any number
+ * of times costs no privacy budget.
+ *
+ * <p>Arrays are flat, in C order: {@code hyperplanes} is {@code [tables][bits][dim]} and
+ * {@code votes} is {@code [tables][2^bits][labels]}. The public accessors return copies of
+ * those; the package uses the arrays directly. {@link Encoder#model()} is the exception (it
+ * is most of the file, so it is not copied).
+ */
+public final class Bundle {
+    private final List<String> labels;
+    private final List<String> labelDescriptions;
+    private final Map<String, Object> privacy;
+    private final Map<String, Object> lsh;
+    private final int tables;
+    private final int bits;
+    private final int dim;
+    private final float[] hyperplanes;
+    private final short[] votes;
+    private final Encoder encoder;
+    private final Map<String, Object> exporter;
+
+    Bundle(List<String> labels, List<String> labelDescriptions, Map<String, Object> privacy, Map<String, Object> lsh,
+           int tables, int bits, int dim, float[] hyperplanes, short[] votes, Encoder encoder,
+           Map<String, Object> exporter) {
+        this.labels = labels;
+        this.labelDescriptions = labelDescriptions;
+        this.privacy = privacy;
+        this.lsh = lsh;
+        this.tables = tables;
+        this.bits = bits;
+        this.dim = dim;
+        this.hyperplanes = hyperplanes;
+        this.votes = votes;
+        this.encoder = encoder;
+        this.exporter = exporter;
+    }
+
+    /** Class names; the index is the class index used by the vote tables. */
+    public List<String> labels() {
+        return labels;
+    }
+
+    /** The public description of each label, in label order, or null if the bundle has none. */
+    public List<String> labelDescriptions() {
+        return labelDescriptions;
+    }
+
+    /**
+     * The whole privacy map, for display (epsilon, delta, mechanism, noise source...). Values
+     * are Long/BigInteger, Double, String, Boolean, byte[], List or Map, unmodifiable.
+     */
+    public Map<String, Object> privacy() {
+        return privacy;
+    }
+
+    /** The total privacy budget of the release (pure epsilon-DP). */
+    public double epsilon() {
+        return Fields.toDouble(privacy.get("epsilon"));
+    }
+
+    /** The {@code lsh} map without the hyperplanes (family, tables, bits, dim, seed...). */
+    public Map<String, Object> lsh() {
+        return lsh;
+    }
+
+    /** T, the number of hash tables. */
+    public int tables() {
+        return tables;
+    }
+
+    /** H, the bits per table; each table has 2^H buckets. */
+    public int bits() {
+        return bits;
+    }
+
+    /** D, the embedding dimension. */
+    public int dim() {
+        return dim;
+    }
+
+    /** A copy of the hyperplanes, float32 {@code [tables][bits][dim]} flattened in C order. */
+    public float[] hyperplanes() {
+        return hyperplanes.clone();
+    }
+
+    /** A copy of the noisy votes, int16 {@code [tables][2^bits][labels]} flattened in C order. */
+    public short[] votes() {
+        return votes.clone();
+    }
+
+    float[] hyperplanesRef() {
+        return hyperplanes;
+    }
+
+    short[] votesRef() {
+        return votes;
+    }
+
+    public Encoder encoder() {
+        return encoder;
+    }
+
+    /** Who wrote the bundle: name, version, created (ISO 8601 UTC). */
+    public Map<String, Object> exporter() {
+        return exporter;
+    }
+
+    /**
+     * The sentence encoder shipped in the bundle and what an inference engine needs to run it.
+     *
+     * <p>Why separate: the app hands exactly this to ONNX Runtime or LiteRT (through its
+     * {@link TextEncoder}); nothing else in the bundle is executable.
+     */
+    public static final class Encoder {
+        private final String format;
+        private final byte[] model;
+        private final String tokenizerJson;
+        private final int maxLength;
+        private final int dim;
+        private final String pooling;
+        private final boolean normalized;
+        private final List<String> inputs;
+        private final String output;
+        private final Map<String, Object> facts;
+        private final String checkText;
+        private final float[] checkEmbedding;
+
+        Encoder(String format, byte[] model, String tokenizerJson, int maxLength, int dim, String pooling,
+                boolean normalized, List<String> inputs, String output, Map<String, Object> facts, String checkText,
+                float[] checkEmbedding) {
+            this.format = format;
+            this.model = model;
+            this.tokenizerJson = tokenizerJson;
+            this.maxLength = maxLength;
+            this.dim = dim;
+            this.pooling = pooling;
+            this.normalized = normalized;
+            this.inputs = inputs;
+            this.output = output;
+            this.facts = facts;
+            this.checkText = checkText;
+            this.checkEmbedding = checkEmbedding;
+        }
+
+        /** "onnx" or "tflite". */
+        public String format() {
+            return format;
+        }
+
+        /**
+         * The serialized model (ONNX protobuf or TFLite flatbuffer). Not a copy, because it is
+         * tens of megabytes: do not modify it.
+         */
+        public byte[] model() {
+            return model;
+        }
+
+        /** The Hugging Face tokenizer.json, for {@link WordPieceTokenizer}. */
+        public String tokenizerJson() {
+            return tokenizerJson;
+        }
+
+        /** Token sequences (including [CLS]/[SEP]) are truncated to this length. */
+        public int maxLength() {
+            return maxLength;
+        }
+
+        public int dim() {
+            return dim;
+        }
+
+        /** "mean": pooling is done inside the graph. */
+        public String pooling() {
+            return pooling;
+        }
+
+        /** true: L2 normalisation is done inside the graph. */
+        public boolean normalized() {
+            return normalized;
+        }
+
+        /** Graph inputs, a subset of input_ids, attention_mask, token_type_ids. */
+        public List<String> inputs() {
+            return inputs;
+        }
+
+        /** The output tensor (ONNX) or signature output (TFLite) name. */
+        public String output() {
+            return output;
+        }
+
+        /** Informational facts: name, quantization, recipe, fidelity... */
+        public Map<String, Object> facts() {
+            return facts;
+        }
+
+        /** A fixed public text for checking the engine, or null (bundles before format 1.1). */
+        public String checkText() {
+            return checkText;
+        }
+
+        /** The exporter's embedding of {@link #checkText()} (a copy), or null. */
+        public float[] checkEmbedding() {
+            return checkEmbedding == null ? null : checkEmbedding.clone();
+        }
+
+        float[] checkEmbeddingRef() {
+            return checkEmbedding;
+        }
+    }
+}

@@ -1,0 +1,452 @@
+package org.dpedge.core;
+
+import java.io.File;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.math.BigInteger;
+import java.nio.ByteOrder;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import org.dpedge.core.Fields.Kind;
+
+/**
+ * Reads and validates a {@code .dpedge} bundle (format v1.x).
+ *
+ * <p>Why a port rather than a looser reader: the Python reader ({@code runtime/bundle.py},
+ * {@code _checked_payload}, {@code _validate_payload}, {@code _read_check}) is the reference,
+ * and a phone must refuse exactly the bundles it refuses, with the same key phrases, or a
+ * file that is broken on one platform would be "fine" on another. The checks below follow it
+ * in the same order. Unknown fields are ignored (minor versions only add fields).
+ *
+ * <p>Every array's byte count is checked against its dtype and declared shape, in overflow-
+ * safe long arithmetic, before any array is allocated, so a declared size never drives an
+ * allocation.
+ */
+public final class BundleReader {
+    static final String FORMAT_NAME = "dpedge-bundle";
+    static final int FORMAT_MAJOR = 1;
+    static final String CHECKSUM_ALGORITHM = "sha256";
+    /** The format allows up to 24 bits and 1024 tables (the exporter itself 20 and 128). */
+    static final int MAX_BITS = 24;
+    static final int MAX_TABLES = 1024;
+    /** Python refuses files over 2 GiB; a Java array cannot hold quite that much. */
+    static final long MAX_BUNDLE_BYTES = Integer.MAX_VALUE - 8;
+    static final String VOTES_DTYPE = "<i2";
+    static final String FLOAT_DTYPE = "<f4";
+    static final List<String> ENCODER_FORMATS = Collections.unmodifiableList(Arrays.asList("onnx", "tflite"));
+    static final Set<String> KNOWN_INPUTS =
+            new HashSet<>(Arrays.asList("input_ids", "attention_mask", "token_type_ids"));
+
+    private BundleReader() {
+    }
+
+    /**
+     * Reads a bundle file; messages start with the file's path, like Python's. (java.io rather
+     * than java.nio.file, which Android has only from API 26.)
+     */
+    public static Bundle read(File file) throws BundleException {
+        if (file.isDirectory()) {
+            throw new BundleException(file + ": is a directory, not a bundle file");
+        }
+        if (!file.exists()) {
+            throw new BundleException(file + ": no such bundle file");
+        }
+        long size = file.length();
+        if (size > MAX_BUNDLE_BYTES) {
+            throw new BundleException(file + ": " + size + " bytes is larger than any bundle ("
+                    + MAX_BUNDLE_BYTES + " max)");
+        }
+        byte[] data = new byte[(int) size];
+        try (InputStream in = new FileInputStream(file)) {
+            int n = 0;
+            while (n < data.length) {
+                int r = in.read(data, n, data.length - n);
+                if (r < 0) {
+                    break;
+                }
+                n += r;
+            }
+            if (n < data.length || in.read() >= 0) {
+                throw new BundleException(file + ": cannot read bundle: the file changed while it was read");
+            }
+        } catch (IOException e) {  // FileNotFoundException included: no permission, say
+            throw new BundleException(file + ": cannot read bundle: " + e.getMessage(), e);
+        }
+        try {
+            return read(data);
+        } catch (BundleException e) {
+            throw new BundleException(file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Parses and validates bundle bytes. */
+    public static Bundle read(byte[] data) throws BundleException {
+        if (data == null) {
+            throw new BundleException("bundle is null");
+        }
+        Msgpack.Bin payload = checkedPayload(data);
+        Map<String, Object> body = Msgpack.parseMap(payload.array, payload.offset, payload.length, "bundle payload");
+        return validatePayload(new Fields(body, ""));
+    }
+
+    /** The outer map's payload bytes, after the format, version and checksum checks. */
+    static Msgpack.Bin checkedPayload(byte[] data) throws BundleException {
+        Fields outer = new Fields(Msgpack.parseMap(data, 0, data.length, "bundle"), "");
+        Object format = outer.m.get("format");
+        if (!FORMAT_NAME.equals(format)) {
+            throw new BundleException("not a dpedge bundle: field 'format' is " + Msgpack.repr(format)
+                    + ", expected '" + FORMAT_NAME + "'");
+        }
+        checkVersion((List<?>) outer.get("version", Kind.ARRAY));
+        Fields checksum = outer.sub("checksum");
+        String algorithm = checksum.string("algorithm");
+        if (!CHECKSUM_ALGORITHM.equals(algorithm)) {
+            throw new BundleException("unsupported checksum algorithm " + Msgpack.repr(algorithm));
+        }
+        Msgpack.Bin digest = (Msgpack.Bin) checksum.get("digest", Kind.BIN);
+        Msgpack.Bin body = (Msgpack.Bin) outer.get("payload", Kind.BIN);
+        byte[] actual = sha256(body);
+        if (!MessageDigest.isEqual(actual, digest.copy())) {
+            throw new BundleException(
+                    "checksum mismatch: the bundle is corrupted (its payload changed after it was written)");
+        }
+        return body;
+    }
+
+    private static byte[] sha256(Msgpack.Bin bin) throws BundleException {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            md.update(bin.array, bin.offset, bin.length);
+            return md.digest();
+        } catch (NoSuchAlgorithmException e) {
+            throw new BundleException("this Java runtime has no SHA-256", e);
+        }
+    }
+
+    static void checkVersion(List<?> version) throws BundleException {
+        if (version.size() != 2 || !Kind.INTEGER.matches(version.get(0)) || !Kind.INTEGER.matches(version.get(1))) {
+            throw new BundleException("field 'version' must be [major, minor], got " + Msgpack.repr(version));
+        }
+        Object major = version.get(0);
+        Object minor = version.get(1);
+        int cmp = major instanceof BigInteger ? 1 : Long.compare((Long) major, FORMAT_MAJOR);
+        if (cmp > 0) {
+            throw new BundleException("bundle format version " + major + "." + minor
+                    + " is newer than this runtime supports (" + FORMAT_MAJOR + ".x); upgrade dpedge to read it");
+        }
+        if (cmp < 0) {
+            throw new BundleException("bundle format version " + major + "." + minor
+                    + " is not supported (this runtime reads " + FORMAT_MAJOR + ".x)");
+        }
+        // A newer minor version only adds fields; they are ignored.
+    }
+
+    // ------------------------------------------------------------------ payload
+
+    /** Required privacy fields and their types, in the order Python checks them. */
+    private static final Object[][] PRIVACY_REQUIRED = {
+        {"epsilon", new Kind[] {Kind.FLOAT, Kind.INTEGER}},
+        {"delta", new Kind[] {Kind.FLOAT, Kind.INTEGER}},
+        {"mechanism", new Kind[] {Kind.STRING}},
+        {"sensitivity_l1", new Kind[] {Kind.INTEGER}},
+        {"noise_scale", new Kind[] {Kind.FLOAT, Kind.INTEGER}},
+        {"neighbour_relation", new Kind[] {Kind.STRING}},
+        {"privacy_unit", new Kind[] {Kind.STRING}},
+        {"noise_source", new Kind[] {Kind.STRING}},
+    };
+
+    static Bundle validatePayload(Fields p) throws BundleException {
+        List<String> labels = strList(p, "labels", false);
+        if (labels.size() < 2 || new HashSet<>(labels).size() != labels.size() || labels.contains("")) {
+            throw new BundleException("field 'labels' must hold at least two distinct, non-empty labels");
+        }
+        List<String> descriptions = strList(p, "label_descriptions", true);
+        if (descriptions != null && descriptions.size() != labels.size()) {
+            throw new BundleException("field 'label_descriptions' has " + descriptions.size() + " entries for "
+                    + labels.size() + " labels");
+        }
+
+        Fields privacy = p.sub("privacy");
+        for (Object[] req : PRIVACY_REQUIRED) {
+            privacy.get((String) req[0], (Kind[]) req[1]);
+        }
+        double eps = Fields.toDouble(privacy.m.get("epsilon"));
+        if (!(eps > 0 && !Double.isInfinite(eps))) {
+            throw new BundleException("field 'privacy.epsilon' must be a positive finite number, got "
+                    + Msgpack.pyFloat(eps));
+        }
+        Object delta = privacy.m.get("delta");
+        if (!(Fields.toDouble(delta) == 0)) {  // NaN is refused too
+            throw new BundleException("field 'privacy.delta' is " + Msgpack.repr(delta)
+                    + ": only pure epsilon-DP bundles (delta = 0) exist in v1");
+        }
+
+        Fields lsh = p.sub("lsh");
+        String family = lsh.string("family");
+        if (!"simhash".equals(family)) {
+            throw new BundleException("field 'lsh.family' is " + Msgpack.repr(family) + ", expected 'simhash'");
+        }
+        Object tablesV = lsh.integer("tables");
+        Object bitsV = lsh.integer("bits");
+        Object dimV = lsh.integer("dim");
+        boolean dimOk = dimV instanceof BigInteger || (Long) dimV >= 1;
+        if (!(Fields.inRange(bitsV, 1, MAX_BITS) && Fields.inRange(tablesV, 1, MAX_TABLES) && dimOk)) {
+            throw new BundleException("LSH parameters out of range: tables=" + tablesV + ", bits=" + bitsV
+                    + ", dim=" + dimV);
+        }
+        int tables = (int) (long) (Long) tablesV;
+        int bits = (int) (long) (Long) bitsV;
+        ArrayRecord hp = ArrayRecord.read(lsh.sub("hyperplanes"), FLOAT_DTYPE, 3);
+        if (!hp.shapeIs(tablesV, bitsV, dimV)) {
+            throw new BundleException("field 'lsh.hyperplanes' has shape " + hp.tuple() + ", expected "
+                    + tuple(tablesV, bitsV, dimV));
+        }
+        int dim = (int) hp.dims[2];  // fits: the data holds tables * bits * dim floats
+        float[] hyperplanes = hp.floats();
+        for (float v : hyperplanes) {
+            if (Float.isNaN(v) || Float.isInfinite(v)) {
+                throw new BundleException("field 'lsh.hyperplanes' holds non-finite values");
+            }
+        }
+        long buckets = 1L << bits;
+        ArrayRecord vr = ArrayRecord.read(p.sub("votes"), VOTES_DTYPE, 3);
+        if (!vr.shapeIs((long) tables, buckets, (long) labels.size())) {
+            throw new BundleException("field 'votes' has shape " + vr.tuple() + ", expected "
+                    + tuple(tables, buckets, labels.size()));
+        }
+        Object sensitivity = privacy.m.get("sensitivity_l1");
+        if (!Fields.isEqual(sensitivity, tables)) {
+            throw new BundleException("field 'privacy.sensitivity_l1' is " + sensitivity
+                    + " but a record touches one cell in each of " + tables + " tables");
+        }
+        short[] votes = vr.shorts();
+
+        Bundle.Encoder encoder = readEncoder(p.sub("encoder"), dimV);
+        Map<String, Object> exporter = publicMap(p.get("exporter", Kind.MAP));
+
+        Map<String, Object> lshPublic = new LinkedHashMap<>();
+        for (Map.Entry<String, Object> e : lsh.m.entrySet()) {
+            if (!e.getKey().equals("hyperplanes")) {
+                lshPublic.put(e.getKey(), toPublic(e.getValue()));
+            }
+        }
+        return new Bundle(labels, descriptions, publicMap(privacy.m), Collections.unmodifiableMap(lshPublic),
+                tables, bits, dim, hyperplanes, votes, encoder, exporter);
+    }
+
+    private static Bundle.Encoder readEncoder(Fields enc, Object dimV) throws BundleException {
+        String format = enc.string("format");
+        if (!ENCODER_FORMATS.contains(format)) {
+            throw new BundleException("encoder format " + Msgpack.repr(format)
+                    + " is not supported by this runtime (supports onnx, tflite)");
+        }
+        List<String> inputs = strList(enc, "inputs", false);
+        Msgpack.Bin model = (Msgpack.Bin) enc.get("model", Kind.BIN);
+        String tokenizerJson = enc.string("tokenizer_json");
+        Object maxLength = enc.integer("max_length");
+        Object encDim = enc.integer("dim");
+        String pooling = enc.string("pooling");
+        boolean normalized = (Boolean) enc.get("normalized", Kind.BOOLEAN);
+        String output = enc.string("output");
+        Map<String, Object> facts = publicMap(enc.get("facts", Kind.MAP));
+
+        String checkText = null;
+        float[] checkEmbedding = null;
+        if (enc.optional("check", Kind.MAP) != null) {
+            Fields check = enc.sub("check");
+            checkText = check.string("text");
+            ArrayRecord emb = ArrayRecord.read(check.sub("embedding"), FLOAT_DTYPE, 1);
+            boolean ok = !PyText.isBlank(checkText) && emb.shapeIs(dimV);
+            if (ok) {
+                checkEmbedding = emb.floats();
+                double sq = 0;
+                for (float v : checkEmbedding) {
+                    ok &= !Float.isNaN(v) && !Float.isInfinite(v);
+                    sq += (double) v * v;
+                }
+                double norm = Math.sqrt(sq);
+                ok &= norm > 0.9 && norm < 1.1;
+            }
+            if (!ok) {
+                throw new BundleException("field 'encoder.check' must hold a non-empty text and a finite unit "
+                        + dimV + "-d embedding");
+            }
+        }
+        if (!encDim.equals(dimV)) {
+            throw new BundleException("encoder produces " + encDim + "-d embeddings but the hyperplanes are "
+                    + dimV + "-d");
+        }
+        if (!Fields.inRange(maxLength, 2, 8192)) {
+            throw new BundleException("field 'encoder.max_length' is " + maxLength + ", expected 2..8192");
+        }
+        if (model.length == 0) {
+            throw new BundleException("field 'encoder.model' is empty");
+        }
+        Set<String> unknown = new TreeSet<>(inputs);
+        unknown.removeAll(KNOWN_INPUTS);
+        if (!unknown.isEmpty()) {
+            throw new BundleException("encoder declares unsupported inputs "
+                    + Msgpack.repr(new ArrayList<Object>(unknown)));
+        }
+        return new Bundle.Encoder(format, model.copy(), tokenizerJson, (int) (long) (Long) maxLength,
+                (int) (long) (Long) encDim, pooling, normalized, inputs, output, facts, checkText, checkEmbedding);
+    }
+
+    /** A list of strings; the message names the dotted field path, as in Python. */
+    private static List<String> strList(Fields f, String key, boolean optional) throws BundleException {
+        List<?> v = (List<?>) (optional ? f.optional(key, Kind.ARRAY) : f.get(key, Kind.ARRAY));
+        if (v == null) {
+            return null;
+        }
+        List<String> out = new ArrayList<>(v.size());
+        for (Object s : v) {
+            if (!(s instanceof String)) {
+                throw new BundleException("field '" + f.where(key) + "' must be a list of strings");
+            }
+            out.add((String) s);
+        }
+        return Collections.unmodifiableList(out);
+    }
+
+    /** A shape as Python prints a tuple: "(32, 6, 384)", "(384,)". */
+    static String tuple(Object... dims) {
+        StringBuilder sb = new StringBuilder("(");
+        for (int i = 0; i < dims.length; i++) {
+            sb.append(i == 0 ? "" : ", ").append(dims[i]);
+        }
+        return sb.append(dims.length == 1 ? ",)" : ")").toString();
+    }
+
+    // ------------------------------------------------------------------ public values
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> publicMap(Object m) {
+        return (Map<String, Object>) toPublic(m);
+    }
+
+    /** A parsed value with binary views copied out, so nothing public aliases the file bytes. */
+    static Object toPublic(Object v) {
+        if (v instanceof Msgpack.Bin) {
+            return ((Msgpack.Bin) v).copy();
+        } else if (v instanceof List) {
+            List<Object> out = new ArrayList<>();
+            for (Object x : (List<?>) v) {
+                out.add(toPublic(x));
+            }
+            return Collections.unmodifiableList(out);
+        } else if (v instanceof Map) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+                out.put((String) e.getKey(), toPublic(e.getValue()));
+            }
+            return Collections.unmodifiableMap(out);
+        }
+        return v;
+    }
+
+    // ------------------------------------------------------------------ array records
+
+    /**
+     * One {@code {dtype, shape, data}} record whose byte count has been checked against its
+     * dtype and shape; the elements are decoded (little-endian) only on request.
+     */
+    static final class ArrayRecord {
+        final String path;
+        final long[] dims;
+        final List<?> shape;
+        final Msgpack.Bin data;
+
+        private ArrayRecord(String path, long[] dims, List<?> shape, Msgpack.Bin data) {
+            this.path = path;
+            this.dims = dims;
+            this.shape = shape;
+            this.data = data;
+        }
+
+        static ArrayRecord read(Fields f, String dtype, int ndim) throws BundleException {
+            String actual = f.string("dtype");
+            if (!dtype.equals(actual)) {
+                throw new BundleException("field '" + f.where("dtype") + "' is " + Msgpack.repr(actual)
+                        + ", expected '" + dtype + "'");
+            }
+            List<?> shape = (List<?>) f.get("shape", Kind.ARRAY);
+            boolean ok = shape.size() == ndim;
+            for (Object s : shape) {
+                ok &= s instanceof BigInteger || s instanceof Long && (Long) s >= 0;
+            }
+            if (!ok) {
+                throw new BundleException("field '" + f.where("shape") + "' must be " + ndim
+                        + " non-negative integers, got " + Msgpack.repr(shape));
+            }
+            Msgpack.Bin data = (Msgpack.Bin) f.get("data", Kind.BIN);
+            int itemsize = dtype.equals(VOTES_DTYPE) ? 2 : 4;
+            long[] dims = new long[ndim];
+            long expected = itemsize;  // -1: the product overflows a long, so no data can match
+            boolean zero = false;
+            for (int i = 0; i < ndim; i++) {
+                Object s = shape.get(i);
+                dims[i] = s instanceof Long ? (Long) s : -1;
+                zero |= dims[i] == 0;
+                if (expected >= 0) {
+                    try {
+                        expected = dims[i] < 0 ? -1 : Math.multiplyExact(expected, dims[i]);
+                    } catch (ArithmeticException overflow) {
+                        expected = -1;
+                    }
+                }
+            }
+            if (zero) {
+                expected = 0;
+            }
+            if (expected != data.length) {
+                BigInteger exact = BigInteger.valueOf(itemsize);  // only for the message
+                for (Object s : shape) {
+                    exact = exact.multiply(s instanceof BigInteger ? (BigInteger) s : BigInteger.valueOf((Long) s));
+                }
+                throw new BundleException("field '" + f.where("data") + "' has " + data.length
+                        + " bytes, but dtype " + dtype + " and shape " + Msgpack.repr(shape) + " need " + exact);
+            }
+            return new ArrayRecord(f.path, dims, shape, data);
+        }
+
+        /** Whether the shape equals the given integer values (Long or BigInteger). */
+        boolean shapeIs(Object... expected) {
+            if (expected.length != dims.length) {
+                return false;
+            }
+            for (int i = 0; i < dims.length; i++) {
+                if (!(expected[i] instanceof Long) || (Long) expected[i] != dims[i]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        String tuple() {
+            return BundleReader.tuple(shape.toArray());
+        }
+
+        float[] floats() {
+            float[] out = new float[data.length / 4];
+            data.buffer().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(out);
+            return out;
+        }
+
+        short[] shorts() {
+            short[] out = new short[data.length / 2];
+            data.buffer().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer().get(out);
+            return out;
+        }
+    }
+}

@@ -1,0 +1,252 @@
+package org.dpedge.core;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.io.File;
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Consumer;
+
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
+
+/** The reader on small synthetic bundles: what it accepts, and the message of each refusal. */
+public class BundleReaderTest {
+    @Rule
+    public TemporaryFolder tmp = new TemporaryFolder();
+
+    @Test
+    public void readsAValidBundle() throws Exception {
+        Bundle b = BundleReader.read(TestBundles.validBundle());
+        assertEquals(Arrays.asList("alarm", "music", "weather"), b.labels());
+        assertEquals("play music", b.labelDescriptions().get(1));
+        assertEquals(8.0, b.epsilon(), 0);
+        assertEquals("one record", b.privacy().get("privacy_unit"));
+        assertEquals(Arrays.asList("votes"), b.privacy().get("released_statistics"));
+        assertEquals(new BigInteger("18446744073709551615"), b.lsh().get("seed"));
+        assertTrue(!b.lsh().containsKey("hyperplanes"));
+        assertEquals(2, b.tables());
+        assertEquals(2, b.bits());
+        assertEquals(3, b.dim());
+        assertArrayEquals(new float[] {1, 0, 0, 0, 1, 0, 0, 0, 1, -1, 0, 0}, b.hyperplanes(), 0);
+        short[] votes = b.votes();
+        assertEquals(24, votes.length);
+        assertEquals(-3, votes[0]);
+        assertEquals(-32768, votes[5]);  // little-endian int16 extremes survive
+        assertEquals(32767, votes[6]);
+        Bundle.Encoder e = b.encoder();
+        assertEquals("onnx", e.format());
+        assertArrayEquals(new byte[] {1, 2, 3}, e.model());
+        assertEquals(16, e.maxLength());
+        assertEquals(Arrays.asList("input_ids", "attention_mask"), e.inputs());
+        assertEquals("wake me up", e.checkText());
+        assertArrayEquals(new float[] {0.6f, 0.8f, 0f}, e.checkEmbedding(), 0);
+        assertEquals("dpedge", b.exporter().get("name"));
+    }
+
+    @Test
+    public void readsAFile() throws Exception {
+        File f = tmp.newFile("ok.dpedge");
+        Files.write(f.toPath(), TestBundles.validBundle());
+        assertEquals(3, BundleReader.read(f).labels().size());
+    }
+
+    @Test
+    public void fileErrorsNameThePath() throws Exception {
+        File missing = new File(tmp.getRoot(), "missing.dpedge");
+        expectError(() -> BundleReader.read(missing), missing + ": no such bundle file");
+        expectError(() -> BundleReader.read(tmp.getRoot()), "is a directory, not a bundle file");
+        File bad = tmp.newFile("bad.dpedge");
+        Files.write(bad.toPath(), new byte[] {(byte) 0x91});
+        expectError(() -> BundleReader.read(bad), bad + ": bundle is truncated (1 bytes)");
+    }
+
+    @Test
+    public void ignoresUnknownFieldsAndAcceptsAnyMinorVersion() throws Exception {
+        Map<String, Object> p = TestBundles.payload();
+        p.put("future_field", TestBundles.list(1L, "x"));
+        TestBundles.sub(p, "encoder").put("new_encoder_fact", new LinkedHashMap<String, Object>());
+        Map<String, Object> outer = TestBundles.outer(TestBundles.pack(p));
+        outer.put("version", TestBundles.list(1L, 99L));
+        outer.put("comment", "added by a later writer");
+        assertEquals(3, BundleReader.read(TestBundles.pack(outer)).labels().size());
+    }
+
+    @Test
+    public void acceptsAFormat10BundleWithoutCheckOrDescriptions() throws Exception {
+        Map<String, Object> p = TestBundles.payload();
+        TestBundles.sub(p, "encoder").remove("check");
+        p.put("label_descriptions", null);
+        Bundle b = BundleReader.read(TestBundles.seal(p));
+        assertNull(b.encoder().checkText());
+        assertNull(b.encoder().checkEmbedding());
+        assertNull(b.labelDescriptions());
+    }
+
+    @Test
+    public void refusesWrongOuterLayers() {
+        expectError(() -> BundleReader.read(new byte[0]), "bundle is truncated (0 bytes): the file was cut short");
+        byte[] valid = TestBundles.validBundle();
+        expectError(() -> BundleReader.read(Arrays.copyOf(valid, valid.length / 2)), "truncated");
+        expectError(() -> BundleReader.read(Arrays.copyOf(valid, valid.length - 1)), "truncated");
+        byte[] longer = Arrays.copyOf(valid, valid.length + 3);
+        expectError(() -> BundleReader.read(longer), "bundle has 3 unexpected trailing bytes");
+        expectError(() -> BundleReader.read(TestBundles.pack(TestBundles.list(1L, 2L))),
+                "bundle is not a dpedge bundle: top level is array, expected a map");
+        expectError(() -> BundleReader.read("not a bundle".getBytes()), "top level is integer, expected a map");
+        expectError(() -> BundleReader.read(new byte[] {(byte) 0xc1}), "bundle is not valid msgpack");
+        expectError(() -> BundleReader.read(new byte[] {(byte) 0xdc, (byte) 0xff, (byte) 0xff}),
+                "not valid msgpack (ValueError: 65535 exceeds max_array_len(3))");
+        expectError(() -> BundleReader.read(new byte[] {(byte) 0xc7, 1, 5, 0}), "unexpected msgpack extension type 5");
+        expectError(() -> BundleReader.read(new byte[] {(byte) 0x81, 1, 2}), "not valid msgpack");
+        expectError(() -> BundleReader.read(new byte[] {(byte) 0xa2, (byte) 0xff, (byte) 0xfe}),
+                "not valid msgpack (UnicodeDecodeError");
+    }
+
+    @Test
+    public void refusesDeepNestingWithoutOverflowingTheStack() {
+        byte[] deep = new byte[100_000];
+        Arrays.fill(deep, (byte) 0x91);
+        expectError(() -> BundleReader.read(deep), "not valid msgpack (StackError");
+    }
+
+    @Test
+    public void checksVersionAndChecksum() {
+        expectOuter(o -> o.put("format", "zip"), "not a dpedge bundle: field 'format' is 'zip', expected 'dpedge-bundle'");
+        expectOuter(o -> o.put("version", TestBundles.list(2L, 0L)),
+                "bundle format version 2.0 is newer than this runtime supports (1.x); upgrade dpedge to read it");
+        expectOuter(o -> o.put("version", TestBundles.list(0L, 9L)), "bundle format version 0.9 is not supported");
+        expectOuter(o -> o.put("version", TestBundles.list(1L)), "field 'version' must be [major, minor], got [1]");
+        expectOuter(o -> o.put("version", TestBundles.list(true, 1L)), "must be [major, minor], got [True, 1]");
+        expectOuter(o -> o.put("version", "1.1"), "field 'version' is string, expected array");
+        expectOuter(o -> o.remove("checksum"), "missing field 'checksum'");
+        expectOuter(o -> TestBundles.sub(o, "checksum").put("algorithm", "md5"), "unsupported checksum algorithm 'md5'");
+        expectOuter(o -> TestBundles.sub(o, "checksum").put("digest", new byte[32]), "checksum mismatch");
+        expectOuter(o -> o.put("payload", "text"), "field 'payload' is string, expected bin");
+    }
+
+    @Test
+    public void validatesThePayloadLikePython() {
+        expectPayload(p -> p.remove("labels"), "missing field 'labels'");
+        expectPayload(p -> p.put("labels", "alarm"), "field 'labels' is string, expected array");
+        expectPayload(p -> p.put("labels", TestBundles.list("a", 1L)), "field 'labels' must be a list of strings");
+        expectPayload(p -> p.put("labels", TestBundles.list("a")), "at least two distinct, non-empty labels");
+        expectPayload(p -> p.put("labels", TestBundles.list("a", "a", "b")), "at least two distinct");
+        expectPayload(p -> p.put("labels", TestBundles.list("a", "", "b")), "non-empty labels");
+        expectPayload(p -> p.put("label_descriptions", TestBundles.list("x")),
+                "field 'label_descriptions' has 1 entries for 3 labels");
+        expectPayload(p -> p.put("privacy", TestBundles.list(1L)), "field 'privacy' is array, expected map");
+        expectPayload(p -> TestBundles.sub(p, "privacy").remove("noise_source"), "missing field 'privacy.noise_source'");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", "8"),
+                "field 'privacy.epsilon' is string, expected float or integer");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", true), "is boolean, expected float or integer");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", 0L),
+                "field 'privacy.epsilon' must be a positive finite number, got 0.0");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", Double.POSITIVE_INFINITY), "got inf");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", Double.NaN), "positive finite number, got nan");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("delta", 1e-6),
+                "field 'privacy.delta' is 1e-06: only pure epsilon-DP bundles (delta = 0) exist in v1");
+        expectPayload(p -> TestBundles.sub(p, "privacy").put("sensitivity_l1", 1L),
+                "field 'privacy.sensitivity_l1' is 1 but a record touches one cell in each of 2 tables");
+        expectPayload(p -> TestBundles.sub(p, "lsh").put("family", "minhash"),
+                "field 'lsh.family' is 'minhash', expected 'simhash'");
+        expectPayload(p -> TestBundles.sub(p, "lsh").put("bits", 25L),
+                "LSH parameters out of range: tables=2, bits=25, dim=3");
+        expectPayload(p -> TestBundles.sub(p, "lsh").put("tables", true),
+                "field 'lsh.tables' is boolean, expected integer");
+        expectPayload(p -> TestBundles.sub(p, "lsh").remove("hyperplanes"), "missing field 'lsh.hyperplanes'");
+        expectPayload(p -> TestBundles.sub(p, "lsh.hyperplanes").put("dtype", ">f4"),
+                "field 'lsh.hyperplanes.dtype' is '>f4', expected '<f4'");
+        expectPayload(p -> TestBundles.sub(p, "lsh.hyperplanes").put("shape", TestBundles.list(2L, 2L)),
+                "field 'lsh.hyperplanes.shape' must be 3 non-negative integers, got [2, 2]");
+        expectPayload(p -> TestBundles.sub(p, "lsh.hyperplanes").put("shape", TestBundles.list(2L, -2L, 3L)),
+                "must be 3 non-negative integers, got [2, -2, 3]");
+        expectPayload(p -> TestBundles.sub(p, "lsh.hyperplanes").put("shape", TestBundles.list(4L, 1L, 3L)),
+                "field 'lsh.hyperplanes' has shape (4, 1, 3), expected (2, 2, 3)");
+        expectPayload(p -> TestBundles.sub(p, "lsh.hyperplanes").put("data",
+                TestBundles.floats(1, 0, 0, 0, 1, 0, 0, 0, Float.NaN, -1, 0, 0)),
+                "field 'lsh.hyperplanes' holds non-finite values");
+        expectPayload(p -> TestBundles.sub(p, "votes").put("dtype", "<i4"), "field 'votes.dtype' is '<i4', expected '<i2'");
+        expectPayload(p -> TestBundles.sub(p, "votes").put("data", new byte[46]),
+                "field 'votes.data' has 46 bytes, but dtype <i2 and shape [2, 4, 3] need 48");
+        expectPayload(p -> TestBundles.sub(p, "votes").put("shape", TestBundles.list(2L, 3L, 4L)),
+                "field 'votes' has shape (2, 3, 4), expected (2, 4, 3)");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("format", "coreml"),
+                "encoder format 'coreml' is not supported by this runtime (supports onnx, tflite)");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("inputs", TestBundles.list("input_ids", "pixels", "audio")),
+                "encoder declares unsupported inputs ['audio', 'pixels']");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("inputs", TestBundles.list(1L)),
+                "field 'encoder.inputs' must be a list of strings");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("normalized", 1L),
+                "field 'encoder.normalized' is integer, expected boolean");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("dim", 4L),
+                "encoder produces 4-d embeddings but the hyperplanes are 3-d");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("max_length", 1L),
+                "field 'encoder.max_length' is 1, expected 2..8192");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("model", new byte[0]), "field 'encoder.model' is empty");
+        expectPayload(p -> TestBundles.sub(p, "encoder").put("check", "x"), "field 'encoder.check' is string, expected map");
+        expectPayload(p -> TestBundles.sub(p, "encoder.check").put("text", " \u00a0\u3000"),
+                "field 'encoder.check' must hold a non-empty text and a finite unit 3-d embedding");
+        expectPayload(p -> TestBundles.sub(p, "encoder.check").put("embedding",
+                TestBundles.array("<f4", TestBundles.floats(0.6f, 0.8f), 2)), "finite unit 3-d embedding");
+        expectPayload(p -> TestBundles.sub(p, "encoder.check").put("embedding",
+                TestBundles.array("<f4", TestBundles.floats(0.6f, 0.8f, 0.5f), 3)), "finite unit 3-d embedding");
+        expectPayload(p -> p.remove("exporter"), "missing field 'exporter'");
+    }
+
+    @Test
+    public void checksByteCountsBeforeAllocatingWithoutOverflow() {
+        // 2^62 x 4 x 3 x 2 bytes overflows a long; 2^64-1 is a msgpack uint64 above Long.MAX_VALUE.
+        expectPayload(p -> TestBundles.sub(p, "votes").put("shape",
+                TestBundles.list(1L << 62, 4L, 3L)), "bytes, but dtype <i2 and shape [4611686018427387904, 4, 3] need "
+                + BigInteger.ONE.shiftLeft(62).multiply(BigInteger.valueOf(24)));
+        expectPayload(p -> TestBundles.sub(p, "votes").put("shape",
+                TestBundles.list(new BigInteger("18446744073709551615"), 1L, 1L)), "bytes, but dtype <i2");
+        expectPayload(p -> TestBundles.sub(p, "votes").put("shape", TestBundles.list(1L << 40, 1L << 10, 7L)),
+                "bytes, but dtype");
+        expectPayload(p -> {
+            TestBundles.sub(p, "votes").put("shape", TestBundles.list(1L << 62, 0L, 3L));
+            TestBundles.sub(p, "votes").put("data", new byte[0]);
+        }, "field 'votes' has shape (4611686018427387904, 0, 3), expected (2, 4, 3)");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private interface Read {
+        Object run() throws Exception;
+    }
+
+    private static void expectError(Read read, String phrase) {
+        try {
+            read.run();
+        } catch (BundleException e) {
+            assertTrue("message '" + e.getMessage() + "' lacks '" + phrase + "'", e.getMessage().contains(phrase));
+            return;
+        } catch (Exception e) {
+            throw new AssertionError("expected a BundleException, got " + e, e);
+        }
+        fail("accepted; expected an error containing '" + phrase + "'");
+    }
+
+    private static void expectPayload(Consumer<Map<String, Object>> edit, String phrase) {
+        Map<String, Object> p = TestBundles.payload();
+        edit.accept(p);
+        byte[] data = TestBundles.seal(p);
+        expectError(() -> BundleReader.read(data), phrase);
+    }
+
+    private static void expectOuter(Consumer<Map<String, Object>> edit, String phrase) {
+        Map<String, Object> o = TestBundles.outer(TestBundles.pack(TestBundles.payload()));
+        edit.accept(o);
+        byte[] data = TestBundles.pack(o);
+        expectError(() -> BundleReader.read(data), phrase);
+    }
+}

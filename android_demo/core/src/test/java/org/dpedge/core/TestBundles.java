@@ -1,0 +1,227 @@
+package org.dpedge.core;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessagePacker;
+
+/**
+ * Builds small synthetic bundles for the unit tests: a payload as nested Java maps that a
+ * test can edit, then sealed (checksum) and packed the way the Python exporter packs them.
+ */
+final class TestBundles {
+    private TestBundles() {
+    }
+
+    /** A tiny WordPiece tokenizer.json: [PAD] [UNK] [CLS] [SEP] and a few words. */
+    static final String TOKENIZER_JSON = "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,"
+            + "\"added_tokens\":["
+            + "{\"id\":0,\"content\":\"[PAD]\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+            + "\"normalized\":false,\"special\":true},"
+            + "{\"id\":1,\"content\":\"[UNK]\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+            + "\"normalized\":false,\"special\":true},"
+            + "{\"id\":2,\"content\":\"[CLS]\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+            + "\"normalized\":false,\"special\":true},"
+            + "{\"id\":3,\"content\":\"[SEP]\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+            + "\"normalized\":false,\"special\":true}],"
+            + "\"normalizer\":{\"type\":\"BertNormalizer\",\"clean_text\":true,\"handle_chinese_chars\":true,"
+            + "\"strip_accents\":null,\"lowercase\":true},"
+            + "\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},"
+            + "\"post_processor\":{\"type\":\"TemplateProcessing\","
+            + "\"single\":[{\"SpecialToken\":{\"id\":\"[CLS]\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},"
+            + "{\"SpecialToken\":{\"id\":\"[SEP]\",\"type_id\":0}}],"
+            + "\"pair\":[],"
+            + "\"special_tokens\":{\"[CLS]\":{\"id\":\"[CLS]\",\"ids\":[2],\"tokens\":[\"[CLS]\"]},"
+            + "\"[SEP]\":{\"id\":\"[SEP]\",\"ids\":[3],\"tokens\":[\"[SEP]\"]}}},"
+            + "\"decoder\":null,"
+            + "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"continuing_subword_prefix\":\"##\","
+            + "\"max_input_chars_per_word\":100,\"vocab\":{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,"
+            + "\"wake\":4,\"me\":5,\"up\":6,\"play\":7,\"##ing\":8,\"music\":9,\"!\":10,\"cafe\":11,\"中\":12,"
+            + "\"un\":13,\"##believ\":14,\"##able\":15,\"##s\":16,\"a\":17,\"##a\":18}}}";
+
+    static final int TABLES = 2;
+    static final int BITS = 2;
+    static final int DIM = 3;
+
+    /** A valid payload: 3 labels, 2 tables of 2 bits over 3-d embeddings, with a check text. */
+    static Map<String, Object> payload() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("labels", list("alarm", "music", "weather"));
+        p.put("label_descriptions", list("alarms and timers", "play music", "the weather"));
+        Map<String, Object> privacy = new LinkedHashMap<>();
+        privacy.put("epsilon", 8.0);
+        privacy.put("delta", 0.0);
+        privacy.put("mechanism", "discrete Laplace noise on every cell");
+        privacy.put("sensitivity_l1", (long) TABLES);
+        privacy.put("noise_scale", TABLES / 8.0);
+        privacy.put("neighbour_relation", "add or remove one record");
+        privacy.put("privacy_unit", "one record");
+        privacy.put("noise_source", "test");
+        privacy.put("released_statistics", list("votes"));
+        p.put("privacy", privacy);
+        Map<String, Object> lsh = new LinkedHashMap<>();
+        lsh.put("family", "simhash");
+        lsh.put("tables", (long) TABLES);
+        lsh.put("bits", (long) BITS);
+        lsh.put("dim", (long) DIM);
+        lsh.put("seed", new BigInteger("18446744073709551615"));  // uint64 max: must still load
+        lsh.put("distribution", "gaussian");
+        // table 0: axes x, y; table 1: axes z, -x
+        lsh.put("hyperplanes", array("<f4", floats(1, 0, 0, 0, 1, 0, 0, 0, 1, -1, 0, 0), TABLES, BITS, DIM));
+        p.put("lsh", lsh);
+        short[] votes = new short[TABLES * 4 * 3];
+        for (int i = 0; i < votes.length; i++) {
+            votes[i] = (short) (i % 7 - 3);
+        }
+        votes[5] = -32768;
+        votes[6] = 32767;
+        p.put("votes", array("<i2", shorts(votes), TABLES, 4, 3));
+        Map<String, Object> enc = new LinkedHashMap<>();
+        enc.put("format", "onnx");
+        enc.put("model", new byte[] {1, 2, 3});
+        enc.put("tokenizer_json", TOKENIZER_JSON);
+        enc.put("max_length", 16L);
+        enc.put("dim", (long) DIM);
+        enc.put("pooling", "mean");
+        enc.put("normalized", true);
+        enc.put("inputs", list("input_ids", "attention_mask"));
+        enc.put("output", "sentence_embedding");
+        enc.put("facts", new LinkedHashMap<String, Object>());
+        Map<String, Object> check = new LinkedHashMap<>();
+        check.put("text", "wake me up");
+        check.put("embedding", array("<f4", floats(0.6f, 0.8f, 0f), DIM));
+        enc.put("check", check);
+        p.put("encoder", enc);
+        Map<String, Object> exporter = new LinkedHashMap<>();
+        exporter.put("name", "dpedge");
+        exporter.put("version", "0.1.0");
+        exporter.put("created", "2026-01-01T00:00:00+00:00");
+        p.put("exporter", exporter);
+        return p;
+    }
+
+    /** The outer map around a payload, with a correct checksum. */
+    static Map<String, Object> outer(byte[] body) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("format", "dpedge-bundle");
+        o.put("version", list(1L, 1L));
+        Map<String, Object> checksum = new LinkedHashMap<>();
+        checksum.put("algorithm", "sha256");
+        checksum.put("digest", sha256(body));
+        o.put("checksum", checksum);
+        o.put("payload", body);
+        return o;
+    }
+
+    static byte[] seal(Map<String, Object> payload) {
+        return pack(outer(pack(payload)));
+    }
+
+    static byte[] validBundle() {
+        return seal(payload());
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> sub(Map<String, Object> m, String dotted) {
+        for (String key : dotted.split("\\.")) {
+            m = (Map<String, Object>) m.get(key);
+        }
+        return m;
+    }
+
+    static Map<String, Object> array(String dtype, byte[] data, long... shape) {
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("dtype", dtype);
+        List<Object> s = new ArrayList<>();
+        for (long d : shape) {
+            s.add(d);
+        }
+        a.put("shape", s);
+        a.put("data", data);
+        return a;
+    }
+
+    static byte[] floats(float... v) {
+        ByteBuffer b = ByteBuffer.allocate(v.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+        for (float x : v) {
+            b.putFloat(x);
+        }
+        return b.array();
+    }
+
+    static byte[] shorts(short... v) {
+        ByteBuffer b = ByteBuffer.allocate(v.length * 2).order(ByteOrder.LITTLE_ENDIAN);
+        for (short x : v) {
+            b.putShort(x);
+        }
+        return b.array();
+    }
+
+    static List<Object> list(Object... items) {
+        return new ArrayList<>(Arrays.asList(items));
+    }
+
+    static byte[] sha256(byte[] data) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(data);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /** Packs nested Maps, Lists, Strings, byte[], Long/Integer, BigInteger, Double, Boolean and null. */
+    static byte[] pack(Object value) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (MessagePacker p = MessagePack.newDefaultPacker(out)) {
+            pack(p, value);
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return out.toByteArray();
+    }
+
+    private static void pack(MessagePacker p, Object v) throws IOException {
+        if (v == null) {
+            p.packNil();
+        } else if (v instanceof Boolean) {
+            p.packBoolean((Boolean) v);
+        } else if (v instanceof Long || v instanceof Integer) {
+            p.packLong(((Number) v).longValue());
+        } else if (v instanceof BigInteger) {
+            p.packBigInteger((BigInteger) v);
+        } else if (v instanceof Double) {
+            p.packDouble((Double) v);
+        } else if (v instanceof String) {
+            p.packString((String) v);
+        } else if (v instanceof byte[]) {
+            byte[] b = (byte[]) v;
+            p.packBinaryHeader(b.length);
+            p.writePayload(b);
+        } else if (v instanceof List) {
+            List<?> l = (List<?>) v;
+            p.packArrayHeader(l.size());
+            for (Object x : l) {
+                pack(p, x);
+            }
+        } else if (v instanceof Map) {
+            Map<?, ?> m = (Map<?, ?>) v;
+            p.packMapHeader(m.size());
+            for (Map.Entry<?, ?> e : m.entrySet()) {
+                pack(p, e.getKey());
+                pack(p, e.getValue());
+            }
+        } else {
+            throw new IllegalArgumentException("cannot pack " + v.getClass());
+        }
+    }
+}
