@@ -1,0 +1,143 @@
+package org.dpedge.demo;
+
+import android.app.Activity;
+import android.os.Bundle;
+import android.os.Handler;
+import android.os.Looper;
+import android.view.ViewGroup;
+import android.widget.Button;
+import android.widget.EditText;
+import android.widget.LinearLayout;
+import android.widget.ScrollView;
+import android.widget.TextView;
+
+import org.dpedge.core.BundleReader;
+import org.dpedge.core.Classifier;
+import org.dpedge.core.Prediction;
+import org.dpedge.core.TextEncoder;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * Type a text, get its label and every label's score, offline, from assets/bundle.dpedge.
+ *
+ * <p>The bundle is read, the engine created and the check text verified on a background
+ * thread (about a second on a phone), and every query runs there too: the UI thread only
+ * shows results. The layout is built in code to keep the demo to a few files.
+ */
+public final class MainActivity extends Activity {
+    private static final String ASSET = "bundle.dpedge";
+    private static final int THREADS = 2;
+
+    private final ExecutorService worker = Executors.newSingleThreadExecutor();
+    private final Handler ui = new Handler(Looper.getMainLooper());
+    private Classifier classifier;
+    private AutoCloseable engine;
+    private TextView status;
+    private TextView result;
+    private Button classify;
+
+    @Override
+    protected void onCreate(Bundle state) {
+        super.onCreate(state);
+        LinearLayout column = new LinearLayout(this);
+        column.setOrientation(LinearLayout.VERTICAL);
+        int pad = (int) (16 * getResources().getDisplayMetrics().density);
+        column.setPadding(pad, pad, pad, pad);
+        status = new TextView(this);
+        status.setText("Loading " + ASSET + "...");
+        EditText input = new EditText(this);
+        input.setHint("Type a text to classify");
+        classify = new Button(this);
+        classify.setText("Classify");
+        classify.setEnabled(false);
+        result = new TextView(this);
+        result.setTextIsSelectable(true);
+        column.addView(status);
+        column.addView(input, new LinearLayout.LayoutParams(ViewGroup.LayoutParams.MATCH_PARENT,
+                ViewGroup.LayoutParams.WRAP_CONTENT));
+        column.addView(classify);
+        column.addView(result);
+        ScrollView scroll = new ScrollView(this);
+        scroll.addView(column);
+        setContentView(scroll);
+
+        classify.setOnClickListener(v -> {
+            String text = input.getText().toString();
+            worker.execute(() -> show(result, describe(text)));
+        });
+        worker.execute(this::load);
+    }
+
+    private void load() {
+        try {
+            org.dpedge.core.Bundle bundle = BundleReader.read(readAsset(ASSET));
+            String format = bundle.encoder().format();
+            TextEncoder encoder = "tflite".equals(format)
+                    ? new LiteRtTextEncoder(bundle.encoder(), THREADS)
+                    : new OnnxTextEncoder(bundle.encoder(), THREADS);
+            engine = (AutoCloseable) encoder;
+            Classifier loaded = new Classifier(bundle, encoder);
+            loaded.verify();  // refuses an engine that computes other embeddings than the exporter's
+            classifier = loaded;
+            Map<String, Object> p = bundle.privacy();
+            String facts = bundle.labels().size() + " labels, " + format + " encoder\n"
+                    + "epsilon = " + p.get("epsilon") + ", delta = " + p.get("delta") + " per "
+                    + p.get("privacy_unit") + "; " + p.get("mechanism");
+            ui.post(() -> {
+                status.setText(facts);
+                classify.setEnabled(true);
+            });
+        } catch (Exception e) {
+            show(status, "Cannot use " + ASSET + ": " + e.getMessage());
+        }
+    }
+
+    private String describe(String text) {
+        try {
+            Prediction prediction = classifier.predict(text);
+            StringBuilder out = new StringBuilder(prediction.label()).append('\n');
+            for (Map.Entry<String, Double> e : prediction.top(prediction.scores().size())) {
+                out.append(String.format(java.util.Locale.ROOT, "  %-24s %10.1f%n", e.getKey(), e.getValue()));
+            }
+            return out.toString();
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();  // empty or oversized text
+        } catch (Exception e) {
+            return "Encoder failed: " + e.getMessage();
+        }
+    }
+
+    private void show(TextView view, String text) {
+        ui.post(() -> view.setText(text));
+    }
+
+    private byte[] readAsset(String name) throws IOException {
+        try (InputStream in = getAssets().open(name)) {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream(in.available() > 0 ? in.available() : 1 << 20);
+            byte[] buffer = new byte[1 << 16];
+            for (int n; (n = in.read(buffer)) > 0; ) {
+                bytes.write(buffer, 0, n);
+            }
+            return bytes.toByteArray();
+        }
+    }
+
+    @Override
+    protected void onDestroy() {
+        worker.shutdownNow();
+        if (engine != null) {
+            try {
+                engine.close();
+            } catch (Exception ignored) {
+                // the process is going away; nothing to report to
+            }
+        }
+        super.onDestroy();
+    }
+}
