@@ -186,6 +186,9 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "tables-boolean": (_payload_edit(_set("lsh.tables", True)), "is boolean, expected integer"),
     "not-simhash": (_payload_edit(_set("lsh.family", "minhash")), "expected 'simhash'"),
     "sensitivity-mismatch": (_payload_edit(_set("privacy.sensitivity_l1", 1)), "touches one cell in each of"),
+    "per-person-sensitivity-mismatch": (_payload_edit(_set("privacy.max_records_per_unit", 3)),
+                                        "for each of the up to 3 records of a person"),
+    "per-person-zero": (_payload_edit(_set("privacy.max_records_per_unit", 0)), "expected at least 1"),
     "delta-not-zero": (_payload_edit(_set("privacy.delta", 1e-6)), "only pure epsilon-DP"),
     "negative-epsilon": (_payload_edit(_set("privacy.epsilon", -1.0)), "positive finite"),
     "epsilon-string": (_payload_edit(_set("privacy.epsilon", "8")), "is string, expected float or integer"),
@@ -200,6 +203,37 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "check-zero-embedding": (_payload_edit(_set("encoder.check.embedding.data", lambda d: bytes(len(d)))),
                              "finite unit 384-d embedding"),
 }
+
+
+def _per_person(payload: dict[str, Any]) -> None:
+    p = payload["privacy"]
+    p.update(max_records_per_unit=3, sensitivity_l1=3 * p["sensitivity_l1"], noise_scale=3 * p["noise_scale"],
+             privacy_unit="one person, up to 3 records")
+
+
+def _format_1_0(payload: dict[str, Any]) -> None:
+    del payload["encoder"]["check"]
+    payload["privacy"].pop("max_records_per_unit", None)
+
+
+#: name -> (how to make it from a valid bundle): other shapes the format allows, which must load.
+VARIANTS: dict[str, Callable[[bytes], bytes]] = {
+    "per-person": _payload_edit(_per_person),
+    "format-1.0": lambda d: _outer_edit(_set("version", [1, 0]))(_payload_edit(_format_1_0)(d)),
+}
+
+
+def write_variants(valid: Path, out: Path) -> list[dict[str, str]]:
+    """Each valid variant, after checking that the Python reader loads it."""
+    folder = out / "variants"
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = []
+    for name, make in VARIANTS.items():
+        path = folder / f"{name}.dpedge"
+        path.write_bytes(make(valid.read_bytes()))
+        fmt.load(path)  # raises if the Python reader refuses it
+        listed.append({"file": f"variants/{name}.dpedge"})
+    return listed
 
 
 def write_malformed(valid: Path, out: Path) -> list[dict[str, str]]:
@@ -238,10 +272,12 @@ def main(argv: list[str] | None = None) -> int:
     golden = {
         "bundles": [{"file": b.name, "cases": cases(b, texts)} for b in bundles],
         "malformed": write_malformed(bundles[0], args.out),
+        "variants": write_variants(bundles[0], args.out),
     }
     (args.out / "golden.msgpack").write_bytes(msgpack.packb(golden, use_bin_type=True))
     n = sum(len(b["cases"]) for b in golden["bundles"])
-    print(f"wrote {args.out}: {len(bundles)} bundles, {n} cases, {len(golden['malformed'])} malformed bundles")
+    print(f"wrote {args.out}: {len(bundles)} bundles, {n} cases, {len(golden['malformed'])} malformed bundles, "
+          f"{len(golden['variants'])} valid variants")
     return 0
 
 

@@ -5,6 +5,10 @@ tables, so the L1 sensitivity of the whole (T, 2**H, C) table set under add/remo
 is T, and noise of scale T/epsilon on every cell (empty buckets included, so which buckets
 are occupied is hidden too) makes the release pure epsilon-DP. Clipping the noisy values to
 int16 afterwards is post-processing and costs nothing.
+
+With a privacy unit of one person who may have up to K records (the exporter keeps at most
+K per person), adding or removing a person changes the tables by at most K*T in L1, so the
+scale becomes K*T/epsilon and the guarantee covers the person, not only each record.
 """
 
 from __future__ import annotations
@@ -44,8 +48,12 @@ def check_epsilon(epsilon: float) -> float:
     return eps
 
 
-def release_votes(counts: np.ndarray, epsilon: float, *, noise_for_tests: NoiseSource | None = None) -> Release:
-    """Add discrete Laplace noise of scale T/epsilon to every cell, then clip to int16.
+def release_votes(counts: np.ndarray, epsilon: float, *, unit: str | None = None, max_records_per_unit: int = 1,
+                  noise_for_tests: NoiseSource | None = None) -> Release:
+    """Add discrete Laplace noise of scale K*T/epsilon to every cell, then clip to int16.
+
+    ``unit`` names the privacy unit's column (None: each record is its own unit, K = 1);
+    ``max_records_per_unit`` is K, which the caller must have enforced on ``counts``.
 
     ``noise_for_tests`` is the test-only hook for pinning noise; a bundle built through it
     says in its privacy facts that it is not differentially private. The exporter's CLI and
@@ -62,7 +70,10 @@ def release_votes(counts: np.ndarray, epsilon: float, *, noise_for_tests: NoiseS
     if counts.min(initial=0) < 0:
         raise ValueError("counts must be non-negative")
     tables = int(counts.shape[0])
-    sensitivity = tables
+    k = int(max_records_per_unit)
+    if k < 1 or (unit is None and k != 1):
+        raise ValueError(f"max_records_per_unit must be 1 without a unit column, and >= 1 with one; got {k}")
+    sensitivity = k * tables
     scale = sensitivity / eps
     source = noise_for_tests if noise_for_tests is not None else OpenDPDiscreteLaplace()
     spent = source.epsilon_spent(scale, sensitivity)
@@ -83,8 +94,7 @@ def release_votes(counts: np.ndarray, epsilon: float, *, noise_for_tests: NoiseS
         "mechanism": MECHANISM,
         "sensitivity_l1": sensitivity,
         "noise_scale": scale,
-        "neighbour_relation": "add or remove one record",
-        "privacy_unit": "one record",
+        **_unit_facts(unit, k),
         **facts,
         "post_processing": "noisy votes clipped to int16 [-32768, 32767]",
         "released_statistics": ["votes"],
@@ -92,3 +102,13 @@ def release_votes(counts: np.ndarray, epsilon: float, *, noise_for_tests: NoiseS
                           "encoder (public pretrained model)", "tables and bits (chosen without the data)"],
     }
     return Release(votes=votes, privacy=privacy, clipped_cells=clipped)
+
+
+def _unit_facts(unit: str | None, k: int) -> dict[str, Any]:
+    """How the bundle names what one unit of privacy is (read by people and by the runtime)."""
+    if unit is None:
+        return {"neighbour_relation": "add or remove one record", "privacy_unit": "one record",
+                "max_records_per_unit": 1}
+    return {"neighbour_relation": f"add or remove one person (all their records, at most {k}; "
+                                  f"persons identified by the column {unit!r})",
+            "privacy_unit": f"one person, up to {k} records", "max_records_per_unit": k}

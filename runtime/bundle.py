@@ -35,7 +35,9 @@ from runtime.errors import BundleError
 FORMAT_NAME = "dpedge-bundle"
 # 1.1 added the "tflite" encoder format and the optional encoder.check probe (fields only
 # added, so 1.0 bundles still load; a 1.0 reader refuses a TFLite bundle by its format name).
-FORMAT_VERSION = (1, 1)
+# 1.2 added privacy.max_records_per_unit (per-person privacy: sensitivity K*T); a reader that
+# ignores it refuses such a bundle by its sensitivity check, which is the safe outcome.
+FORMAT_VERSION = (1, 2)
 CHECKSUM_ALGORITHM = "sha256"
 
 #: Largest file `load` will read; bundles are tens of MB, so anything near this is not one.
@@ -423,10 +425,15 @@ def _validate_payload(p: _Fields) -> Bundle:
     votes = _read_array(p.sub("votes"), VOTES_DTYPE, 3)
     if votes.shape != (tables, 2**bits, len(labels)):
         raise BundleError(f"field 'votes' has shape {votes.shape}, expected {(tables, 2**bits, len(labels))}")
-    if privacy.m["sensitivity_l1"] != tables:
+    per_unit = privacy.get("max_records_per_unit", int, optional=True)  # absent before format 1.2
+    per_unit = 1 if per_unit is None else per_unit
+    if per_unit < 1:
+        raise BundleError(f"field 'privacy.max_records_per_unit' is {per_unit}, expected at least 1")
+    if privacy.m["sensitivity_l1"] != per_unit * tables:
+        person = f", for each of the up to {per_unit} records of a person" if per_unit > 1 else ""
         raise BundleError(
             f"field 'privacy.sensitivity_l1' is {privacy.m['sensitivity_l1']} but a record touches one cell "
-            f"in each of {tables} tables"
+            f"in each of {tables} tables{person}"
         )
 
     enc = p.sub("encoder")

@@ -51,7 +51,8 @@ def test_java_core_reproduces_the_python_runtime(golden):
     print(out[-3000:])
     assert r.returncode == 0, out[-5000:]
     m = re.search(r"golden: (\d+) token cases, (\d+) bucket cases, (\d+) label cases passed; "
-                  r"(\d+) malformed bundles rejected", out)
+                  r"(\d+) malformed bundles rejected; (\d+) valid variants loaded", out)
     assert m, out[-3000:]
     cases = 2 * (len(golden_script.SAMPLE) + 175)  # two bundles x (sample + assistant test set)
-    assert [int(g) for g in m.groups()] == [cases, cases, cases, len(golden_script.MALFORMED)]
+    assert [int(g) for g in m.groups()] == [cases, cases, cases, len(golden_script.MALFORMED),
+                                            len(golden_script.VARIANTS)]

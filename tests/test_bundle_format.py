@@ -175,6 +175,9 @@ def _set(path: str, value):
     (_set("lsh.tables", True), "is boolean, expected integer"),
     (_set("lsh.family", "minhash"), "expected 'simhash'"),
     (_set("privacy.sensitivity_l1", 1), "touches one cell in each of 32 tables"),
+    (_set("privacy.max_records_per_unit", 3), "touches one cell in each of 32 tables, for each of the up to 3 records"),
+    (_set("privacy.max_records_per_unit", 0), "max_records_per_unit' is 0, expected at least 1"),
+    (_set("privacy.max_records_per_unit", "3"), "max_records_per_unit' is string, expected integer"),
     (_set("privacy.delta", 1e-6), "only pure epsilon-DP"),
     (_set("privacy.epsilon", -1.0), "positive finite"),
     (_set("privacy.epsilon", "8"), "is string, expected float or integer"),
@@ -227,3 +230,11 @@ def test_save_is_atomic_when_interrupted(dp_bundle, tmp_path, monkeypatch):
     monkeypatch.undo()
     fmt.save(b, tmp_path / "new.dpedge")
     assert fmt.load(tmp_path / "new.dpedge").labels == b.labels
+
+
+def test_per_person_bundle_with_matching_sensitivity_loads(data, tmp_path):
+    """Format 1.2: one person, up to K records -> sensitivity K*T; a bundle saying so loads."""
+    def per_person(p):
+        p["privacy"].update(max_records_per_unit=3, sensitivity_l1=96, noise_scale=12.0)
+    b = load_bytes(tmp_path, rewrite(data, mutate_payload=per_person))
+    assert b.privacy["max_records_per_unit"] == 3 and b.privacy["sensitivity_l1"] == 3 * b.tables

@@ -102,3 +102,18 @@ def test_refuses_noise_that_costs_more_than_the_budget():
 def test_rejects_invalid_epsilon(bad):
     with pytest.raises(ValueError, match="epsilon must be a positive finite number"):
         release_votes(np.zeros((1, 2, 2), np.int32), bad)
+
+
+def test_per_person_release_scales_noise_by_records_per_person():
+    r = release_votes(np.zeros((16, 8, 2), np.int32), epsilon=4.0, unit="user_id", max_records_per_unit=5)
+    p = r.privacy
+    assert p["sensitivity_l1"] == 80 and p["noise_scale"] == 20.0 and p["max_records_per_unit"] == 5
+    assert p["privacy_unit"] == "one person, up to 5 records" and "'user_id'" in p["neighbour_relation"]
+    noise = release_votes(np.zeros((4, 30_000, 1), np.int32), 1.0, unit="u", max_records_per_unit=3).votes
+    assert chi_square_p(noise.ravel().astype(np.int64), 12.0) > ALPHA  # scale K*T/eps = 3*4/1
+
+
+@pytest.mark.parametrize("unit,k", [(None, 2), ("user_id", 0)])
+def test_records_per_person_needs_a_unit_and_a_positive_bound(unit, k):
+    with pytest.raises(ValueError, match="max_records_per_unit"):
+        release_votes(np.zeros((1, 2, 2), np.int32), 1.0, unit=unit, max_records_per_unit=k)

@@ -225,10 +225,20 @@ public final class BundleReader {
             throw new BundleException("field 'votes' has shape " + vr.tuple() + ", expected "
                     + tuple(tables, buckets, labels.size()));
         }
+        // Format 1.2: with a privacy unit of one person (up to K records), the sensitivity is K*T.
+        Object perUnitField = privacy.optional("max_records_per_unit", Kind.INTEGER);
+        Object perUnit = perUnitField == null ? Long.valueOf(1) : perUnitField;
+        if (perUnit instanceof Long && (Long) perUnit < 1) {
+            throw new BundleException("field 'privacy.max_records_per_unit' is " + perUnit + ", expected at least 1");
+        }
         Object sensitivity = privacy.m.get("sensitivity_l1");
-        if (!Fields.isEqual(sensitivity, tables)) {
+        boolean matches = perUnit instanceof Long && (Long) perUnit <= Integer.MAX_VALUE
+                && Fields.isEqual(sensitivity, (Long) perUnit * tables);
+        if (!matches) {
+            boolean person = !(perUnit instanceof Long) || (Long) perUnit > 1;
             throw new BundleException("field 'privacy.sensitivity_l1' is " + sensitivity
-                    + " but a record touches one cell in each of " + tables + " tables");
+                    + " but a record touches one cell in each of " + tables + " tables"
+                    + (person ? ", for each of the up to " + perUnit + " records of a person" : ""));
         }
         short[] votes = vr.shorts();
 

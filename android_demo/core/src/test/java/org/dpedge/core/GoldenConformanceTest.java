@@ -42,11 +42,13 @@ public class GoldenConformanceTest {
     private static File dir;
     private static final List<GoldenBundle> bundles = new ArrayList<>();
     private static List<?> malformed;
+    private static List<?> variants;
 
     private static int tokenCases;
     private static int bucketCases;
     private static int labelCases;
     private static int malformedRejected;
+    private static int variantsLoaded;
 
     /** One bundle of the golden set with its cases. */
     private static final class GoldenBundle {
@@ -79,6 +81,7 @@ public class GoldenConformanceTest {
             bundles.add(gb);
         }
         malformed = (List<?>) golden.get("malformed");
+        variants = golden.containsKey("variants") ? (List<?>) golden.get("variants") : new ArrayList<>();
         assertTrue("golden data has no bundles", !bundles.isEmpty());
         assertNotNull("golden data has no malformed list", malformed);
     }
@@ -87,7 +90,8 @@ public class GoldenConformanceTest {
     public static void summary() {
         if (dir != null) {
             System.out.println("golden: " + tokenCases + " token cases, " + bucketCases + " bucket cases, "
-                    + labelCases + " label cases passed; " + malformedRejected + " malformed bundles rejected");
+                    + labelCases + " label cases passed; " + malformedRejected + " malformed bundles rejected; "
+                    + variantsLoaded + " valid variants loaded");
         }
     }
 
@@ -195,6 +199,23 @@ public class GoldenConformanceTest {
             }
         }
         report("malformed bundles not rejected as expected", failures);
+    }
+
+    /** Valid bundles in other shapes the format allows (per-person privacy, format 1.0): they must load. */
+    @Test
+    public void validVariantsLoad() throws Exception {
+        List<String> failures = new ArrayList<>();
+        for (Object o : variants) {
+            Map<?, ?> m = (Map<?, ?>) o;
+            File file = new File(dir, (String) m.get("file"));
+            String error = rejection(() -> BundleReader.read(file));
+            if (error != null) {
+                failures.add(m.get("file") + ": rejected: " + error);
+            } else {
+                variantsLoaded++;
+            }
+        }
+        report("valid variants rejected", failures);
     }
 
     // ------------------------------------------------------------------ helpers
