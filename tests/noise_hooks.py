@@ -77,3 +77,15 @@ class ConstantSeedNoise(HalvedScaleNoise):
         p = 1 - np.exp(-1 / scale)  # difference of two geometrics is discrete Laplace(scale)
         noise = rng.geometric(p, counts.shape) - rng.geometric(p, counts.shape)
         return counts.astype(np.int64) + noise
+
+
+class ScaleIgnoresUnitNoise(HalvedScaleNoise):
+    """Per-person release whose scale forgot the K records a person may have: noise at
+    T/epsilon instead of K*T/epsilon, while claiming the full budget."""
+
+    def __init__(self, records_per_unit: int) -> None:
+        super().__init__()
+        self.k = records_per_unit
+
+    def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
+        return self._real.add_noise(counts, scale / self.k)

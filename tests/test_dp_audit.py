@@ -16,7 +16,7 @@ from dp_audit import epsilon_lower_bound, run_statistic
 from exporter.counting import VoteCounter
 from exporter.hyperplanes import draw_hyperplanes
 from exporter.release import release_votes
-from noise_hooks import ConstantSeedNoise, HalvedScaleNoise, NonEmptyOnlyNoise
+from noise_hooks import ConstantSeedNoise, HalvedScaleNoise, NonEmptyOnlyNoise, ScaleIgnoresUnitNoise
 from runtime.simhash import SimHasher
 
 EPSILON = 1.0
@@ -51,11 +51,16 @@ def neighbours():
     return d, dp, x_cells
 
 
-def audit(neighbours, noise=None):
+def audit(neighbours, noise=None, records_per_unit: int = 1):
+    """With records_per_unit = K > 1, D' adds one person with K records (all like x) and the
+    release is the per-person one (scale K*T/epsilon)."""
     d, dp, cells = neighbours
+    dp = d + records_per_unit * (dp - d)
+    unit = None if records_per_unit == 1 else "person"
 
     def release(counts):
-        return release_votes(counts, EPSILON, noise_for_tests=noise).votes
+        return release_votes(counts, EPSILON, unit=unit, max_records_per_unit=records_per_unit,
+                             noise_for_tests=noise).votes
 
     stat_d = run_statistic(release, d, cells, label=1, runs=RUNS)
     stat_dp = run_statistic(release, dp, cells, label=1, runs=RUNS)
@@ -76,6 +81,20 @@ def test_the_real_release_stays_within_its_epsilon(neighbours):
                          ids=["scale T/(2 eps)", "noise only on non-empty buckets", "constant seed"])
 def test_the_audit_catches_a_planted_bug(neighbours, bug):
     assert audit(neighbours, bug()).epsilon_lower > EPSILON
+
+
+PERSON_RECORDS = 3
+
+
+def test_the_per_person_release_stays_within_its_epsilon_for_a_person(neighbours):
+    """One person with K = 3 records, all in x's cells: the per-person release (scale K*T/eps)
+    bounds that person's privacy loss by epsilon."""
+    result = audit(neighbours, records_per_unit=PERSON_RECORDS)
+    assert 0.4 * EPSILON < result.epsilon_lower <= EPSILON
+
+
+def test_the_audit_catches_a_per_person_scale_that_ignores_k(neighbours):
+    assert audit(neighbours, ScaleIgnoresUnitNoise(PERSON_RECORDS), records_per_unit=PERSON_RECORDS).epsilon_lower > EPSILON
 
 
 def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_encoder):
