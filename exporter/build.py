@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -39,6 +42,9 @@ MAX_TABLES = 128
 MAX_BITS = 20
 DEFAULT_MAX_TABLE_MIB = 64.0
 CHUNK_RECORDS = 256
+
+#: Turns one chunk of records into their unit embeddings, shape (len(chunk), dim), float32.
+EmbedChunk = Callable[[list[Record]], np.ndarray]
 
 
 class BuildError(ValueError):
@@ -114,15 +120,48 @@ def _chunks(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
         yield chunk
 
 
-def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None) -> BuildReport:
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """While a build runs, SIGTERM (kill, timeout, systemd, docker stop) raises SystemExit(143).
+
+    Python's default for SIGTERM is to stop on the spot, which skips the clean-up that removes
+    the temp bundle (runtime.bundle.write_atomic) and the encoder's half-exported folder. As an
+    exception it unwinds like Ctrl-C, so an interrupted build leaves nothing behind. Nothing is
+    changed if the caller has its own SIGTERM handler or builds outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
+          embed_for_benchmarks: EmbedChunk | None = None) -> BuildReport:
     """Export (or reuse) the encoder, count the records, release the tables, write the bundle.
 
     ``noise_for_tests`` is the test-only noise hook of `exporter.release.release_votes`.
+    ``embed_for_benchmarks`` replaces the tokenizer and encoder (benchmarks/export_scale.py uses
+    it to stream a million records with precomputed embeddings through this same read, hash,
+    count, noise and write code). The bundle still ships the real encoder, which did not make
+    its counts, so its exporter facts say not to classify with it. The CLI never sets it.
 
     Example:
         >>> build(BuildOptions(Path("data/assistant/train.jsonl"), Path("data/assistant/labels.txt"),
         ...                    epsilon=8, out=Path("models/quickstart.dpedge")))   # doctest: +SKIP
     """
+    with _sigterm_as_exit():
+        return _build(opts, noise_for_tests, embed_for_benchmarks)
+
+
+def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None) -> BuildReport:
     try:
         eps = check_epsilon(opts.epsilon)
     except ValueError as exc:
@@ -134,8 +173,12 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None) -> 
 
     exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
     encoder_spec = exported.to_bundle_encoder()
-    tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
-    encoder = TextEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
+    if embed_for_benchmarks is None:
+        tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
+        encoder = TextEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
+        embed: EmbedChunk = lambda chunk: encoder.embed(tokenizer.encode([r.text for r in chunk]))  # noqa: E731
+    else:
+        embed = embed_for_benchmarks
     seed = new_seed() if opts.seed is None else int(opts.seed)
     planes = draw_hyperplanes(seed, opts.tables, opts.bits, encoder_spec.dim)
     hasher = SimHasher(planes)
@@ -150,16 +193,15 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None) -> 
 
     with tqdm(total=count_lines(opts.train), unit="line", desc="embed+hash+count", disable=not opts.progress,
               dynamic_ncols=True) as bar:
-        t = time.perf_counter()
-        for chunk in _chunks(records, CHUNK_RECORDS):
-            ids = tokenizer.encode([r.text for r in chunk])
-            t = timer.add("read+tokenize", t)
-            emb = encoder.embed(ids)
-            t = timer.add("encode", t)
+        for chunk in _chunks(records, CHUNK_RECORDS):  # one chunk in memory at a time
+            t = timer.add("read", t)
+            emb = embed(chunk)
+            t = timer.add("tokenize+encode", t)
             counter.add(hasher.buckets(emb), np.fromiter((r.label for r in chunk), np.int64, len(chunk)))
             t = timer.add("hash+count", t)
             bar.update(chunk[-1].line - bar.n)
-        t = timer.add("read+tokenize", t)
+        bar.update(max(0, (bar.total or 0) - bar.n))  # trailing blank or skipped lines were read too
+        t = timer.add("read", t)  # includes count_lines' pass for the bar's total
     if stats.records == 0:
         raise BuildError(f"{opts.train}: no records to count (nothing was written)")
 
@@ -178,7 +220,10 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None) -> 
         votes=release.votes,
         encoder=encoder_spec,
         exporter={"name": "dpedge", "version": __version__,
-                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  **({} if embed_for_benchmarks is None else {
+                      "embeddings": "BENCHMARK STAND-IN: the counts were not made by this encoder; "
+                                    "do not classify with this bundle"})},
     )
     out = save(bundle, opts.out)
     timer.add("write", t)

@@ -20,6 +20,11 @@ from runtime.errors import InputError
 
 FORMATS = ("jsonl", "csv", "tsv")
 
+#: Distinct unknown label names ReadStats lists with their counts. Records with further names
+#: are still skipped and counted in `skipped_unknown_label`; the cap keeps a label column of
+#: free text from making the reader's memory grow with the file.
+MAX_LISTED_UNKNOWN_LABELS = 50
+
 
 class DatasetError(ValueError):
     """A dataset or label file cannot be used as it is; the message names file and line."""
@@ -119,7 +124,7 @@ class ReadStats:
     skipped_unknown_label: int = 0
     skipped_bad_text: int = 0
     blank_lines: int = 0
-    unknown_labels: dict[str, int] = field(default_factory=dict)
+    unknown_labels: dict[str, int] = field(default_factory=dict)  # at most MAX_LISTED_UNKNOWN_LABELS names
 
 
 def detect_format(path: Path) -> str:
@@ -229,7 +234,8 @@ def read_records(
                 raise DatasetError(p, n, f"label {label!r} is not in the label list "
                                          f"(pass --skip-unknown-labels to skip such records)")
             stats.skipped_unknown_label += 1
-            stats.unknown_labels[label] = stats.unknown_labels.get(label, 0) + 1
+            if label in stats.unknown_labels or len(stats.unknown_labels) < MAX_LISTED_UNKNOWN_LABELS:
+                stats.unknown_labels[label] = stats.unknown_labels.get(label, 0) + 1
             continue
         if not isinstance(text, str):
             raise DatasetError(p, n, f"text must be a string, got {type(text).__name__}")
@@ -245,9 +251,13 @@ def read_records(
 
 
 def count_lines(path: os.PathLike[str] | str) -> int:
-    """Number of lines, read in blocks: an upper bound on records, for the progress bar."""
-    n = 0
+    """Number of lines, read in blocks: an upper bound on records, for the progress bar.
+
+    A last line without a newline counts, so the bar ends at its total.
+    """
+    n, last = 0, b"\n"
     with Path(path).open("rb") as f:
         while block := f.read(1 << 20):
             n += block.count(b"\n")
-    return n
+            last = block[-1:]
+    return n + (last != b"\n")
