@@ -51,6 +51,11 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-field", default="label", help="JSON key or CSV column of the label (default: label)")
     p.add_argument("--skip-unknown-labels", action="store_true", help="skip (and count) records whose label is not listed")
     p.add_argument("--skip-empty-texts", action="store_true", help="skip (and count) records with empty or oversized text")
+    p.add_argument("--unit-column", default=None, metavar="COL",
+                   help="privacy unit: the JSON key or CSV column naming the person (e.g. user_id); the "
+                        "guarantee then covers each person, not only each record (needs --max-records-per-unit)")
+    p.add_argument("--max-records-per-unit", type=int, default=None, metavar="K",
+                   help="keep at most K records per person, chosen at random; noise scale becomes K*T/epsilon")
     p.add_argument("--max-table-mib", type=float, default=DEFAULT_MAX_TABLE_MIB,
                    help=f"refuse vote tables larger than this (default {DEFAULT_MAX_TABLE_MIB:g} MiB)")
     p.add_argument("--models-dir", type=Path, default=Path("models"), help="where the exported encoder is cached")
@@ -62,9 +67,13 @@ def _print_report(r: BuildReport) -> None:
     s = r.stats
     print(f"wrote {r.out} ({r.bundle_bytes / 2**20:.1f} MiB)")
     print(f"  privacy: {privacy_summary(r.privacy)}")
-    print(f"  records counted: {s.records}" + (f", skipped (unknown label): {s.skipped_unknown_label}"
+    dropped = r.units.records_dropped if r.units else 0
+    print(f"  records counted: {s.records - dropped}" + (f", skipped (unknown label): {s.skipped_unknown_label}"
                                               if s.skipped_unknown_label else "")
           + (f", skipped (empty text): {s.skipped_bad_text}" if s.skipped_bad_text else ""))
+    if r.units:
+        print(f"  privacy units: {r.units.units}; {r.units.units_over_bound} had more than "
+              f"{r.privacy['max_records_per_unit']} records, {dropped} records left out")
     if s.unknown_labels:
         print(f"  unknown labels: {', '.join(f'{k!r} x{v}' for k, v in sorted(s.unknown_labels.items()))}")
     if r.clipped_cells:
@@ -96,8 +105,13 @@ def main(argv: list[str] | None = None) -> int:
                 fmt=args.fmt, text_field=args.text_field, label_field=args.label_field,
                 skip_unknown_labels=args.skip_unknown_labels, skip_empty_texts=args.skip_empty_texts,
                 max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
+                unit_field=args.unit_column, max_records_per_unit=args.max_records_per_unit,
             )
-            _print_report(build(opts))
+            try:
+                _print_report(build(opts))
+            except KeyboardInterrupt:
+                print("interrupted: nothing was written", file=sys.stderr)
+                return 130
         elif args.command == "inspect":
             info = bundle_info(bundle_format.load(args.bundle), args.bundle)
             print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info))

@@ -27,6 +27,7 @@ from exporter.encoder_export import export_encoder
 from exporter.hyperplanes import draw_hyperplanes, new_seed
 from exporter.noise import NoiseSource
 from exporter.release import check_epsilon, release_votes
+from exporter.units import UnitBound, UnitStats
 from runtime import __version__
 from runtime.bundle import Bundle, save
 from runtime.encoder import TextEncoder
@@ -88,6 +89,8 @@ class BuildOptions:
     skip_unknown_labels: bool = False
     skip_empty_texts: bool = False
     max_table_mib: float = DEFAULT_MAX_TABLE_MIB
+    unit_field: str | None = None  # privacy unit column (e.g. a user id); None: one record is the unit
+    max_records_per_unit: int | None = None  # K, required with unit_field: records kept per unit
     workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
     progress: bool = True
 
@@ -102,6 +105,7 @@ class BuildReport:
     privacy: dict[str, Any]
     clipped_cells: int
     seconds: dict[str, float] = field(default_factory=dict)
+    units: UnitStats | None = None
 
 
 class _Timer:
@@ -112,6 +116,15 @@ class _Timer:
         now = time.perf_counter()
         self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
         return now
+
+
+def check_unit(unit_field: str | None, max_records_per_unit: int | None) -> None:
+    """A privacy unit needs its bound K, and K means nothing without a unit."""
+    if unit_field and (max_records_per_unit is None or max_records_per_unit < 1):
+        raise BuildError("--unit-column needs --max-records-per-unit K (at least 1): the most records one "
+                         "person may contribute; the noise scale grows to K*T/epsilon")
+    if not unit_field and max_records_per_unit not in (None, 1):
+        raise BuildError("--max-records-per-unit needs --unit-column: without it, each record is its own unit")
 
 
 def _chunks(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
@@ -168,6 +181,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         raise BuildError(str(exc)) from None
     labels: LabelSet = read_labels(opts.labels)
     check_shape(opts.tables, opts.bits, len(labels), opts.max_table_mib)
+    check_unit(opts.unit_field, opts.max_records_per_unit)
     timer = _Timer()
     t = time.perf_counter()
 
@@ -186,9 +200,17 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     t = timer.add("load encoder", t)
 
     stats = ReadStats()
-    records = read_records(opts.train, labels, fmt=opts.fmt, text_field=opts.text_field,
-                           label_field=opts.label_field, skip_unknown_labels=opts.skip_unknown_labels,
-                           skip_bad_texts=opts.skip_empty_texts, stats=stats)
+    def read(stats: ReadStats) -> Iterator[Record]:
+        return read_records(opts.train, labels, fmt=opts.fmt, text_field=opts.text_field,
+                            label_field=opts.label_field, skip_unknown_labels=opts.skip_unknown_labels,
+                            skip_bad_texts=opts.skip_empty_texts, unit_field=opts.unit_field, stats=stats)
+
+    records: Iterable[Record] = read(stats)
+    bound = None
+    if opts.unit_field:  # a first pass reads only the units, then the second keeps <= K per unit
+        bound = UnitBound(int(opts.max_records_per_unit or 0))
+        bound.plan(r.unit for r in read(ReadStats()))
+        records = bound.keep(records, unit_of=lambda r: r.unit)
     from tqdm import tqdm
 
     with tqdm(total=count_lines(opts.train), unit="line", desc="embed+hash+count", disable=not opts.progress,
@@ -205,7 +227,9 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     if stats.records == 0:
         raise BuildError(f"{opts.train}: no records to count (nothing was written)")
 
-    release = release_votes(counter.counts, eps, noise_for_tests=noise_for_tests)
+    release = release_votes(counter.counts, eps, unit=opts.unit_field,
+                            max_records_per_unit=opts.max_records_per_unit if opts.unit_field else 1,
+                            noise_for_tests=noise_for_tests)
     del counter  # the exact counts are not needed, and not kept, past this point
     t = timer.add("noise", t)
 
@@ -228,4 +252,5 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     out = save(bundle, opts.out)
     timer.add("write", t)
     return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=stats, privacy=release.privacy,
-                       clipped_cells=release.clipped_cells, seconds=timer.seconds)
+                       clipped_cells=release.clipped_cells, seconds=timer.seconds,
+                       units=None if bound is None else bound.stats)

@@ -114,6 +114,7 @@ class Record:
     text: str
     label: int
     line: int
+    unit: str | None = None  # the privacy unit (e.g. a user id) when a unit column is given
 
 
 @dataclass
@@ -136,7 +137,7 @@ def detect_format(path: Path) -> str:
     raise DatasetError(path, None, f"cannot tell the format from the extension {path.suffix!r}; pass --format jsonl|csv|tsv")
 
 
-def _jsonl_rows(path: Path, text_field: str, label_field: str, stats: ReadStats) -> Iterator[tuple[int, object, object]]:
+def _jsonl_rows(path: Path, fields: tuple[str, ...], stats: ReadStats) -> Iterator[tuple[int, list[object]]]:
     for n, line in _decoded_lines(path):
         if not line.strip():
             stats.blank_lines += 1
@@ -147,13 +148,13 @@ def _jsonl_rows(path: Path, text_field: str, label_field: str, stats: ReadStats)
             raise DatasetError(path, n, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(obj, dict):
             raise DatasetError(path, n, f"expected a JSON object, got {type(obj).__name__}")
-        for key in (text_field, label_field):
+        for key in fields:
             if key not in obj:
                 raise DatasetError(path, n, f"missing field {key!r} (fields: {', '.join(map(str, obj))})")
-        yield n, obj[text_field], obj[label_field]
+        yield n, [obj[key] for key in fields]
 
 
-def _csv_rows(path: Path, text_field: str, label_field: str, delimiter: str, stats: ReadStats) -> Iterator[tuple[int, object, object]]:
+def _csv_rows(path: Path, fields: tuple[str, ...], delimiter: str, stats: ReadStats) -> Iterator[tuple[int, list[object]]]:
     lines = _decoded_lines(path)
     line_no = 0
 
@@ -171,10 +172,10 @@ def _csv_rows(path: Path, text_field: str, label_field: str, delimiter: str, sta
     except csv.Error as exc:
         raise DatasetError(path, line_no, f"malformed CSV header ({exc})") from None
     header = [h.strip() for h in header]
-    for key in (text_field, label_field):
+    for key in fields:
         if key not in header:
             raise DatasetError(path, 1, f"no column {key!r} in the header (columns: {', '.join(header)})")
-    ti, li = header.index(text_field), header.index(label_field)
+    columns = [header.index(key) for key in fields]
     while True:
         start = line_no + 1
         try:
@@ -188,7 +189,7 @@ def _csv_rows(path: Path, text_field: str, label_field: str, delimiter: str, sta
             continue
         if len(row) != len(header):
             raise DatasetError(path, start, f"{len(row)} columns, the header has {len(header)}")
-        yield start, row[ti], row[li]
+        yield start, [row[i] for i in columns]
 
 
 def read_records(
@@ -200,12 +201,15 @@ def read_records(
     label_field: str = "label",
     skip_unknown_labels: bool = False,
     skip_bad_texts: bool = False,
+    unit_field: str | None = None,
     stats: ReadStats | None = None,
 ) -> Iterator[Record]:
     """Yield records with their class index, streaming.
 
     A label not in ``labels`` or an empty/oversized text is an error naming file and line,
-    unless the matching skip flag is set; skips are counted in ``stats``.
+    unless the matching skip flag is set; skips are counted in ``stats``. With ``unit_field``
+    each record also carries its privacy unit (a string; an integer is read as its text), and
+    a missing or empty unit is an error.
 
     Example:
         >>> labels = read_labels("data/assistant/labels.txt")          # doctest: +SKIP
@@ -217,12 +221,15 @@ def read_records(
     if fmt not in FORMATS:
         raise DatasetError(p, None, f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
     stats = stats if stats is not None else ReadStats()
-    rows: Iterable[tuple[int, object, object]]
+    fields = (text_field, label_field) + ((unit_field,) if unit_field else ())
+    rows: Iterable[tuple[int, list[object]]]
     if fmt == "jsonl":
-        rows = _jsonl_rows(p, text_field, label_field, stats)
+        rows = _jsonl_rows(p, fields, stats)
     else:
-        rows = _csv_rows(p, text_field, label_field, "," if fmt == "csv" else "\t", stats)
-    for n, text, label in rows:
+        rows = _csv_rows(p, fields, "," if fmt == "csv" else "\t", stats)
+    for n, values in rows:
+        text, label = values[0], values[1]
+        unit = _unit(p, n, values[2], unit_field) if unit_field else None
         if isinstance(label, int) and not isinstance(label, bool):
             label = str(label)
         if not isinstance(label, str):
@@ -247,7 +254,16 @@ def read_records(
             stats.skipped_bad_text += 1
             continue
         stats.records += 1
-        yield Record(text, index, n)
+        yield Record(text, index, n, unit)
+
+
+def _unit(path: Path, n: int, value: object, field: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise DatasetError(path, n, f"the unit column {field!r} must be a non-empty string or integer, "
+                                    f"got {value!r}")
+    return value.strip()
 
 
 def count_lines(path: os.PathLike[str] | str) -> int:

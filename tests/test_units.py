@@ -48,3 +48,66 @@ def test_selection_ignores_labels_and_texts():
 def test_k_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         UnitBound(k=0)
+
+
+# --------------------------------------------------------------------------- through the exporter
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from conftest import DATA, ROOT, build_options  # noqa: E402
+from exporter.build import BuildError, build  # noqa: E402
+from exporter.dataset import DatasetError  # noqa: E402
+from noise_hooks import ConstantNoise  # noqa: E402
+from runtime import bundle as fmt  # noqa: E402
+
+
+def _with_units(tmp_path, unit_of) -> "Path":
+    rows = [json.loads(line) for line in (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    path = tmp_path / "train-units.jsonl"
+    path.write_text("".join(json.dumps({**r, "user_id": unit_of(i)}) + "\n" for i, r in enumerate(rows)),
+                    encoding="utf-8")
+    return path
+
+
+def test_per_person_build_keeps_k_per_person_and_says_so(exported_encoder, tmp_path):
+    """560 records from 8 people (one with 300): at most K = 4 each are counted, and the
+    bundle's privacy facts name the unit with sensitivity K*T."""
+    train = _with_units(tmp_path, lambda i: "heavy" if i < 300 else f"p{i % 7}")
+    report = build(build_options(tmp_path / "u.dpedge", train=train, unit_field="user_id", max_records_per_unit=4,
+                                 tables=8, bits=4), noise_for_tests=ConstantNoise(0))
+    b = fmt.load(report.out)
+    assert b.votes.sum() == 8 * 4 * 8  # 8 people x 4 records, in each of 8 tables
+    assert report.units.units == 8 and report.units.records_dropped == 560 - 32
+    p = b.privacy
+    assert (p["max_records_per_unit"], p["sensitivity_l1"], p["noise_scale"]) == (4, 32, 4.0)
+    assert p["privacy_unit"] == "one person, up to 4 records" and "'user_id'" in p["neighbour_relation"]
+
+
+def test_unit_settings_must_come_together(tmp_path):
+    with pytest.raises(BuildError, match="needs --max-records-per-unit"):
+        build(build_options(tmp_path / "x.dpedge", unit_field="user_id"))
+    with pytest.raises(BuildError, match="needs --unit-column"):
+        build(build_options(tmp_path / "x.dpedge", max_records_per_unit=3))
+    assert not (tmp_path / "x.dpedge").exists()
+
+
+def test_a_record_without_its_unit_is_an_error_naming_the_line(exported_encoder, tmp_path):
+    train = _with_units(tmp_path, lambda i: "" if i == 41 else f"p{i % 5}")
+    with pytest.raises(DatasetError, match=r"train-units.jsonl:42: the unit column 'user_id' must be a non-empty"):
+        build(build_options(tmp_path / "x.dpedge", train=train, unit_field="user_id", max_records_per_unit=2))
+
+
+def test_cli_per_person_flags(exported_encoder, tmp_path):
+    train = _with_units(tmp_path, lambda i: f"p{i % 9}")
+    r = subprocess.run([sys.executable, "-m", "exporter", "build", "--train", str(train), "--labels",
+                        str(DATA / "labels.txt"), "--epsilon", "4", "--bits", "4", "--unit-column", "user_id",
+                        "--max-records-per-unit", "10", "--out", str(tmp_path / "cli.dpedge"), "--quiet"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "per one person, up to 10 records" in r.stdout and "privacy units: 9" in r.stdout
+    bad = subprocess.run([sys.executable, "-m", "exporter", "build", "--train", str(train), "--labels",
+                          str(DATA / "labels.txt"), "--epsilon", "4", "--max-records-per-unit", "10",
+                          "--out", str(tmp_path / "bad.dpedge")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode == 2 and "needs --unit-column" in bad.stderr and not (tmp_path / "bad.dpedge").exists()
