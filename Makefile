@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[export,tflite,dev]'
+	$(PY) -m pip install --quiet -e '.[export,tflite,ray,dev]'
 	touch $@
 
 models/quickstart.dpedge: $(VENV)/.installed data/assistant/train.jsonl data/assistant/labels.txt

@@ -1,7 +1,8 @@
 """Command line of the exporter (server side).
 
     python -m exporter build --train FILE --labels FILE --epsilon E [--tables T --bits H
-                             --encoder DIR --encoder-format onnx|tflite --out BUNDLE ...]
+                             --encoder DIR --encoder-format onnx|tflite --out BUNDLE
+                             --engine local|ray --ray-address ADDRESS ...]
     python -m exporter inspect BUNDLE [--json]
     python -m exporter encoder [--encoder DIR] [--encoder-format onnx|tflite]
 
@@ -60,6 +61,12 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help=f"refuse vote tables larger than this (default {DEFAULT_MAX_TABLE_MIB:g} MiB)")
     p.add_argument("--models-dir", type=Path, default=Path("models"), help="where the exported encoder is cached")
     p.add_argument("--workers", type=int, default=None, help="texts embedded in parallel (default: one per core)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local (this process; default) or ray (Ray Data, JSONL only; needs pip install "
+                        "'dpedge[ray]'; see docs/ray.md)")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="with --engine ray: 'auto' or 'ray://HEAD:10001' joins an existing cluster "
+                        "(default: start a local Ray instance)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -106,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 skip_unknown_labels=args.skip_unknown_labels, skip_empty_texts=args.skip_empty_texts,
                 max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
                 unit_field=args.unit_column, max_records_per_unit=args.max_records_per_unit,
+                engine=args.engine, ray_address=args.ray_address,
             )
             try:
                 _print_report(build(opts))

@@ -93,6 +93,8 @@ class BuildOptions:
     max_records_per_unit: int | None = None  # K, required with unit_field: records kept per unit
     workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
     progress: bool = True
+    engine: str = "local"  # "local" (this process) or "ray" (Ray Data; exporter/ray_engine.py, docs/ray.md)
+    ray_address: str | None = None  # with engine "ray": None starts a local Ray; "auto" / "ray://HOST:10001" joins
 
 
 @dataclass
@@ -174,6 +176,54 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
         return _build(opts, noise_for_tests, embed_for_benchmarks)
 
 
+ENGINES = ("local", "ray")
+
+
+def check_engine(opts: BuildOptions, embed_for_benchmarks: EmbedChunk | None = None) -> None:
+    """Refuse engine settings the Ray backend does not support (before any work is done)."""
+    if opts.engine not in ENGINES:
+        raise BuildError(f"unknown engine {opts.engine!r} (use one of {', '.join(ENGINES)})")
+    if opts.engine != "ray":
+        if opts.ray_address is not None:
+            raise BuildError("--ray-address needs --engine ray")
+        return
+    if opts.unit_field:
+        raise BuildError("--engine ray does not support --unit-column yet (per-person bounding needs a global "
+                         "pass over the units); use --engine local")
+    if embed_for_benchmarks is not None:
+        raise BuildError("embed_for_benchmarks is not supported with engine 'ray'")
+
+
+def _build_ray(opts: BuildOptions, labels: LabelSet, eps: float, noise_for_tests: NoiseSource | None,
+               timer: _Timer) -> BuildReport:
+    """Count on Ray Data (partitions return exact partial tables, never anything released), then
+    noise once on the driver's dense total, exactly as the local engine does."""
+    from exporter import ray_engine
+
+    try:
+        ray_engine.import_ray()
+    except ray_engine.RayEngineError as exc:
+        raise BuildError(str(exc)) from None
+    t = time.perf_counter()
+    exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
+    encoder_spec = exported.to_bundle_encoder()
+    seed = new_seed() if opts.seed is None else int(opts.seed)
+    planes = draw_hyperplanes(seed, opts.tables, opts.bits, encoder_spec.dim)
+    t = timer.add("load encoder", t)
+    spec = ray_engine.ReadSpec(str(opts.train), labels, text_field=opts.text_field, label_field=opts.label_field,
+                               skip_unknown_labels=opts.skip_unknown_labels, skip_bad_texts=opts.skip_empty_texts)
+    try:
+        counts, stats = ray_engine.count_with_ray(spec, encoder_spec, planes, fmt=opts.fmt,
+                                                  address=opts.ray_address, workers=opts.workers)
+    except ray_engine.RayEngineError as exc:
+        raise BuildError(str(exc)) from None
+    t = timer.add("ray: read+embed+hash+count", t)
+    if stats.records == 0:
+        raise BuildError(f"{opts.train}: no records to count (nothing was written)")
+    return _release_and_save(opts, labels, eps, counts, stats, encoder_spec, seed, planes, timer, t,
+                             noise_for_tests, None, None)
+
+
 def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None) -> BuildReport:
     try:
         eps = check_epsilon(opts.epsilon)
@@ -182,8 +232,12 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     labels: LabelSet = read_labels(opts.labels)
     check_shape(opts.tables, opts.bits, len(labels), opts.max_table_mib)
     check_unit(opts.unit_field, opts.max_records_per_unit)
+    check_engine(opts, embed_for_benchmarks)
     timer = _Timer()
     t = time.perf_counter()
+
+    if opts.engine == "ray":
+        return _build_ray(opts, labels, eps, noise_for_tests, timer)
 
     exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
     encoder_spec = exported.to_bundle_encoder()
@@ -227,10 +281,19 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     if stats.records == 0:
         raise BuildError(f"{opts.train}: no records to count (nothing was written)")
 
-    release = release_votes(counter.counts, eps, unit=opts.unit_field,
+    return _release_and_save(opts, labels, eps, counter.counts, stats, encoder_spec, seed, planes, timer, t,
+                             noise_for_tests, embed_for_benchmarks, bound)
+
+
+def _release_and_save(opts: BuildOptions, labels: LabelSet, eps: float, counts: np.ndarray, stats: ReadStats,
+                      encoder_spec: Any, seed: int, planes: np.ndarray, timer: _Timer, t: float,
+                      noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None,
+                      bound: UnitBound | None) -> BuildReport:
+    """Noise once on the dense total, then the bundle: shared by the local and the Ray engine."""
+    release = release_votes(counts, eps, unit=opts.unit_field,
                             max_records_per_unit=opts.max_records_per_unit if opts.unit_field else 1,
                             noise_for_tests=noise_for_tests)
-    del counter  # the exact counts are not needed, and not kept, past this point
+    del counts  # the exact counts are not needed past this point (the caller drops its own reference)
     t = timer.add("noise", t)
 
     bundle = Bundle(

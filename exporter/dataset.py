@@ -62,13 +62,16 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DatasetError(path, None, f"cannot open: {exc.strerror or exc}") from None
     with f:
         for n, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(path, n, f"not valid UTF-8 (byte {exc.start} of the line)") from None
-            if n == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield n, text
+            yield n, decode_line(path, n, raw)
+
+
+def decode_line(path: Path, n: int, raw: bytes) -> str:
+    """Line ``n`` as text: UTF-8, with a leading BOM dropped from line 1 (shared with the Ray engine)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, n, f"not valid UTF-8 (byte {exc.start} of the line)") from None
+    return text[1:] if n == 1 and text.startswith("\ufeff") else text
 
 
 def read_labels(path: os.PathLike[str] | str) -> LabelSet:
@@ -137,21 +140,28 @@ def detect_format(path: Path) -> str:
     raise DatasetError(path, None, f"cannot tell the format from the extension {path.suffix!r}; pass --format jsonl|csv|tsv")
 
 
+def parse_jsonl_line(path: Path, n: int, line: str, fields: tuple[str, ...], stats: ReadStats) -> list[object] | None:
+    """The requested fields of JSONL line ``n`` (None for a blank line, which is counted)."""
+    if not line.strip():
+        stats.blank_lines += 1
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, n, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise DatasetError(path, n, f"expected a JSON object, got {type(obj).__name__}")
+    for key in fields:
+        if key not in obj:
+            raise DatasetError(path, n, f"missing field {key!r} (fields: {', '.join(map(str, obj))})")
+    return [obj[key] for key in fields]
+
+
 def _jsonl_rows(path: Path, fields: tuple[str, ...], stats: ReadStats) -> Iterator[tuple[int, list[object]]]:
     for n, line in _decoded_lines(path):
-        if not line.strip():
-            stats.blank_lines += 1
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(path, n, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise DatasetError(path, n, f"expected a JSON object, got {type(obj).__name__}")
-        for key in fields:
-            if key not in obj:
-                raise DatasetError(path, n, f"missing field {key!r} (fields: {', '.join(map(str, obj))})")
-        yield n, [obj[key] for key in fields]
+        values = parse_jsonl_line(path, n, line, fields, stats)
+        if values is not None:
+            yield n, values
 
 
 def _csv_rows(path: Path, fields: tuple[str, ...], delimiter: str, stats: ReadStats) -> Iterator[tuple[int, list[object]]]:
@@ -228,33 +238,47 @@ def read_records(
     else:
         rows = _csv_rows(p, fields, "," if fmt == "csv" else "\t", stats)
     for n, values in rows:
-        text, label = values[0], values[1]
-        unit = _unit(p, n, values[2], unit_field) if unit_field else None
-        if isinstance(label, int) and not isinstance(label, bool):
-            label = str(label)
-        if not isinstance(label, str):
-            raise DatasetError(p, n, f"label must be a string, got {type(label).__name__}")
-        label = label.strip()
-        index = labels.index(label)
-        if index is None:
-            if not skip_unknown_labels:
-                raise DatasetError(p, n, f"label {label!r} is not in the label list "
-                                         f"(pass --skip-unknown-labels to skip such records)")
-            stats.skipped_unknown_label += 1
-            if label in stats.unknown_labels or len(stats.unknown_labels) < MAX_LISTED_UNKNOWN_LABELS:
-                stats.unknown_labels[label] = stats.unknown_labels.get(label, 0) + 1
-            continue
-        if not isinstance(text, str):
-            raise DatasetError(p, n, f"text must be a string, got {type(text).__name__}")
-        try:
-            check_text(text)
-        except InputError as exc:
-            if not skip_bad_texts:
-                raise DatasetError(p, n, f"{exc} (pass --skip-empty-texts to skip such records)") from None
-            stats.skipped_bad_text += 1
-            continue
-        stats.records += 1
-        yield Record(text, index, n, unit)
+        record = validate_row(p, n, values, labels, skip_unknown_labels=skip_unknown_labels,
+                              skip_bad_texts=skip_bad_texts, unit_field=unit_field, stats=stats)
+        if record is not None:
+            yield record
+
+
+def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, skip_unknown_labels: bool,
+                 skip_bad_texts: bool, unit_field: str | None, stats: ReadStats) -> Record | None:
+    """Check one row's [text, label(, unit)] as read_records does: the Record, or None if skipped.
+
+    Shared with the Ray engine (exporter.ray_engine), so both paths accept, skip and refuse
+    exactly the same records with the same messages.
+    """
+    p = path
+    text, label = values[0], values[1]
+    unit = _unit(p, n, values[2], unit_field) if unit_field else None
+    if isinstance(label, int) and not isinstance(label, bool):
+        label = str(label)
+    if not isinstance(label, str):
+        raise DatasetError(p, n, f"label must be a string, got {type(label).__name__}")
+    label = label.strip()
+    index = labels.index(label)
+    if index is None:
+        if not skip_unknown_labels:
+            raise DatasetError(p, n, f"label {label!r} is not in the label list "
+                                     f"(pass --skip-unknown-labels to skip such records)")
+        stats.skipped_unknown_label += 1
+        if label in stats.unknown_labels or len(stats.unknown_labels) < MAX_LISTED_UNKNOWN_LABELS:
+            stats.unknown_labels[label] = stats.unknown_labels.get(label, 0) + 1
+        return None
+    if not isinstance(text, str):
+        raise DatasetError(p, n, f"text must be a string, got {type(text).__name__}")
+    try:
+        check_text(text)
+    except InputError as exc:
+        if not skip_bad_texts:
+            raise DatasetError(p, n, f"{exc} (pass --skip-empty-texts to skip such records)") from None
+        stats.skipped_bad_text += 1
+        return None
+    stats.records += 1
+    return Record(text, index, n, unit)
 
 
 def _unit(path: Path, n: int, value: object, field: str) -> str:

@@ -1,0 +1,104 @@
+"""The Ray Data engine (exporter/ray_engine.py) on a local Ray instance: with the noise switched
+off through the test-only hook, its counts equal the single-machine path's exactly."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import pytest
+
+from conftest import DATA, build_options
+from exporter.build import BuildError, build
+from exporter.dataset import DatasetError, ReadStats, read_labels, read_records
+from noise_hooks import ConstantNoise
+from runtime import bundle as bundle_format
+
+ray = pytest.importorskip("ray", reason="needs pip install 'dpedge[ray]'")
+from exporter import ray_engine  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for the module (the engine uses it and leaves it running)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def test_plan_shards_covers_every_line(tmp_path):
+    f = tmp_path / "x.jsonl"
+    f.write_bytes(b"a\nbb\n\nccc\nd")  # last line without newline
+    shards = ray_engine.plan_shards(f, lines_per_shard=2)
+    assert [(s["start"], s["end"], s["first_line"]) for s in shards] == [(0, 5, 1), (5, 10, 3), (10, 11, 5)]
+
+
+def test_shard_reader_matches_read_records(tmp_path):
+    labels = read_labels(DATA / "labels.txt")
+    spec = ray_engine.ReadSpec(str(DATA / "train.jsonl"), labels)
+    texts, classes, stats = [], [], ReadStats()
+    for s in ray_engine.plan_shards(DATA / "train.jsonl", lines_per_shard=37):
+        t, c = ray_engine.read_shard(spec, s["start"], s["end"], s["first_line"], stats)
+        texts += t
+        classes += c
+    ref = list(read_records(DATA / "train.jsonl", labels))
+    assert texts == [r.text for r in ref] and classes == [r.label for r in ref]
+
+
+def test_ray_counts_equal_local_counts(local_ray, exported_encoder, exact_bundle, tmp_path, monkeypatch):
+    monkeypatch.setattr(ray_engine, "DEFAULT_LINES_PER_SHARD", 100)  # 6 shards over 2 actors
+    assert len(ray_engine.plan_shards(DATA / "train.jsonl", 100)) == 6
+    out = tmp_path / "ray.dpedge"
+    report = build(build_options(out, engine="ray"), noise_for_tests=ConstantNoise(0))
+    ray_b, local_b = bundle_format.load(out), bundle_format.load(exact_bundle)
+    assert report.stats.records == 560
+    assert np.array_equal(ray_b.votes, local_b.votes)
+    assert ray_b.votes.sum() == 560 * ray_b.lsh["tables"]
+    assert np.array_equal(ray_b.hyperplanes, local_b.hyperplanes)
+    assert ray_b.privacy == local_b.privacy
+
+
+def test_malformed_line_names_file_and_line(local_ray, exported_encoder, tmp_path):
+    lines = (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines()[:300]
+    lines[249] = '{"text": "broken", "label": '
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as ray_err:
+        build(build_options(tmp_path / "b.dpedge", train=bad, engine="ray"), noise_for_tests=ConstantNoise(0))
+    with pytest.raises(DatasetError) as local_err:
+        list(read_records(bad, read_labels(DATA / "labels.txt")))
+    assert str(ray_err.value) == str(local_err.value)
+    assert str(ray_err.value).startswith(f"{bad}:250: not valid JSON")
+    assert not (tmp_path / "b.dpedge").exists()
+
+
+def test_cli_engine_ray(local_ray, exported_encoder, tmp_path, capsys):
+    from exporter.__main__ import main
+
+    out = tmp_path / "cli.dpedge"
+    rc = main(["build", "--train", str(DATA / "train.jsonl"), "--labels", str(DATA / "labels.txt"),
+               "--epsilon", "8", "--bits", "4", "--out", str(out), "--quiet", "--engine", "ray",
+               "--models-dir", str(DATA.parents[1] / "models")])
+    assert rc == 0, capsys.readouterr().err
+    assert "records counted: 560" in capsys.readouterr().out
+    assert bundle_format.load(out).privacy["epsilon"] == 8
+
+
+def test_ray_refuses_unit_column_and_csv(tmp_path):
+    with pytest.raises(BuildError, match="--unit-column"):
+        build(build_options(tmp_path / "u.dpedge", engine="ray", unit_field="user", max_records_per_unit=2))
+    with pytest.raises(BuildError, match="JSONL only"):
+        build(build_options(tmp_path / "c.dpedge", engine="ray", fmt="csv"))
+
+
+def test_ray_not_installed_is_a_clear_error(tmp_path, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(BuildError, match=r"pip install 'dpedge\[ray\]'"):
+        build(build_options(tmp_path / "n.dpedge", engine="ray"))
