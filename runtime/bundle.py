@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import reprlib
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,7 +210,11 @@ def load(path: str | os.PathLike[str]) -> Bundle:
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
+        st = p.stat()
+        size = st.st_size
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            # A device or pipe has no size to check: /dev/zero would be read until memory runs out.
+            raise BundleError(f"{p}: is not a regular file, so it cannot be a bundle")
         if size > MAX_BUNDLE_BYTES:
             raise BundleError(f"{p}: {size} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
         data = p.read_bytes()
@@ -232,20 +238,45 @@ def _no_ext(code: int, data: bytes) -> Any:
     raise BundleError(f"unexpected msgpack extension type {code}")
 
 
+#: A bundle holds a few hundred msgpack values besides megabytes of binary fields. Each value
+#: becomes a Python object of up to about 100 bytes however small its msgpack form (an empty
+#: map is one byte, a 64-byte dict), so a document is refused as soon as it holds more than one
+#: value per this many bytes (plus a small allowance): a crafted file cannot make the parser
+#: use many times its own size in memory.
+BYTES_PER_VALUE = 64
+VALUE_ALLOWANCE = 4096
+
+
 def _parse_msgpack(data: bytes, what: str) -> Any:
     """Parse exactly one msgpack map, mapping every parser failure to BundleError.
 
     ``unpackb`` parses straight from ``data``; a streaming Unpacker would first copy the
-    whole buffer, doubling the transient memory of a load.
+    whole buffer, doubling the transient memory of a load. The hooks count each array or map
+    and its elements as it is completed (see BYTES_PER_VALUE), and no single array or map may
+    declare more than the whole budget, so the parser stops early on a dense document.
     """
+    limit = len(data) // BYTES_PER_VALUE + VALUE_ALLOWANCE
+    left = limit
+
+    def counted(container: Any) -> Any:
+        nonlocal left
+        left -= len(container) + 1
+        if left < 0:
+            raise BundleError(f"{what} is not a dpedge bundle: it holds more than {limit} msgpack values "
+                              f"for its {len(data)} bytes")
+        return container
+
     trailing = 0
     try:
-        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext)
+        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
+                              list_hook=counted, object_hook=counted, max_array_len=limit, max_map_len=limit)
     except msgpack.ExtraData as exc:
         obj, trailing = exc.unpacked, len(exc.extra)
     except BundleError:
         raise
-    except Exception as exc:  # msgpack raises several types (ValueError, FormatError, StackError...)
+    except msgpack.StackError:
+        raise BundleError(f"{what} is not valid msgpack: it nests deeper than the parser allows") from None
+    except Exception as exc:  # msgpack raises several types (ValueError, FormatError, ExtraData...)
         if "incomplete input" in str(exc):
             raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
         raise BundleError(f"{what} is not valid msgpack ({type(exc).__name__}: {exc})") from None
@@ -298,12 +329,22 @@ def _names(t: type | tuple[type, ...]) -> str:
     return " or ".join(_msgpack_name(x) for x in _as_tuple(t))
 
 
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxstring, _SHOW.maxother = 3, 8, 4, 60, 60
+
+
+def _show(v: Any) -> str:
+    """repr() of a value from the file for an error message: short, even for huge or deeply
+    nested values (plain repr() of 1,000 nested arrays raises RecursionError)."""
+    return _SHOW.repr(v)
+
+
 def _read_array(f: _Fields, dtype: np.dtype, ndim: int) -> np.ndarray:
     if f.get("dtype", str) != dtype.str:
-        raise BundleError(f"field '{f.path}.dtype' is {f.m['dtype']!r}, expected {dtype.str!r}")
+        raise BundleError(f"field '{f.path}.dtype' is {_show(f.m['dtype'])}, expected {dtype.str!r}")
     shape = f.get("shape", list)
     if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-        raise BundleError(f"field '{f.path}.shape' must be {ndim} non-negative integers, got {shape!r}")
+        raise BundleError(f"field '{f.path}.shape' must be {ndim} non-negative integers, got {_show(shape)}")
     data = f.get("data", bytes)
     expected = math.prod(shape) * dtype.itemsize
     if len(data) != expected:
@@ -311,7 +352,11 @@ def _read_array(f: _Fields, dtype: np.dtype, ndim: int) -> np.ndarray:
             f"field '{f.path}.data' has {len(data)} bytes, but dtype {dtype.str} and shape "
             f"{shape} need {expected}"
         )
-    return np.frombuffer(data, dtype=dtype).reshape(shape)
+    try:
+        return np.frombuffer(data, dtype=dtype).reshape(shape)
+    except ValueError:  # no elements, but a dimension numpy cannot represent, e.g. [0, 2**64 - 1, 7]
+        raise BundleError(
+            f"field '{f.path}.shape' {shape} has no elements but a dimension too large for an array") from None
 
 
 def _read_str_list(f: _Fields, key: str, *, optional: bool = False) -> list[str] | None:
@@ -330,7 +375,9 @@ def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
     check = enc.sub("check")
     text = check.get("text", str)
     emb = _read_array(check.sub("embedding"), HYPERPLANES_DTYPE, 1)
-    if not text.strip() or emb.shape != (dim,) or not np.isfinite(emb).all() or not 0.9 < float(np.linalg.norm(emb)) < 1.1:
+    # The norm in float64: float32 values near 3.4e38 would overflow (and warn) when squared.
+    if not text.strip() or emb.shape != (dim,) or not np.isfinite(emb).all() \
+            or not 0.9 < float(np.linalg.norm(emb.astype(np.float64))) < 1.1:
         raise BundleError(f"field 'encoder.check' must hold a non-empty text and a finite unit {dim}-d embedding")
     return {"check_text": text, "check_embedding": emb}
 
@@ -338,7 +385,7 @@ def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
 def _check_version(version: Any) -> None:
     if (not isinstance(version, list) or len(version) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
-        raise BundleError(f"field 'version' must be [major, minor], got {version!r}")
+        raise BundleError(f"field 'version' must be [major, minor], got {_show(version)}")
     major, minor = version
     if major > FORMAT_VERSION[0]:
         raise BundleError(
@@ -378,11 +425,11 @@ def _checked_payload(data: bytes) -> bytes:
     """The outer map's payload bytes, after the format, version and checksum checks."""
     outer = _Fields(_parse_msgpack(data, "bundle"), "")
     if outer.m.get("format") != FORMAT_NAME:
-        raise BundleError(f"not a dpedge bundle: field 'format' is {outer.m.get('format')!r}, expected {FORMAT_NAME!r}")
+        raise BundleError(f"not a dpedge bundle: field 'format' is {_show(outer.m.get('format'))}, expected {FORMAT_NAME!r}")
     _check_version(outer.get("version", list))
     checksum = outer.sub("checksum")
     if checksum.get("algorithm", str) != CHECKSUM_ALGORITHM:
-        raise BundleError(f"unsupported checksum algorithm {checksum.m['algorithm']!r}")
+        raise BundleError(f"unsupported checksum algorithm {_show(checksum.m['algorithm'])}")
     digest = checksum.get("digest", bytes)
     body = outer.get("payload", bytes)
     if hashlib.sha256(body).digest() != digest:
@@ -413,7 +460,7 @@ def _validate_payload(p: _Fields) -> Bundle:
 
     lsh = p.sub("lsh")
     if lsh.get("family", str) != "simhash":
-        raise BundleError(f"field 'lsh.family' is {lsh.m['family']!r}, expected 'simhash'")
+        raise BundleError(f"field 'lsh.family' is {_show(lsh.m['family'])}, expected 'simhash'")
     tables, bits, dim = lsh.get("tables", int), lsh.get("bits", int), lsh.get("dim", int)
     if not (1 <= bits <= MAX_BITS and 1 <= tables <= MAX_TABLES and dim >= 1):
         raise BundleError(f"LSH parameters out of range: tables={tables}, bits={bits}, dim={dim}")
@@ -439,7 +486,7 @@ def _validate_payload(p: _Fields) -> Bundle:
     enc = p.sub("encoder")
     fmt = enc.get("format", str)
     if fmt not in ENCODER_FORMATS:
-        raise BundleError(f"encoder format {fmt!r} is not supported by this runtime (supports {', '.join(ENCODER_FORMATS)})")
+        raise BundleError(f"encoder format {_show(fmt)} is not supported by this runtime (supports {', '.join(ENCODER_FORMATS)})")
     inputs = _read_str_list(enc, "inputs")
     encoder = Encoder(
         format=fmt,
@@ -462,7 +509,7 @@ def _validate_payload(p: _Fields) -> Bundle:
         raise BundleError("field 'encoder.model' is empty")
     unknown_inputs = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
     if unknown_inputs:
-        raise BundleError(f"encoder declares unsupported inputs {sorted(unknown_inputs)}")
+        raise BundleError(f"encoder declares unsupported inputs {_show(sorted(unknown_inputs))}")
 
     return Bundle(
         labels=tuple(labels),

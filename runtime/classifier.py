@@ -45,6 +45,12 @@ def check_text(text: object) -> str:
         raise InputError("empty text: there is nothing to classify")
     if len(text) > MAX_TEXT_CHARS:
         raise InputError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: the tokenizer would raise a TypeError
+            raise InputError(f"not valid UTF-8 (lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}; "
+                             f"invalid bytes in a command-line argument arrive as these)") from None
     return text
 
 

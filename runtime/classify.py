@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
@@ -62,12 +63,16 @@ def _format(pred: Prediction, text: str, k: int) -> str:
     return "\n".join([shown, *rows])
 
 
+def _utf8(out: TextIO) -> bool:
+    return (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "") == "utf8"
+
+
 def _emit(out: TextIO, pred: Prediction, text: str, args: argparse.Namespace) -> None:
     if args.json:
         record = {"text": text, "label": pred.label, "scores": pred.scores}
         if args.top_k > 1:
             record["top"] = [label for label, _ in pred.top(args.top_k)]
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.write(json.dumps(record, ensure_ascii=not _utf8(out)) + "\n")
     else:
         out.write(_format(pred, text, args.top_k) + "\n")
     out.flush()  # one answer per line as it comes, also when a person types on stdin
@@ -110,13 +115,23 @@ def main(argv: list[str] | None = None) -> int:
         hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
         sys.stderr.write(f"error: {exc}{hint}\n")
         return 2
+    if hasattr(sys.stdout, "reconfigure"):
+        # A character the output encoding cannot show (an emoji under a Latin-1 locale) is
+        # escaped rather than stopping the stream; JSON is then written as ASCII (see _emit).
+        sys.stdout.reconfigure(errors="backslashreplace")
     if not args.json:
         sys.stderr.write(f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
                          f"{clf.encoder.backend}; {privacy_summary(clf.privacy)}\n")
-    if args.texts:
-        failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args, "argument")
-    else:
-        failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line")
+    try:
+        if args.texts:
+            failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args, "argument")
+        else:
+            failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line")
+    except BrokenPipeError:
+        # The reader of stdout went away (`... | head -1`): stop quietly, as other tools do.
+        # stdout goes to /dev/null so that the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 1 if failures else 0
 
 

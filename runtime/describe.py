@@ -13,6 +13,23 @@ from typing import Any
 from runtime.bundle import Bundle
 
 
+def _plain(v: Any, depth: int = 0) -> Any:
+    """A JSON-ready copy of free-form metadata from the bundle (privacy, lsh, encoder facts,
+    exporter): the reader accepts any msgpack there, so bytes, timestamps, odd keys and deep
+    nesting become short text instead of crashing `--info` or `json.dumps`."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if depth >= 8:
+        return "..."
+    if isinstance(v, dict):
+        return {k if isinstance(k, str) else repr(k): _plain(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x, depth + 1) for x in v]
+    if isinstance(v, bytes):
+        return f"<{len(v)} bytes>"
+    return repr(v)[:100]
+
+
 def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     """A JSON-ready description of the bundle; sizes are in bytes."""
     sizes = {
@@ -27,13 +44,13 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
         "bundle": None if path is None else str(path),
         "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
-        "privacy": b.privacy,
-        "lsh": {**b.lsh, "tables": b.tables, "bits": b.bits},
+        "privacy": _plain(b.privacy),
+        "lsh": {**_plain(b.lsh), "tables": b.tables, "bits": b.bits},
         "encoder": {
             "format": b.encoder.format, "dim": b.encoder.dim, "max_length": b.encoder.max_length,
-            "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **b.encoder.facts,
+            "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
         },
-        "exporter": b.exporter,
+        "exporter": _plain(b.exporter),
         "sizes_bytes": sizes,
     }
 
@@ -77,9 +94,9 @@ def format_info(info: dict[str, Any]) -> str:
     if "backend" in info:
         lines.append(f"  runs on               {info['backend']}")
     fid = enc.get("fidelity")
-    if fid:
+    if isinstance(fid, dict) and all(isinstance(fid.get(k), (int, float)) for k in ("mean_cosine", "min_cosine")):
         lines.append(f"  fidelity vs fp32      mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "
-                     f"over {fid['texts']} texts")
+                     f"over {fid.get('texts', '?')} texts")
     size_parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k != "file")
     total = f"{_mib(sizes['file'])} total: " if "file" in sizes else ""
     lines.append(f"size        {total}{size_parts}")

@@ -1,0 +1,1016 @@
+"""Fuzz the bundle reader with mutated real bundles.
+
+    python benchmarks/fuzz_bundle.py --bundle B [--inputs 100000] [--seed 0] [--full-every 500]
+        [--load-every 50] [--max-seconds 2] [--mem-ratio 4] [--mem-slack-mib 4] [--findings DIR]
+        [--only I] [--no-special]
+
+Every input is made from a real bundle (--bundle, default models/quickstart.dpedge) by one
+mutator, chosen at random, and handed to `runtime.bundle.unpack` (every --load-every'th input
+is written to a file and read with `runtime.bundle.load` instead). The reader must either
+return a bundle that passes `check_valid` (every invariant the format promises: dtypes,
+shapes, ranges, finiteness...) and that `--info` can describe (runtime.describe, as text and
+JSON), or raise `BundleError` with a short one-line message. Anything else is a finding:
+another exception type, a bundle that breaks an invariant or cannot be described, an input that
+takes longer than --max-seconds, or one whose peak traced allocation (tracemalloc, which also
+sees numpy's buffers; measured in a second, untimed run of the reader) exceeds --mem-ratio x
+the input size + --mem-slack-mib. A hard watchdog (SIGALRM, with faulthandler's stack dump)
+ends the run if one input hangs for 30 s, even inside C code.
+
+Bundles: mostly (all but every --full-every'th input) a *tiny* copy of the real bundle, whose
+encoder model is replaced by two bytes and its tokenizer.json by a short string (the reader
+never runs either) and whose tables are cut to 4 tables x 4 bits (about 28 KiB in all), so
+100,000 inputs take a few minutes; the rest use the full-size bundle as it is.
+
+Mutators (see MUTATORS): byte level on the whole file (truncation, bit flips, interesting
+bytes, chunk insert/delete/duplicate, trailing bytes); byte level on the payload with the
+checksum re-sealed, so that the payload parser, not the checksum, is exercised; msgpack
+header lengths rewritten (bin/str/array/map/ext declaring 0, +-1, 2^31, 4 GB... with little
+data after them); and structure-aware mutations of the decoded outer map and payload, re-sealed
+with a correct SHA-256: wrong types at any field, dropped fields, huge/negative/zero/float
+shapes (e.g. [2**40, 2**30, 7], [0, 2**64-1, 7]), data lengths, dtypes, edge numbers, label
+lists, deep nesting (up to and past msgpack's limit of 1024), raw msgpack fragments spliced in
+(giant declared lengths, reserved bytes, extension types, non-string map keys), dense runs of
+tiny containers (one byte of msgpack, 64 bytes of Python object each), stacks of several of
+these, and benign changes a reader must accept (unknown fields and metadata of any type,
+newer minor version, per-person privacy, consistent re-sizing of tables/bits/labels/dim).
+
+Every input is reproducible on its own: input i uses random.Random(f"{seed}:{i}"), so
+`--only I` re-runs one input, and --findings DIR saves each finding's bytes. Special files
+(missing, a directory, empty, /dev/null, /dev/zero, a FIFO with no writer) are also given to
+`load`, each in a child process allowed 1 GiB more address space and a 10 s timeout.
+
+Prints a table of inputs by mutator (outcomes, slowest input, largest memory ratio over inputs
+of 1 MiB or more; smaller ones are bounded by the slack) and exits 1 on any finding.
+tests/test_fuzz_bundle.py drives the same mutators through Hypothesis (CI's short run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import faulthandler
+import hashlib
+import json
+import math
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import tracemalloc
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import msgpack  # noqa: E402
+import numpy as np  # noqa: E402
+
+from runtime import bundle as fmt  # noqa: E402
+from runtime.describe import bundle_info, format_info  # noqa: E402
+from runtime.errors import BundleError  # noqa: E402
+
+#: Longest acceptable BundleError message: a person has to read it.
+MAX_MESSAGE_CHARS = 1000
+#: An input still running after this many seconds ends the run with every thread's stack.
+HANG_SECONDS = 30
+#: The memory ratio column only counts inputs at least this large.
+RATIO_MIN_SIZE = 1 << 20
+TINY_MODEL = b"\x08\x01"
+TINY_TOKENIZER = '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}}'
+
+# ----------------------------------------------------------------------------- msgpack helpers
+
+
+def pack(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def seal(body: bytes, outer: dict[str, Any] | None = None) -> bytes:
+    """An outer map around payload bytes, with a correct SHA-256 (so the payload is parsed)."""
+    o = {"format": fmt.FORMAT_NAME, "version": list(fmt.FORMAT_VERSION)} if outer is None else dict(outer)
+    o["checksum"] = {"algorithm": "sha256", "digest": hashlib.sha256(body).digest()}
+    o["payload"] = body
+    return pack(o)
+
+
+@dataclass(frozen=True)
+class Header:
+    """One msgpack header in a document: where it starts and what length it declares."""
+
+    offset: int
+    code: int
+    width: int    # bytes of the length field after the type byte (0 for fix types)
+    length: int   # declared length (bytes for str/bin/ext, elements for array, pairs for map)
+
+
+_WIDTHS = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4, 0xC7: 1, 0xC8: 2, 0xC9: 4,
+           0xDC: 2, 0xDD: 4, 0xDE: 2, 0xDF: 4}
+_FIXED = {0xC0: 0, 0xC2: 0, 0xC3: 0, 0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8, 0xD0: 1, 0xD1: 2,
+          0xD2: 4, 0xD3: 8, 0xD4: 2, 0xD5: 3, 0xD6: 5, 0xD7: 9, 0xD8: 17}
+
+
+def headers(doc: bytes) -> list[Header]:
+    """Every header of a well-formed msgpack document (str/bin contents are skipped)."""
+    out: list[Header] = []
+    pos, pending = 0, 1
+    while pending:
+        pending -= 1
+        c = doc[pos]
+        if c <= 0x7F or c >= 0xE0 or c in _FIXED:
+            pos += 1 + _FIXED.get(c, 0)
+        elif 0x80 <= c <= 0x8F:
+            out.append(Header(pos, c, 0, c & 0x0F))
+            pending += 2 * (c & 0x0F)
+            pos += 1
+        elif 0x90 <= c <= 0x9F:
+            out.append(Header(pos, c, 0, c & 0x0F))
+            pending += c & 0x0F
+            pos += 1
+        elif 0xA0 <= c <= 0xBF:
+            out.append(Header(pos, c, 0, c & 0x1F))
+            pos += 1 + (c & 0x1F)
+        else:
+            w = _WIDTHS[c]
+            n = int.from_bytes(doc[pos + 1:pos + 1 + w], "big")
+            out.append(Header(pos, c, w, n))
+            if c in (0xDC, 0xDD):
+                pending += n
+                pos += 1 + w
+            elif c in (0xDE, 0xDF):
+                pending += 2 * n
+                pos += 1 + w
+            elif c in (0xC7, 0xC8, 0xC9):
+                pos += 1 + w + 1 + n
+            else:
+                pos += 1 + w + n
+    return out
+
+
+def set_header_length(doc: bytes, h: Header, n: int) -> bytes:
+    """Rewrite one header to declare length n, widening it to the 32-bit form if needed."""
+    if h.width:
+        if n < 256 ** h.width:
+            return doc[:h.offset + 1] + n.to_bytes(h.width, "big") + doc[h.offset + 1 + h.width:]
+        code = {0xC4: 0xC6, 0xC5: 0xC6, 0xD9: 0xDB, 0xDA: 0xDB, 0xC7: 0xC9, 0xC8: 0xC9, 0xDC: 0xDD,
+                0xDE: 0xDF}.get(h.code, h.code)
+        return doc[:h.offset] + bytes([code]) + min(n, 2**32 - 1).to_bytes(4, "big") + doc[h.offset + 1 + h.width:]
+    base, mask = (0xA0, 0x1F) if h.code >= 0xA0 else (h.code & 0xF0, 0x0F)
+    if n <= mask:
+        return doc[:h.offset] + bytes([base | n]) + doc[h.offset + 1:]
+    wide = {0xA0: 0xDB, 0x90: 0xDD, 0x80: 0xDF}[base]
+    return doc[:h.offset] + bytes([wide]) + min(n, 2**32 - 1).to_bytes(4, "big") + doc[h.offset + 1:]
+
+
+# ----------------------------------------------------------------------------- the base bundles
+
+
+@dataclass
+class Base:
+    """A real bundle, decoded once, that mutators start from."""
+
+    name: str
+    data: bytes
+    outer: dict[str, Any]
+    payload: dict[str, Any]
+    paths: list[tuple[Any, ...]]          # every node of the payload tree
+    outer_headers: list[Header]
+    payload_headers: list[Header]
+    payload_offset: int                   # where the payload bytes start inside data
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(node, list) and len(node) <= 16:
+        for i, v in enumerate(node):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+def make_base(name: str, data: bytes) -> Base:
+    outer = msgpack.unpackb(data, raw=False)
+    payload = msgpack.unpackb(outer["payload"], raw=False)
+    body = outer["payload"]
+    return Base(name, data, outer, payload, _paths(payload), headers(data), headers(body), data.find(body))
+
+
+def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4) -> bytes:
+    """The same bundle with a two-byte model and a short tokenizer.json (unpack runs neither),
+    and its hyperplanes and votes cut to the first `tables` tables and `bits` bits (as a
+    bundle built with --tables 4 --bits 4 is shaped), so that an input is about 30 KiB."""
+    outer = msgpack.unpackb(data, raw=False)
+    payload = msgpack.unpackb(outer["payload"], raw=False)
+    payload["encoder"]["model"] = TINY_MODEL
+    payload["encoder"]["tokenizer_json"] = TINY_TOKENIZER
+    lsh, votes = payload["lsh"], payload["votes"]
+    t, h, d = lsh["hyperplanes"]["shape"]
+    c = votes["shape"][2]
+    t2, h2 = min(t, tables), min(h, bits)
+    planes = np.frombuffer(lsh["hyperplanes"]["data"], "<f4").reshape(t, h, d)[:t2, :h2]
+    counts = np.frombuffer(votes["data"], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
+    lsh.update(tables=t2, bits=h2, hyperplanes={"dtype": "<f4", "shape": [t2, h2, d], "data": planes.tobytes()})
+    payload["votes"] = {"dtype": "<i2", "shape": [t2, 2**h2, c], "data": counts.tobytes()}
+    privacy = payload["privacy"]
+    privacy["sensitivity_l1"] = (privacy.get("max_records_per_unit") or 1) * t2
+    return seal(pack(payload), {k: v for k, v in outer.items() if k in ("format", "version")})
+
+
+# ----------------------------------------------------------------------------- value generators
+
+EDGE_INTS = [0, 1, 2, 3, 4, 7, 16, 24, 25, 127, 128, 255, 256, 384, 1023, 1024, 1025, 8192, 8193, 65535, 65536,
+             2**24, 2**30, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40, 2**53 + 1, 2**62, 2**63 - 1, 2**64 - 1,
+             -1, -2, -7, -128, -129, -2**31, -2**63]
+EDGE_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 8.0, 1e-300, 5e-324, 1e308, math.inf, -math.inf, math.nan, 2.0**64]
+STRINGS = ["", " ", "a", "onnx", "tflite", "simhash", "sha256", "<i2", "<f4", "dpedge-bundle", "\x00", "\u202e",
+           "e\u0301", "\U0001f600", "input_ids", "sentence_embedding", "x" * 300, "\ud7ff\uffff"]
+FIELD_NAMES = ["labels", "label_descriptions", "privacy", "lsh", "votes", "encoder", "exporter", "dtype", "shape",
+               "data", "check", "model", "format", "version", "checksum", "payload", "tables", "bits", "dim"]
+
+
+def garbage(rng: random.Random, depth: int = 0) -> Any:
+    """A random msgpack-serializable value, possibly nested."""
+    r = rng.randrange(13 if depth < 4 else 9)
+    if r == 0:
+        return None
+    if r == 1:
+        return rng.choice([True, False])
+    if r == 2:
+        return rng.choice(EDGE_INTS)
+    if r == 3:
+        return rng.choice(EDGE_FLOATS)
+    if r == 4:
+        return rng.choice(STRINGS)
+    if r == 5:
+        return rng.getrandbits(8 * 16).to_bytes(16, "big")[: rng.randrange(17)]
+    if r == 6:
+        return rng.randrange(-2**63, 2**64)
+    if r == 7:
+        return msgpack.Timestamp(rng.randrange(2**34), rng.randrange(10**9))
+    if r == 8:
+        return bytes(rng.choice([0, 1, 2, 32, 1536, 24576]))
+    if r in (9, 10):
+        return [garbage(rng, depth + 1) for _ in range(rng.randrange(5))]
+    return {rng.choice(FIELD_NAMES + STRINGS[:6]): garbage(rng, depth + 1) for _ in range(rng.randrange(5))}
+
+
+def deep(rng: random.Random) -> bytes:
+    """Raw msgpack nested around and past the unpacker's limit (1024 levels)."""
+    depth = rng.choice([10, 100, 500, 998, 999, 1000, 1001, 1022, 1023, 1024, 1025, 2000, 100_000])
+    unit = rng.choice([b"\x91", b"\x81\xa1k", b"\xdc\x00\x01", b"\x92\xc0", b"\x81\xa5shape"])
+    return unit * depth + rng.choice([b"\xc0", b"\x01", b"\x90", b"\x80", b"\xa1x"])
+
+
+def fragment(rng: random.Random) -> bytes:
+    """A raw msgpack fragment that msgpack.packb would never write."""
+    r = rng.randrange(10)
+    if r == 0:
+        return deep(rng)
+    if r == 1:  # a header declaring far more than follows
+        code, width = rng.choice([(0xC4, 1), (0xC5, 2), (0xC6, 4), (0xD9, 1), (0xDA, 2), (0xDB, 4), (0xDC, 2),
+                                  (0xDD, 4), (0xDE, 2), (0xDF, 4), (0xC7, 1), (0xC8, 2), (0xC9, 4)])
+        n = rng.choice([256 ** width - 1, 256 ** width // 2, 2**31 % 256 ** width, rng.randrange(256 ** width)])
+        tail = bytes([rng.choice([0x00, 0xC0, 0x01, 0x90])]) * rng.choice([0, 1, 5, 100, 5000])
+        return bytes([code]) + n.to_bytes(width, "big") + tail
+    if r == 2:  # extension types, including malformed timestamps (type -1)
+        return rng.choice([b"\xd4\x05x", b"\xd6\xff\x00\x00\x00\x01", b"\xd7\xff" + bytes(8),
+                           b"\xc7\x0c\xff" + bytes(12),
+                           b"\xc7\x05\xff" + bytes(5), b"\xd5\xff\x00\x00", b"\xc9\x00\x00\x00\x00\x07",
+                           b"\xd8\x80" + bytes(16), b"\xc7\x00\xff"])
+    if r == 3:  # the reserved byte and invalid UTF-8 in a str
+        return rng.choice([b"\xc1", b"\xa2\xff\xfe", b"\xa3\xed\xa0\x80", b"\xd9\x02\xc3\x28", b"\xa1\x80"])
+    if r == 4:  # non-string map keys
+        return rng.choice([b"\x81\x01\x02", b"\x81\xc0\xc0", b"\x81\xc4\x01k\x01", b"\x81\x90\x01", b"\x81\x80\x01",
+                           b"\x81\xcb" + struct.pack(">d", math.nan) + b"\x01"])
+    if r == 5:  # duplicate keys: msgpack keeps the last
+        return b"\x82\xa5dtype\xa3<i2\xa5dtype\xa3<f4"
+    if r == 6:  # a map or array whose count is off by one
+        return rng.choice([b"\x82\xa1a\x01", b"\x93\x01\x02", b"\x80\x01", b"\x90\x01"])
+    if r == 7:  # float32 / int widths for numbers
+        return rng.choice([b"\xca" + struct.pack(">f", 8.0), b"\xcf" + (2**64 - 1).to_bytes(8, "big"),
+                           b"\xd3" + (2**63).to_bytes(8, "big"), b"\xcc\x20", b"\xd0\x80", b"\xca\x7f\xc0\x00\x00"])
+    if r == 8:
+        return pack(garbage(rng))
+    return rng.getrandbits(8 * 24).to_bytes(24, "big")[: rng.randrange(1, 25)]
+
+
+_SPLICE = b"\xf5\xf5dpedge-fuzz-splice-point\xf5\xf5"
+
+
+def pack_spliced(obj: Any, raw: dict[tuple[Any, ...], bytes]) -> bytes:
+    """Pack obj after putting a unique marker at each path, then swap each marker for raw bytes."""
+    markers = {}
+    for i, (path, frag) in enumerate(raw.items()):
+        marker = _SPLICE + bytes([i])
+        if not _set_at(obj, path, marker):
+            continue
+        markers[pack(marker)] = frag
+    doc = pack(obj)
+    for m, frag in markers.items():
+        doc = doc.replace(m, frag, 1)
+    return doc
+
+
+def _parent(obj: Any, path: tuple[Any, ...]) -> Any:
+    for k in path[:-1]:
+        if isinstance(obj, dict) and k in obj or isinstance(obj, list) and isinstance(k, int) and k < len(obj):
+            obj = obj[k]
+        else:
+            return None
+    return obj
+
+
+def _set_at(obj: Any, path: tuple[Any, ...], value: Any) -> bool:
+    parent = _parent(obj, path)
+    key = path[-1]
+    if isinstance(parent, dict):
+        parent[key] = value
+        return True
+    if isinstance(parent, list) and isinstance(key, int) and key < len(parent):
+        parent[key] = value
+        return True
+    return False
+
+
+def _drop_at(obj: Any, path: tuple[Any, ...]) -> None:
+    parent = _parent(obj, path)
+    key = path[-1]
+    if isinstance(parent, dict):
+        parent.pop(key, None)
+    elif isinstance(parent, list) and isinstance(key, int) and key < len(parent):
+        del parent[key]
+
+
+ARRAYS = {("votes",): fmt.VOTES_DTYPE, ("lsh", "hyperplanes"): fmt.HYPERPLANES_DTYPE,
+          ("encoder", "check", "embedding"): fmt.HYPERPLANES_DTYPE}
+NUMERIC = [("lsh", "tables"), ("lsh", "bits"), ("lsh", "dim"), ("lsh", "seed"), ("encoder", "max_length"),
+           ("encoder", "dim"), ("privacy", "epsilon"), ("privacy", "delta"), ("privacy", "sensitivity_l1"),
+           ("privacy", "noise_scale"), ("encoder", "normalized"), ("privacy", "max_records_per_unit")]
+
+
+# ----------------------------------------------------------------------------- structure-aware operations
+# Each takes (rng, payload) and changes the decoded payload in place; it may return raw splices
+# {path: raw msgpack bytes} to be put into the packed document.
+
+Splices = dict[tuple[Any, ...], bytes]
+
+
+def op_field_type(rng: random.Random, p: dict, base: Base) -> Splices:
+    _set_at(p, rng.choice(base.paths), garbage(rng))
+    return {}
+
+
+def op_field_drop(rng: random.Random, p: dict, base: Base) -> Splices:
+    _drop_at(p, rng.choice(base.paths))
+    return {}
+
+
+def _shape(rng: random.Random, ndim: int) -> Any:
+    r = rng.randrange(6)
+    if r == 0:
+        return [rng.choice(EDGE_INTS) for _ in range(ndim)]
+    if r == 1:  # one zero dimension with huge others: zero elements, so any data length check passes
+        s = [rng.choice([2**40, 2**62, 2**63 - 1, 2**64 - 1, 2**31, 7]) for _ in range(ndim)]
+        s[rng.randrange(ndim)] = 0
+        return s
+    if r == 2:
+        return [rng.choice(EDGE_INTS) for _ in range(rng.choice([0, 1, 2, 4, 5, 100]))]
+    if r == 3:  # the issue's example and its relatives
+        s = rng.choice([[2**40, 2**30, 7], [2**40, 2**10, 7], [2**64 - 1] * 3, [-1, 16, 7], [2**32, 2**32, 2**32]])
+        return s[:ndim] + [1] * max(0, ndim - 3)
+    if r == 4:
+        return [garbage(rng) for _ in range(ndim)]
+    return rng.choice(["[4, 16, 7]", {"0": 4}, None, 7, b"\x04\x10\x07", [4.0, 16.0, 7.0], [True, True, True]])
+
+
+def op_shape(rng: random.Random, p: dict, base: Base) -> Splices:
+    path = rng.choice(list(ARRAYS))
+    rec = _parent(p, path + ("shape",))
+    if not isinstance(rec, dict):
+        return {}
+    ndim = len(rec.get("shape", [0, 0, 0])) if isinstance(rec.get("shape"), list) else 3
+    rec["shape"] = _shape(rng, max(ndim, 1))
+    shape = rec["shape"]
+    if (rng.random() < 0.5 and isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)
+            and math.prod(shape) * 4 <= 1 << 20):
+        item = ARRAYS[path].itemsize
+        rec["data"] = bytes(math.prod(shape) * item)  # make the byte length agree, so later checks run
+    return {}
+
+
+def op_array_data(rng: random.Random, p: dict, base: Base) -> Splices:
+    path = rng.choice(list(ARRAYS))
+    rec = _parent(p, path + ("data",))
+    if not isinstance(rec, dict) or not isinstance(rec.get("data"), bytes):
+        return {}
+    d = rec["data"]
+    r = rng.randrange(8)
+    if r == 0:
+        rec["data"] = d[: rng.randrange(len(d) + 1)]
+    elif r == 1:
+        rec["data"] = d + bytes(rng.choice([1, 2, 4, 1000]))
+    elif r == 2:
+        rec["data"] = b""
+    elif r == 3 and rec.get("dtype") == "<f4" and len(d) >= 4 and len(d) % 4 == 0:  # non-finite or scaled floats
+        a = np.frombuffer(d, "<f4").copy()
+        a[rng.randrange(len(a))] = rng.choice([np.nan, np.inf, -np.inf, 3.4e38])
+        rec["data"] = a.tobytes()
+    elif r == 4 and rec.get("dtype") == "<f4" and len(d) % 4 == 0:
+        rec["data"] = (np.frombuffer(d, "<f4") * rng.choice([0.0, 0.5, 2.0, -1.0, 1e30])).astype("<f4").tobytes()
+    elif r == 5:
+        rec["data"] = d.decode("latin-1")  # a str where bin is expected
+    elif r == 6:  # random contents of the right length (votes: any int16 is valid)
+        sub = random.Random(rng.getrandbits(64))
+        rec["data"] = sub.randbytes(len(d))
+    else:
+        return {path + ("data",): fragment(rng)}
+    return {}
+
+
+def op_dtype(rng: random.Random, p: dict, base: Base) -> Splices:
+    rec = _parent(p, rng.choice(list(ARRAYS)) + ("dtype",))
+    if isinstance(rec, dict):
+        rec["dtype"] = rng.choice(["<i2", ">i2", "<f4", ">f4", "<f8", "|i1", "i2", "f4", "<i4", "", "int16",
+                                   "<i2\x00", "<I2", b"<i2", 2, None, ["<i2"], "x" * 10_000])
+    return {}
+
+
+def op_numeric(rng: random.Random, p: dict, base: Base) -> Splices:
+    path = rng.choice(NUMERIC + [("labels",)])
+    if path == ("labels",):
+        return {}
+    value = rng.choice([rng.choice(EDGE_INTS), rng.choice(EDGE_FLOATS), True, False, None, "8",
+                        rng.randrange(-2**63, 2**64)])
+    _set_at(p, path, value)
+    return {}
+
+
+def op_strings(rng: random.Random, p: dict, base: Base) -> Splices:
+    labels = list(p.get("labels", [])) if isinstance(p.get("labels"), list) else []
+    r = rng.randrange(9)
+    if r == 0 and labels:
+        labels[rng.randrange(len(labels))] = rng.choice(STRINGS + [None, 1, b"x", ["a"]])
+        p["labels"] = labels
+    elif r == 1 and labels:
+        p["labels"] = labels + [labels[0]]
+    elif r == 2:
+        p["labels"] = labels[: rng.randrange(3)]
+    elif r == 3:  # many labels: every shape check then disagrees
+        p["labels"] = [f"l{i}" for i in range(rng.choice([100, 10_000, 50_000]))]
+    elif r == 4:
+        p["label_descriptions"] = rng.choice([None, [], ["x"] * (len(labels) + 1), [1] * len(labels), "text"])
+    elif r == 5:
+        enc = p.get("encoder")
+        if isinstance(enc, dict):
+            enc["inputs"] = rng.choice([[], ["input_ids"], ["input_ids", "pixel_values"], "input_ids", [1],
+                                        ["input_ids"] * 1000, None])
+    elif r == 6:
+        enc = p.get("encoder")
+        if isinstance(enc, dict):
+            enc["format"] = rng.choice(STRINGS + ["ONNX", "coreml", "tflite\x00", None, 1])
+    elif r == 7:
+        lsh = p.get("lsh")
+        if isinstance(lsh, dict):
+            lsh["family"] = rng.choice(STRINGS + ["minhash", None])
+    else:
+        enc = p.get("encoder")
+        if isinstance(enc, dict) and isinstance(enc.get("check"), dict):
+            enc["check"]["text"] = rng.choice(["", " \n\t", "\x00", "ok", None, 5, "x" * 100_000])
+    return {}
+
+
+def op_nested(rng: random.Random, p: dict, base: Base) -> Splices:
+    return {rng.choice(base.paths): deep(rng)}
+
+
+def op_fragment(rng: random.Random, p: dict, base: Base) -> Splices:
+    return {rng.choice(base.paths): fragment(rng)}
+
+
+def op_valid(rng: random.Random, p: dict, base: Base) -> Splices:
+    """Changes a reader must accept: unknown fields, free-form metadata, optional fields."""
+    r = rng.randrange(7)
+    if r == 6:  # per-person privacy (format 1.2): sensitivity K x T
+        k = rng.choice([1, 2, 3, 50])
+        p["privacy"].update(max_records_per_unit=k, sensitivity_l1=k * p["lsh"]["tables"])
+    elif r == 0:
+        target = rng.choice([p, p["lsh"], p["encoder"], p["privacy"], p["votes"], p["encoder"]["facts"]])
+        target[rng.choice(["future_field", "x", "\u00e9t\u00e9", "zz" * 20])] = garbage(rng)
+    elif r == 1:
+        p["exporter"] = {k: garbage(rng) for k in ("name", "version", "created", "extra")[: rng.randrange(5)]}
+    elif r == 2:
+        p["encoder"]["facts"] = {"name": garbage(rng), "fidelity": garbage(rng)}
+    elif r == 3:
+        p["label_descriptions"] = None if rng.random() < 0.5 else [f"d{i}" for i in range(len(p["labels"]))]
+    elif r == 4:
+        p["encoder"].pop("check", None)
+    else:
+        p["lsh"]["seed"] = rng.choice(EDGE_INTS)
+        p["lsh"]["distribution"] = rng.choice(STRINGS)
+    return {}
+
+
+def op_resize(rng: random.Random, p: dict, base: Base) -> Splices:
+    """Consistently change tables, bits, labels and dim: valid unless a value is out of range."""
+    t = rng.choice([1, 2, 3, 4, 1024, 1025, 0])
+    h = rng.choice([1, 2, 3, 24, 25, 0])
+    c = rng.choice([2, 3, 7, 1])
+    d = rng.choice([1, 2, 384, 0])
+    if t * h * d * 4 > 1 << 22 or t * 2**h * c * 2 > 1 << 22:  # keep inputs small; sizes are tested elsewhere
+        h = min(h, 3)
+        t = min(t, 4)
+    sub = random.Random(rng.getrandbits(64))
+    planes = np.random.default_rng(sub.getrandbits(64)).standard_normal(t * h * d).astype("<f4")
+    p["labels"] = [f"label{i}" for i in range(c)]
+    p["label_descriptions"] = None
+    p["lsh"].update(tables=t, bits=h, dim=d, hyperplanes={"dtype": "<f4", "shape": [t, h, d], "data": planes.tobytes()})
+    p["votes"] = {"dtype": "<i2", "shape": [t, 2**h, c], "data": sub.randbytes(t * 2**h * c * 2)}
+    p["privacy"]["sensitivity_l1"] = t
+    p["encoder"]["dim"] = d
+    if rng.random() < 0.5:
+        emb = np.zeros(d, dtype="<f4")
+        if d:
+            emb[0] = 1.0
+        p["encoder"]["check"] = {"text": "check", "embedding": {"dtype": "<f4", "shape": [d], "data": emb.tobytes()}}
+    else:
+        p["encoder"].pop("check", None)
+    return {}
+
+
+def dense(rng: random.Random) -> bytes:
+    """Raw msgpack: many tiny containers (an empty map is one byte, but a 64-byte Python object)."""
+    unit = rng.choice([b"\x80", b"\x90", b"\xc0", b"\xa2ab", b"\x81\xa1k\x80", b"\x91\x90"])
+    per = rng.choice([1, 15, 1000, 65535])
+    head = bytes([0x90 | per]) if per < 16 else b"\xdc" + per.to_bytes(2, "big")
+    groups = rng.choice([10, 1000, 100_000, 1_000_000]) // per + 1
+    return b"\xdd" + groups.to_bytes(4, "big") + (head + unit * per) * groups
+
+
+def op_amplify(rng: random.Random, p: dict, base: Base) -> Splices:
+    return {rng.choice(base.paths): dense(rng)}
+
+
+STRUCT_OPS: dict[str, Callable[[random.Random, dict, Base], Splices]] = {
+    "field-type": op_field_type, "field-drop": op_field_drop, "shape": op_shape, "array-data": op_array_data,
+    "dtype": op_dtype, "numeric": op_numeric, "strings": op_strings, "nested-deep": op_nested,
+    "raw-fragment": op_fragment, "amplify": op_amplify, "valid-variant": op_valid, "resize": op_resize,
+}
+
+
+def structured(name: str) -> Callable[[random.Random, Base], bytes]:
+    def mutate(rng: random.Random, base: Base) -> bytes:
+        p = copy.deepcopy(base.payload)
+        splices: Splices = {}
+        ops = [STRUCT_OPS[name]] if name != "stacked" else \
+            [rng.choice(list(STRUCT_OPS.values())) for _ in range(rng.randint(2, 4))]
+        for op in ops:
+            try:
+                splices.update(op(rng, p, base))
+            except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+                if name != "stacked":  # a single op on a fresh copy of the payload must work
+                    raise
+                # in a stack, an earlier op may have removed what this one changes: skip it
+        return seal(pack_spliced(p, splices), _outer_head(base))
+    return mutate
+
+
+def _outer_head(base: Base) -> dict[str, Any]:
+    return {k: v for k, v in base.outer.items() if k in ("format", "version")}
+
+
+# ----------------------------------------------------------------------------- byte-level mutators
+
+INTERESTING = [0x00, 0xFF, 0x7F, 0x80, 0xC0, 0xC1, 0xC4, 0xC5, 0xC6, 0xC7, 0xC9, 0xCF, 0xD3, 0xD4, 0xD8, 0xD9, 0xDB,
+               0xDC, 0xDD, 0xDE, 0xDF, 0x90, 0x9F, 0x8F, 0xA0, 0xBF, 0xE0]
+
+
+def _position(rng: random.Random, doc: bytes, hs: list[Header]) -> int:
+    """A byte position, biased towards msgpack headers (where types and lengths are)."""
+    if hs and rng.random() < 0.6:
+        h = rng.choice(hs)
+        return min(len(doc) - 1, h.offset + rng.randrange(1 + h.width + 1))
+    if rng.random() < 0.3:
+        return rng.randrange(min(len(doc), 200))
+    return rng.randrange(len(doc))
+
+
+def _truncate(rng: random.Random, doc: bytes, hs: list[Header]) -> bytes:
+    r = rng.randrange(4)
+    if r == 0:
+        return doc[: rng.randrange(len(doc))]
+    if r == 1:
+        return doc[: rng.randrange(min(len(doc), 64))]
+    if r == 2:
+        return doc[: len(doc) - rng.randrange(1, min(len(doc), 64) + 1)]
+    return doc[: _position(rng, doc, hs)]
+
+
+def _bitflip(rng: random.Random, doc: bytes, hs: list[Header]) -> bytes:
+    b = bytearray(doc)
+    for _ in range(rng.choice([1, 1, 1, 2, 4, 8])):
+        b[_position(rng, doc, hs)] ^= 1 << rng.randrange(8)
+    return bytes(b)
+
+
+def _bytes(rng: random.Random, doc: bytes, hs: list[Header]) -> bytes:
+    b = bytearray(doc)
+    for _ in range(rng.choice([1, 1, 2, 4])):
+        pos = _position(rng, doc, hs)
+        if rng.random() < 0.7:
+            b[pos] = rng.choice(INTERESTING)
+        else:
+            b[pos: pos + 4] = rng.choice([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", bytes(4)])
+    return bytes(b)
+
+
+def _chunks(rng: random.Random, doc: bytes, hs: list[Header]) -> bytes:
+    i = _position(rng, doc, hs)
+    n = rng.choice([1, 2, 3, 8, 100, 5000])
+    r = rng.randrange(5)
+    if r == 0:
+        return doc[:i] + doc[i + n:]
+    if r == 1:
+        return doc[:i] + doc[i: i + n] + doc[i:]
+    if r == 2:
+        return doc[:i] + bytes([rng.choice(INTERESTING)]) * rng.choice([1, 4, 1000]) + doc[i:]
+    if r == 3:
+        return doc + rng.choice([b"\x00", b"\xc0", doc[:100], pack({"format": "dpedge-bundle"}),
+                                 b"\xdd\xff\xff\xff\xff"])
+    j = _position(rng, doc, hs)
+    return doc[:i] + doc[j: j + n] + doc[i + n:]
+
+
+def _header_length(rng: random.Random, doc: bytes, hs: list[Header]) -> bytes:
+    h = rng.choice(hs)
+    top = 256 ** h.width - 1 if h.width else 2**32 - 1
+    n = rng.choice([0, 1, max(0, h.length - 1), h.length + 1, 2 * h.length, top, 2**31, 2**32 - 1,
+                    len(doc), len(doc) * 8, rng.randrange(top + 1)])
+    return set_header_length(doc, h, n)
+
+
+BYTE_OPS = {"truncate": _truncate, "bitflip": _bitflip, "bytes": _bytes, "chunks": _chunks,
+            "header-length": _header_length}
+
+
+def raw(name: str) -> Callable[[random.Random, Base], bytes]:
+    def mutate(rng: random.Random, base: Base) -> bytes:
+        return BYTE_OPS[name](rng, base.data, base.outer_headers)
+    return mutate
+
+
+def in_payload(name: str) -> Callable[[random.Random, Base], bytes]:
+    """A byte-level mutation of the payload, re-sealed so that the payload parser sees it."""
+    def mutate(rng: random.Random, base: Base) -> bytes:
+        body = BYTE_OPS[name](rng, base.outer["payload"], base.payload_headers)
+        return seal(body, _outer_head(base))
+    return mutate
+
+
+def outer_fields(rng: random.Random, base: Base) -> bytes:
+    """Structure-aware mutations of the outer map (format, version, checksum, payload)."""
+    o = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.outer.items()}
+    splices: Splices = {}
+    r = rng.randrange(9)
+    if r == 0:
+        o["format"] = rng.choice(STRINGS + [None, 1, b"dpedge-bundle", ["dpedge-bundle"], "dpedge-bundle "])
+    elif r == 1:
+        o["version"] = rng.choice([[1, 0], [1, 1], [1, 99], [1, 2**64 - 1], [2, 0], [0, 0], [-1, 0], [2**64 - 1, 0],
+                                   [1], [1, 1, 1], "1.1", 1.1, [1.0, 1], [True, 1], [1, None], None, {}, [[1], [1]]])
+    elif r == 2:
+        o["checksum"] = rng.choice([None, "sha256", {}, {"algorithm": "sha256"}, {"digest": o["checksum"]["digest"]},
+                                    {"algorithm": "md5", "digest": o["checksum"]["digest"]},
+                                    {"algorithm": "sha256", "digest": o["checksum"]["digest"][:31]},
+                                    {"algorithm": "sha256", "digest": o["checksum"]["digest"].hex()},
+                                    {"algorithm": "sha256", "digest": bytes(32)}])
+    elif r == 3:
+        o["payload"] = rng.choice([None, o["payload"].decode("latin-1"), [o["payload"]], b"", {"labels": []}])
+    elif r == 4:
+        o.pop(rng.choice(list(o)))
+    elif r == 5:
+        o[rng.choice(["extra", "future", "payload2"])] = garbage(rng)
+    elif r == 6:  # keys in another order
+        keys = list(o)
+        rng.shuffle(keys)
+        o = {k: o[k] for k in keys}
+    elif r == 7:
+        splices[(rng.choice(["format", "version", "checksum", "payload", "extra"]),)] = \
+            fragment(rng) if rng.random() < 0.7 else dense(rng)
+    else:  # a payload that is valid msgpack but not a map, re-sealed
+        body = pack(rng.choice([[1, 2], "payload", 7, None, [base.payload]]))
+        return seal(body, _outer_head(base))
+    return pack_spliced(o, splices)
+
+
+MUTATORS: dict[str, Callable[[random.Random, Base], bytes]] = {
+    **{f"raw-{name}": raw(name) for name in BYTE_OPS},
+    **{f"payload-{name}": in_payload(name) for name in BYTE_OPS},
+    "outer-fields": outer_fields,
+    **{name: structured(name) for name in STRUCT_OPS},
+    "stacked": structured("stacked"),
+}
+KINDS = tuple(MUTATORS)
+
+
+# ----------------------------------------------------------------------------- checking one input
+
+
+def check_valid(b: fmt.Bundle) -> None:
+    """Assert everything the format promises about a bundle the reader accepted."""
+    assert isinstance(b, fmt.Bundle)
+    labels = b.labels
+    assert isinstance(labels, tuple) and len(labels) >= 2 and len(set(labels)) == len(labels)
+    assert all(isinstance(x, str) and x for x in labels)
+    if b.label_descriptions is not None:
+        assert len(b.label_descriptions) == len(labels) and all(isinstance(x, str) for x in b.label_descriptions)
+    t, h, d = b.lsh["tables"], b.lsh["bits"], b.lsh["dim"]
+    for v in (t, h, d):
+        assert type(v) is int
+    assert 1 <= t <= fmt.MAX_TABLES and 1 <= h <= fmt.MAX_BITS and d >= 1
+    assert b.hyperplanes.dtype == fmt.HYPERPLANES_DTYPE and b.hyperplanes.shape == (t, h, d)
+    assert np.isfinite(b.hyperplanes).all()
+    assert b.votes.dtype == fmt.VOTES_DTYPE and b.votes.shape == (t, 2**h, len(labels))
+    assert b.tables == t and b.bits == h
+    eps = b.privacy["epsilon"]
+    assert type(eps) in (int, float) and eps > 0 and math.isfinite(eps)
+    assert b.privacy["delta"] == 0 and type(b.privacy["delta"]) in (int, float)
+    k = b.privacy.get("max_records_per_unit")
+    k = 1 if k is None else k
+    assert type(k) is int and k >= 1
+    assert b.privacy["sensitivity_l1"] == k * t and type(b.privacy["sensitivity_l1"]) is int
+    for key in ("mechanism", "neighbour_relation", "privacy_unit", "noise_source"):
+        assert isinstance(b.privacy[key], str)
+    e = b.encoder
+    assert e.format in fmt.ENCODER_FORMATS and isinstance(e.model, bytes) and e.model
+    assert isinstance(e.tokenizer_json, str) and type(e.max_length) is int and 2 <= e.max_length <= 8192
+    assert e.dim == d and type(e.dim) is int and isinstance(e.normalized, bool)
+    assert set(e.inputs) <= {"input_ids", "attention_mask", "token_type_ids"}
+    assert all(isinstance(x, str) for x in e.inputs) and isinstance(e.output, str) and isinstance(e.pooling, str)
+    assert isinstance(e.facts, dict) and isinstance(b.exporter, dict)
+    if e.check_text is not None:
+        assert isinstance(e.check_text, str) and e.check_text.strip()
+        assert e.check_embedding.dtype == fmt.HYPERPLANES_DTYPE and e.check_embedding.shape == (d,)
+        assert np.isfinite(e.check_embedding).all() and 0.9 < float(np.linalg.norm(e.check_embedding)) < 1.1
+
+
+@dataclass
+class Outcome:
+    result: str            # "valid", "BundleError" or a finding: other/invalid/describe/slow/memory/message
+    seconds: float
+    peak: int              # peak traced bytes above what was allocated before the call
+    size: int
+    detail: str = ""
+
+    @property
+    def finding(self) -> bool:
+        return self.result not in ("valid", "BundleError")
+
+
+@dataclass
+class Limits:
+    max_seconds: float = 2.0
+    mem_ratio: float = 4.0
+    mem_slack: int = 4 << 20
+
+
+def _read(blob: bytes, via_file: Path | None) -> tuple[fmt.Bundle | None, str, str]:
+    """The reader on one input: (bundle or None, "valid" / "BundleError" / "other", detail)."""
+    try:
+        return (fmt.load(via_file) if via_file is not None else fmt.unpack(blob)), "valid", ""
+    except BundleError as exc:
+        return None, "BundleError", str(exc)
+    except BaseException as exc:  # noqa: BLE001 - anything else is what we are looking for
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return None, "other", "".join(traceback.format_exception(exc, limit=-6)).strip()
+
+
+def run_one(blob: bytes, limits: Limits, *, via_file: Path | None = None) -> Outcome:
+    """Feed one input to the reader and classify what happened.
+
+    The reader runs twice: once timed, then once with tracemalloc on for its peak allocation
+    (numpy buffers included). Tracing slows a parse of many small objects up to ten times, so
+    the timed run is untraced; and memory is traced only while the reader runs, not while the
+    mutators build the input.
+    """
+    if via_file is not None:
+        via_file.write_bytes(blob)
+    t0 = time.perf_counter()
+    b, result, detail = _read(blob, via_file)
+    seconds = time.perf_counter() - t0
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    _read(blob, via_file)
+    peak = tracemalloc.get_traced_memory()[1] - before
+    if not tracing:
+        tracemalloc.stop()
+    if result == "valid":
+        try:
+            check_valid(b)
+        except AssertionError:
+            result, detail = "invalid", "accepted a bundle that breaks an invariant:\n" + traceback.format_exc(limit=-2)
+        try:  # what `--info` and `exporter inspect` do with an accepted bundle
+            info = bundle_info(b)
+            json.dumps(info, ensure_ascii=False, indent=2)
+            format_info(info)
+        except Exception:  # noqa: BLE001
+            result, detail = "describe", "describing an accepted bundle failed:\n" + traceback.format_exc(limit=-3)
+    del b
+    if result == "BundleError" and (not detail or len(detail) > MAX_MESSAGE_CHARS or "\n" in detail):
+        result = "message"
+        detail = f"unclear BundleError message ({len(detail)} chars): {detail[:300]!r}"
+    if seconds > limits.max_seconds:
+        result, detail = "slow", f"took {seconds:.2f} s (limit {limits.max_seconds} s); {result}: {detail[:200]}"
+    elif peak > limits.mem_ratio * len(blob) + limits.mem_slack:
+        result, detail = "memory", (f"peak traced allocation {peak / 2**20:.1f} MiB for a {len(blob) / 2**20:.2f} MiB "
+                                    f"input (limit {limits.mem_ratio}x + {limits.mem_slack >> 20} MiB); {result}: "
+                                    f"{detail[:200]}")
+    return Outcome(result, seconds, peak, len(blob), detail)
+
+
+def make_input(rng: random.Random, kind: str, base: Base) -> bytes:
+    return MUTATORS[kind](rng, base)
+
+
+# ----------------------------------------------------------------------------- special files
+
+SPECIAL_CHILD = r"""
+import resource, sys
+from runtime import bundle
+from runtime.errors import BundleError
+vm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmSize:")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), vm + (1 << 30)))  # 1 GiB more than after the imports
+try:
+    bundle.load(sys.argv[1])
+    print("valid")
+except BundleError as exc:
+    print("BundleError", exc)
+except BaseException as exc:
+    print("other", type(exc).__name__, exc)
+"""
+
+
+def special_files(tmp: Path) -> list[tuple[str, str]]:
+    """`load` on things that are not bundle files, each in a child allowed 1 GiB more address space."""
+    (tmp / "empty.dpedge").write_bytes(b"")
+    fifo = tmp / "fifo.dpedge"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    (tmp / "loop").unlink(missing_ok=True)
+    (tmp / "loop").symlink_to(tmp / "loop")
+    cases = [("missing file", tmp / "missing.dpedge"), ("directory", tmp), ("empty file", tmp / "empty.dpedge"),
+             ("symlink loop", tmp / "loop"), ("/dev/null", Path("/dev/null")), ("/dev/zero", Path("/dev/zero")),
+             ("FIFO with no writer", fifo)]
+    out = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name, path in cases:
+        try:
+            r = subprocess.run([sys.executable, "-c", SPECIAL_CHILD, str(path)], capture_output=True, text=True,
+                               timeout=10, env=env, cwd=ROOT)
+            line = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else \
+                f"other: exit status {r.returncode}: {r.stderr.strip()[-200:]}"
+        except subprocess.TimeoutExpired:
+            line = "other: hang (no answer in 10 s)"
+        out.append((name, line))
+    return out
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Stats:
+    inputs: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    max_seconds: float = 0.0
+    max_ratio: float = 0.0
+    max_peak: int = 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bundle", type=Path, default=ROOT / "models" / "quickstart.dpedge")
+    ap.add_argument("--inputs", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--full-every", type=int, default=500,
+                    help="every N'th input mutates the full-size bundle (0: never)")
+    ap.add_argument("--load-every", type=int, default=50, help="every N'th input goes through load() on a file")
+    ap.add_argument("--max-seconds", type=float, default=2.0)
+    ap.add_argument("--mem-ratio", type=float, default=4.0)
+    ap.add_argument("--mem-slack-mib", type=float, default=4.0)
+    ap.add_argument("--findings", type=Path, help="save each finding's input here")
+    ap.add_argument("--only", type=int, help="run just input number I (to reproduce a finding)")
+    ap.add_argument("--no-special", action="store_true", help="skip the special-file cases")
+    args = ap.parse_args(argv)
+    limits = Limits(args.max_seconds, args.mem_ratio, int(args.mem_slack_mib * 2**20))
+
+    t0 = time.perf_counter()
+    full = make_base("full", args.bundle.read_bytes())
+    tiny = make_base("tiny", tiny_bundle(full.data))
+    check_valid(fmt.unpack(full.data))
+    check_valid(fmt.unpack(tiny.data))
+    print(f"# bases: {args.bundle} ({len(full.data) / 2**20:.1f} MiB), tiny copy ({len(tiny.data) / 1024:.1f} KiB); "
+          f"seed {args.seed}; {len(KINDS)} mutators", flush=True)
+
+    stats: dict[str, Stats] = defaultdict(Stats)
+    findings: list[tuple[int, str, str, Outcome]] = []
+    seen_details: set[str] = set()
+    harness_errors = 0
+    indices = [args.only] if args.only is not None else range(args.inputs)
+    tmpdir = Path(tempfile.mkdtemp(prefix="dpedge-fuzz-"))
+    via = tmpdir / "input.dpedge"
+    faulthandler.enable()
+    # The hang watchdog: SIGALRM's default action ends the process, and faulthandler first dumps
+    # every thread's stack from inside the signal handler, so a hang in C code is shown too.
+    faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)
+    start = time.perf_counter()
+    last_note = start
+    try:
+        for i in indices:
+            rng = random.Random(f"{args.seed}:{i}")
+            kind = rng.choice(KINDS)
+            base = full if args.full_every and i % args.full_every == args.full_every - 1 else tiny
+            try:
+                blob = make_input(rng, kind, base)
+            except Exception:  # a defect of this harness, not of the reader: count it, say it once
+                harness_errors += 1
+                if harness_errors == 1:
+                    print(f"HARNESS ERROR making input {i} ({kind}):\n{traceback.format_exc()}", flush=True)
+                continue
+            use_file = args.load_every and i % args.load_every == args.load_every - 1
+            signal.alarm(HANG_SECONDS)
+            out = run_one(blob, limits, via_file=via if use_file else None)
+            signal.alarm(0)
+            for key in (kind, f"(base {base.name})", "(via load)" if use_file else "(via unpack)", "total"):
+                s = stats[key]
+                s.inputs += 1
+                s.outcomes[out.result] += 1
+                s.max_seconds = max(s.max_seconds, out.seconds)
+                if out.size >= RATIO_MIN_SIZE:  # below this the slack, not the ratio, is the bound
+                    s.max_ratio = max(s.max_ratio, out.peak / out.size)
+                s.max_peak = max(s.max_peak, out.peak)
+            if out.finding:
+                findings.append((i, kind, base.name, out))
+                if args.findings:
+                    args.findings.mkdir(parents=True, exist_ok=True)
+                    (args.findings / f"{args.seed}-{i}-{kind}.dpedge").write_bytes(blob)
+                first_line = out.detail.strip().splitlines()[-1] if out.detail.strip() else out.result
+                if first_line not in seen_details:
+                    seen_details.add(first_line)
+                    print(f"FINDING input {i} ({kind}, {base.name} base, {out.result}): {out.detail}", flush=True)
+            now = time.perf_counter()
+            if now - last_note > 30:
+                done = stats["total"].inputs
+                sys.stderr.write(f"  {done:,} inputs, {done / (now - start):.0f}/s, {len(findings)} findings\n")
+                last_note = now
+    finally:
+        signal.alarm(0)
+        faulthandler.unregister(signal.SIGALRM)
+        faulthandler.disable()
+        via.unlink(missing_ok=True)
+    elapsed = time.perf_counter() - start
+
+    cols = ["valid", "BundleError", "other", "invalid", "describe", "slow", "memory", "message"]
+    print()
+    print(f"| mutator | inputs | {' | '.join(cols)} | max ms | max mem/input (inputs >= 1 MiB) |")
+    print("|---|" + "---:|" * (len(cols) + 3))
+    order = [k for k in KINDS if k in stats] + [k for k in stats if k.startswith("(")] + ["total"]
+    for k in order:
+        s = stats[k]
+        counts = " | ".join(f"{s.outcomes[c]:,}" for c in cols)
+        name = f"**{k}**" if k == "total" else k
+        ratio = f"{s.max_ratio:.2f}x" if s.max_ratio else "-"
+        print(f"| {name} | {s.inputs:,} | {counts} | {1000 * s.max_seconds:.1f} | {ratio} |")
+    total = stats["total"]
+    print()
+    print(f"inputs         {total.inputs:,} in {elapsed:.0f} s ({total.inputs / elapsed:.0f} inputs/s, "
+          f"setup {start - t0:.1f} s)")
+    print(f"slowest input  {1000 * total.max_seconds:.1f} ms (limit {1000 * limits.max_seconds:.0f} ms)")
+    print(f"memory         largest peak traced allocation {total.max_peak / 2**20:.1f} MiB; largest peak/input "
+          f"{total.max_ratio:.2f}x (limit {limits.mem_ratio}x + {limits.mem_slack >> 20} MiB)")
+    special_bad = 0
+    if not args.no_special and args.only is None:
+        print("special files given to load():")
+        for name, line in special_files(tmpdir):
+            bad = not line.startswith("BundleError")
+            special_bad += bad
+            print(f"  {'FINDING ' if bad else ''}{name:<20} {line}")
+    print(f"findings       {len(findings) + special_bad}" + (f" ({len(seen_details)} distinct)" if findings else ""))
+    if harness_errors:
+        print(f"harness errors {harness_errors} inputs could not be made (a bug in this script)")
+    return 1 if findings or special_bad or harness_errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
