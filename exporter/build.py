@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -21,15 +22,18 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats
 from exporter.counting import VoteCounter
 from exporter.dataset import LabelSet, ReadStats, Record, count_lines, read_labels, read_records
 from exporter.encoder_export import export_encoder
-from exporter.hyperplanes import draw_hyperplanes, new_seed
+from exporter.hyperplanes import aligned_hyperplanes, draw_hyperplanes, new_seed
+from exporter.public_basis import DEFAULT_DIM as DEFAULT_BASIS_DIM, fit_public_basis, public_texts
 from exporter.noise import NoiseSource
 from exporter.release import check_epsilon, release_votes
 from exporter.units import UnitBound, UnitStats
 from runtime import __version__
 from runtime.bundle import Bundle, save
+from runtime.scoring import ClassStats, Weights
 from runtime.encoder import TextEncoder
 from runtime.simhash import SimHasher
 from runtime.tokenize import TextTokenizer
@@ -42,6 +46,22 @@ DEFAULT_BITS = 6
 MAX_TABLES = 128
 MAX_BITS = 20
 DEFAULT_MAX_TABLE_MIB = 64.0
+HASHINGS = ("aligned", "random")
+#: Share of epsilon spent on the class statistics under aligned hashing (docs/accuracy.md).
+DEFAULT_CLASS_SHARE = 0.8
+
+
+def bits_for(records: float) -> int:
+    """H from the released (noisy) record count: about 100 records per bucket, 4..8 bits.
+
+    The count is the sum of the noisy class counts, so this choice is post-processing of a
+    release, not of the private N.
+
+    Example:
+        >>> [bits_for(n) for n in (500, 1775, 8000, 10**6)]
+        [4, 4, 6, 8]
+    """
+    return int(min(8, max(4, np.floor(np.log2(max(records, 1.0) / 100)))))
 CHUNK_RECORDS = 256
 
 #: Turns one chunk of records into their unit embeddings, shape (len(chunk), dim), float32.
@@ -78,7 +98,7 @@ class BuildOptions:
     epsilon: float
     out: Path
     tables: int = DEFAULT_TABLES
-    bits: int = DEFAULT_BITS
+    bits: int | None = None  # None: DEFAULT_BITS, or with aligned hashing chosen from the noisy record count
     seed: int | None = None
     encoder_source: Path | None = None
     encoder_format: str = "onnx"  # "tflite" ships a LiteRT model (needs the [tflite] extra)
@@ -94,6 +114,15 @@ class BuildOptions:
     workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
     progress: bool = True
     engine: str = "local"  # "local" (this process) or "ray" (Ray Data; exporter/ray_engine.py, docs/ray.md)
+    #: "aligned" (default): release noisy class statistics first (share ``class_share`` of
+    #: epsilon), hash in the span of their class directions, and ship centroids and the
+    #: label-description prior for blended scoring (format 2). "random": the paper's random
+    #: hyperplanes and Algorithm 2 only (format 1.2).
+    hashing: str = "aligned"
+    class_share: float = DEFAULT_CLASS_SHARE
+    basis_dim: int = DEFAULT_BASIS_DIM
+    clip_l1: float = DEFAULT_CLIP_L1
+    public_directions: int = 0
     ray_address: str | None = None  # with engine "ray": None starts a local Ray; "auto" / "ray://HOST:10001" joins
 
 
@@ -187,6 +216,9 @@ def check_engine(opts: BuildOptions, embed_for_benchmarks: EmbedChunk | None = N
         if opts.ray_address is not None:
             raise BuildError("--ray-address needs --engine ray")
         return
+    if opts.hashing != "random":
+        raise BuildError("--engine ray does not do aligned hashing yet (it needs the class statistics released "
+                         "before any record is hashed: a second pass over the data); add --hashing random")
     if opts.unit_field:
         raise BuildError("--engine ray does not support --unit-column yet (per-person bounding needs a global "
                          "pass over the units); use --engine local")
@@ -208,7 +240,7 @@ def _build_ray(opts: BuildOptions, labels: LabelSet, eps: float, noise_for_tests
     exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
     encoder_spec = exported.to_bundle_encoder()
     seed = new_seed() if opts.seed is None else int(opts.seed)
-    planes = draw_hyperplanes(seed, opts.tables, opts.bits, encoder_spec.dim)
+    planes = draw_hyperplanes(seed, opts.tables, opts.bits or DEFAULT_BITS, encoder_spec.dim)
     t = timer.add("load encoder", t)
     spec = ray_engine.ReadSpec(str(opts.train), labels, text_field=opts.text_field, label_field=opts.label_field,
                                skip_unknown_labels=opts.skip_unknown_labels, skip_bad_texts=opts.skip_empty_texts)
@@ -230,7 +262,9 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     except ValueError as exc:
         raise BuildError(str(exc)) from None
     labels: LabelSet = read_labels(opts.labels)
-    check_shape(opts.tables, opts.bits, len(labels), opts.max_table_mib)
+    check_hashing(opts)
+    check_shape(opts.tables, opts.bits or (8 if opts.hashing == "aligned" else DEFAULT_BITS), len(labels),
+                opts.max_table_mib)
     check_unit(opts.unit_field, opts.max_records_per_unit)
     check_engine(opts, embed_for_benchmarks)
     timer = _Timer()
@@ -241,16 +275,11 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
 
     exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
     encoder_spec = exported.to_bundle_encoder()
-    if embed_for_benchmarks is None:
-        tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
-        encoder = TextEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
-        embed: EmbedChunk = lambda chunk: encoder.embed(tokenizer.encode([r.text for r in chunk]))  # noqa: E731
-    else:
-        embed = embed_for_benchmarks
+    tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
+    encoder = TextEncoder(encoder_spec, threads=1, workers=opts.workers or os.cpu_count() or 1)
+    embed_texts = lambda texts: encoder.embed(tokenizer.encode(texts))  # noqa: E731
+    embed: EmbedChunk = embed_for_benchmarks or (lambda chunk: embed_texts([r.text for r in chunk]))
     seed = new_seed() if opts.seed is None else int(opts.seed)
-    planes = draw_hyperplanes(seed, opts.tables, opts.bits, encoder_spec.dim)
-    hasher = SimHasher(planes)
-    counter = VoteCounter(opts.tables, opts.bits, len(labels))
     t = timer.add("load encoder", t)
 
     stats = ReadStats()
@@ -265,44 +294,135 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         bound = UnitBound(int(opts.max_records_per_unit or 0))
         bound.plan(r.unit for r in read(ReadStats()))
         records = bound.keep(records, unit_of=lambda r: r.unit)
+    k_unit = int(opts.max_records_per_unit) if opts.unit_field else 1
+
+    if opts.hashing == "random":
+        bits = opts.bits or DEFAULT_BITS
+        planes, offsets, extra = draw_hyperplanes(seed, opts.tables, bits, encoder_spec.dim), None, {}
+        counter = VoteCounter(opts.tables, bits, len(labels))
+        hasher = SimHasher(planes)
+        with _progress(opts, "embed+hash+count") as bar:
+            for chunk in _chunks(records, CHUNK_RECORDS):  # one chunk in memory at a time
+                t = timer.add("read", t)
+                emb = embed(chunk)
+                t = timer.add("tokenize+encode", t)
+                counter.add(hasher.buckets(emb), np.fromiter((r.label for r in chunk), np.int64, len(chunk)))
+                t = timer.add("hash+count", t)
+                bar.update(chunk[-1].line - bar.n)
+            bar.update(max(0, (bar.total or 0) - bar.n))  # trailing blank or skipped lines were read too
+        t = timer.add("read", t)  # includes count_lines' pass for the bar's total
+        if stats.records == 0:
+            raise BuildError(f"{opts.train}: no records to count (nothing was written)")
+        counts, votes_eps = counter.counts, eps
+    else:
+        # Aligned hashing needs the released class statistics before any record is hashed, so
+        # the embeddings of pass 1 are spilled to an anonymous temporary file (deleted on close,
+        # also on a crash) and read back in chunks: memory stays one chunk, the disk holds
+        # 1.5 KB per record, and nothing is embedded twice.
+        basis = fit_public_basis(embed_texts, public_texts(encoder_spec.tokenizer_json, labels.descriptions),
+                                 opts.basis_dim)
+        t = timer.add("public basis", t)
+        stats_counter = ClassStatsCounter(basis, len(labels), opts.clip_l1)
+        dim = encoder_spec.dim
+        with tempfile.TemporaryFile(prefix="dpedge-embeddings-") as spill:
+            with _progress(opts, "embed (pass 1 of 2)") as bar:
+                for chunk in _chunks(records, CHUNK_RECORDS):
+                    t = timer.add("read", t)
+                    emb = np.ascontiguousarray(embed(chunk), dtype=np.float32)
+                    t = timer.add("tokenize+encode", t)
+                    y = np.fromiter((r.label for r in chunk), np.int64, len(chunk))
+                    stats_counter.add(emb, y)
+                    spill.write(np.concatenate([emb, y.astype(np.float32)[:, None]], axis=1).tobytes())
+                    t = timer.add("class statistics", t)
+                    bar.update(chunk[-1].line - bar.n)
+                bar.update(max(0, (bar.total or 0) - bar.n))
+            t = timer.add("read", t)
+            if stats.records == 0:
+                raise BuildError(f"{opts.train}: no records to count (nothing was written)")
+            class_eps = eps * opts.class_share
+            released = release_class_stats(stats_counter, class_eps, max_records_per_unit=k_unit,
+                                           noise_for_tests=noise_for_tests)
+            del stats_counter
+            bits = opts.bits or bits_for(float(released.counts.sum()))
+            planes, offsets = aligned_hyperplanes(seed, opts.tables, bits, basis, released.sums, released.counts,
+                                                  opts.public_directions)
+            t = timer.add("noise", t)
+            counter = VoteCounter(opts.tables, bits, len(labels))
+            hasher = SimHasher(planes, offsets)
+            spill.seek(0)
+            row = (dim + 1) * 4
+            while block := spill.read(row * CHUNK_RECORDS * 16):
+                a = np.frombuffer(block, dtype=np.float32).reshape(-1, dim + 1)
+                counter.add(hasher.buckets(a[:, :dim]), a[:, dim].astype(np.int64))
+            t = timer.add("hash+count", t)
+        prior = None if labels.descriptions is None else embed_texts(list(labels.descriptions))
+        extra = {"offsets": offsets, "released_stats": released, "basis": basis, "prior": prior,
+                 "class_eps": class_eps}
+        counts, votes_eps = counter.counts, eps - class_eps
+
+    return _release_and_save(opts, labels, eps, counts, stats, encoder_spec, seed, planes, timer, t,
+                             noise_for_tests, embed_for_benchmarks, bound, votes_eps=votes_eps, **extra)
+
+
+def check_hashing(opts: BuildOptions) -> None:
+    if opts.hashing not in HASHINGS:
+        raise BuildError(f"unknown hashing {opts.hashing!r} (use one of {', '.join(HASHINGS)})")
+    if opts.hashing == "aligned":
+        if not 0 < opts.class_share < 1:
+            raise BuildError(f"--class-share must be between 0 and 1 (exclusive), got {opts.class_share}")
+        if not 1 <= opts.basis_dim <= 384:
+            raise BuildError(f"--basis-dim must be between 1 and 384, got {opts.basis_dim}")
+        if not opts.clip_l1 > 0:
+            raise BuildError(f"--clip-l1 must be positive, got {opts.clip_l1}")
+
+
+@contextmanager
+def _progress(opts: BuildOptions, desc: str) -> Iterator[Any]:
     from tqdm import tqdm
 
-    with tqdm(total=count_lines(opts.train), unit="line", desc="embed+hash+count", disable=not opts.progress,
+    with tqdm(total=count_lines(opts.train), unit="line", desc=desc, disable=not opts.progress,
               dynamic_ncols=True) as bar:
-        for chunk in _chunks(records, CHUNK_RECORDS):  # one chunk in memory at a time
-            t = timer.add("read", t)
-            emb = embed(chunk)
-            t = timer.add("tokenize+encode", t)
-            counter.add(hasher.buckets(emb), np.fromiter((r.label for r in chunk), np.int64, len(chunk)))
-            t = timer.add("hash+count", t)
-            bar.update(chunk[-1].line - bar.n)
-        bar.update(max(0, (bar.total or 0) - bar.n))  # trailing blank or skipped lines were read too
-        t = timer.add("read", t)  # includes count_lines' pass for the bar's total
-    if stats.records == 0:
-        raise BuildError(f"{opts.train}: no records to count (nothing was written)")
-
-    return _release_and_save(opts, labels, eps, counter.counts, stats, encoder_spec, seed, planes, timer, t,
-                             noise_for_tests, embed_for_benchmarks, bound)
+        yield bar
 
 
 def _release_and_save(opts: BuildOptions, labels: LabelSet, eps: float, counts: np.ndarray, stats: ReadStats,
                       encoder_spec: Any, seed: int, planes: np.ndarray, timer: _Timer, t: float,
                       noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None,
-                      bound: UnitBound | None) -> BuildReport:
+                      bound: UnitBound | None, *, votes_eps: float | None = None, offsets: np.ndarray | None = None,
+                      released_stats: Any = None, basis: Any = None, prior: np.ndarray | None = None,
+                      class_eps: float | None = None) -> BuildReport:
     """Noise once on the dense total, then the bundle: shared by the local and the Ray engine."""
-    release = release_votes(counts, eps, unit=opts.unit_field,
+    release = release_votes(counts, eps if votes_eps is None else votes_eps, unit=opts.unit_field,
                             max_records_per_unit=opts.max_records_per_unit if opts.unit_field else 1,
                             noise_for_tests=noise_for_tests)
     del counts  # the exact counts are not needed past this point (the caller drops its own reference)
     t = timer.add("noise", t)
+    privacy = release.privacy
+    lsh = {"family": "simhash", "tables": opts.tables, "bits": int(planes.shape[1]), "dim": encoder_spec.dim,
+           "seed": seed, "distribution": "gaussian",
+           "bit_rule": "bit h (h = 0..bits-1) is 1 iff <x, r_h> > 0; bucket = sum_h bit_h * 2^h"}
+    format_2: dict[str, Any] = {}
+    if released_stats is not None:
+        privacy = compose_privacy(eps, release.privacy, released_stats.facts, prior is not None)
+        lsh.update(distribution="aligned: gaussian in the span of the noisy centred class directions "
+                                f"plus {opts.public_directions} public directions, through the noisy mean",
+                   bit_rule="bit h (h = 0..bits-1) is 1 iff <x, r_h> > offset_h; bucket = sum_h bit_h * 2^h",
+                   bits_rule="given" if opts.bits else "bits_for(sum of the noisy class counts)")
+        format_2 = dict(
+            offsets=offsets,
+            class_stats=ClassStats(origin=basis.origin, projection=basis.projection,
+                                   sums=released_stats.sums.astype(np.float32),
+                                   counts=released_stats.counts.astype(np.float32)),
+            prior=None if prior is None else np.asarray(prior, np.float32),
+            scoring={**Weights().__dict__, "rule": "see runtime/scoring.py: normalized positive votes + centroid "
+                                                   "softmax + max(1, 1/epsilon) * prior softmax"},
+        )
 
     bundle = Bundle(
         labels=labels.names,
         label_descriptions=labels.descriptions,
-        privacy=release.privacy,
-        lsh={"family": "simhash", "tables": opts.tables, "bits": opts.bits, "dim": encoder_spec.dim,
-             "seed": seed, "distribution": "gaussian",
-             "bit_rule": "bit h (h = 0..bits-1) is 1 iff <x, r_h> > 0; bucket = sum_h bit_h * 2^h"},
+        privacy=privacy,
+        lsh=lsh,
         hyperplanes=planes,
         votes=release.votes,
         encoder=encoder_spec,
@@ -311,9 +431,39 @@ def _release_and_save(opts: BuildOptions, labels: LabelSet, eps: float, counts: 
                   **({} if embed_for_benchmarks is None else {
                       "embeddings": "BENCHMARK STAND-IN: the counts were not made by this encoder; "
                                     "do not classify with this bundle"})},
+        **format_2,
     )
     out = save(bundle, opts.out)
     timer.add("write", t)
-    return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=stats, privacy=release.privacy,
+    return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=stats, privacy=privacy,
                        clipped_cells=release.clipped_cells, seconds=timer.seconds,
                        units=None if bound is None else bound.stats)
+
+
+def compose_privacy(eps: float, votes: dict[str, Any], class_stats: dict[str, Any], has_prior: bool) -> dict[str, Any]:
+    """Privacy facts of a two-release bundle (sequential composition within one epsilon).
+
+    The top-level sensitivity and scale stay those of the vote tables (what 1.x readers
+    check); ``releases`` lists both releases with their shares.
+    """
+    votes_entry = {"statistic": "votes", "epsilon": votes["epsilon"], "mechanism": votes["mechanism"],
+                   "sensitivity_l1": votes["sensitivity_l1"], "noise_scale": votes["noise_scale"]}
+    public = list(votes["public_inputs"])
+    public[1] = ("hyperplanes and offsets: seeded Gaussian directions inside the span of the released noisy class "
+                 "directions (post-processing of the class statistics)")
+    public = [x if not x.startswith("tables and bits") else
+              "tables (fixed) and bits (from the released noisy class counts, or given)" for x in public]
+    public += ["public basis: principal components of the encoder's own vocabulary words and the label "
+               "descriptions (no private record)"]
+    if has_prior:
+        public += ["prior: the label descriptions' embeddings (public text only)"]
+    return {
+        **votes,
+        "epsilon": float(eps),
+        "mechanism": "two discrete Laplace releases, composed sequentially: noisy class statistics, then "
+                     "noisy vote tables (see releases); sensitivity_l1 and noise_scale above are the vote tables'",
+        "composition": "sequential: the releases' epsilons add up to the bundle's epsilon",
+        "releases": [{**class_stats, "max_records_per_unit": votes["max_records_per_unit"]}, votes_entry],
+        "released_statistics": ["class_stats", "votes"],
+        "public_inputs": public,
+    }

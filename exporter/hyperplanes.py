@@ -34,3 +34,39 @@ def draw_hyperplanes(seed: int, tables: int, bits: int, dim: int, distribution: 
     planes = rng.standard_normal((tables, bits, dim))
     planes /= np.linalg.norm(planes, axis=-1, keepdims=True)
     return planes.astype(np.float32)
+
+
+def aligned_hyperplanes(seed: int, tables: int, bits: int, basis: "PublicBasis", sums: np.ndarray,
+                        counts: np.ndarray, public_directions: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Hyperplanes in the span of the noisy centred class directions, through the data's centre.
+
+    Random hyperplanes spend most of their bits on directions unrelated to the labels; these
+    are Gaussian within the subspace spanned by the centred class means (from the released
+    class statistics: post-processing) plus the first ``public_directions`` components of
+    the public basis, mapped back to the embedding space. A record's bit is 1 iff
+    <x, r> > offset, where the offset puts the hyperplane through the released overall mean.
+    Returns (hyperplanes (tables, bits, dim) float32 unit rows, offsets (tables, bits) float32).
+
+    Example:
+        >>> from exporter.public_basis import PublicBasis
+        >>> b = PublicBasis(np.zeros(3, np.float32), np.eye(3, dtype=np.float32)[:2])
+        >>> p, off = aligned_hyperplanes(1, 2, 3, b, np.array([[2.0, 0.0], [0.0, 0.0]]), np.array([1.0, 1.0]))
+        >>> p.shape, off.shape, bool(np.allclose(np.abs(p[..., 0]), 1))
+        ((2, 3, 3), (2, 3), True)
+    """
+    from runtime.centroids import centred_means
+
+    centred, mu = centred_means(sums, counts)
+    k = basis.dim
+    span = np.concatenate([centred, np.eye(k)[:max(0, min(public_directions, k))]], axis=0)
+    q, r = np.linalg.qr(span.T)                          # (k, m) orthonormal columns
+    keep = np.abs(np.diag(r)) > 1e-9 * max(1.0, float(np.abs(r).max(initial=0)))
+    q = q[:, keep] if keep.any() else np.eye(k)[:, :1]
+    rng = np.random.Generator(np.random.PCG64(seed))
+    coef = rng.standard_normal((tables * bits, q.shape[1]))
+    planes = (coef @ q.T) @ basis.projection.astype(np.float64)    # (tables*bits, dim)
+    planes /= np.linalg.norm(planes, axis=1, keepdims=True)
+    centre = basis.origin.astype(np.float64) + mu @ basis.projection.astype(np.float64)
+    offsets = planes @ centre
+    dim = planes.shape[1]
+    return planes.reshape(tables, bits, dim).astype(np.float32), offsets.reshape(tables, bits).astype(np.float32)

@@ -33,13 +33,22 @@ import msgpack
 import numpy as np
 
 from runtime.errors import BundleError
+from runtime.scoring import ClassStats
 
 FORMAT_NAME = "dpedge-bundle"
 # 1.1 added the "tflite" encoder format and the optional encoder.check probe (fields only
 # added, so 1.0 bundles still load; a 1.0 reader refuses a TFLite bundle by its format name).
 # 1.2 added privacy.max_records_per_unit (per-person privacy: sensitivity K*T); a reader that
 # ignores it refuses such a bundle by its sensitivity check, which is the safe outcome.
-FORMAT_VERSION = (1, 2)
+# 2.0 added aligned hashing and blended scoring: lsh.offsets (a hyperplane no longer passes
+# through the origin), class_stats (noisy per-class sums and counts in a public subspace, a
+# second release of the one epsilon), prior (label descriptions' embeddings), scoring (blend
+# weights) and privacy.releases (each released statistic with its share). A 1.x reader
+# would hash such a bundle wrongly, so the major version changed and 1.x readers refuse it.
+# Bundles that use none of these are still written as 1.2.
+FORMAT_VERSION = (2, 0)
+FORMAT_VERSION_PLAIN = (1, 2)
+SUPPORTED_MAJORS = (1, 2)
 CHECKSUM_ALGORITHM = "sha256"
 
 #: Largest file `load` will read; bundles are tens of MB, so anything near this is not one.
@@ -100,6 +109,16 @@ class Bundle:
     votes: np.ndarray
     encoder: Encoder
     exporter: dict[str, Any]
+    #: Format 2 (all optional): hyperplane offsets (tables, bits); the released class
+    #: statistics; the label descriptions' embeddings (classes, dim); the blend's weights.
+    offsets: np.ndarray | None = None
+    class_stats: ClassStats | None = None
+    prior: np.ndarray | None = None
+    scoring: dict[str, Any] | None = None
+
+    @property
+    def uses_format_2(self) -> bool:
+        return any(x is not None for x in (self.offsets, self.class_stats, self.prior, self.scoring))
 
     @property
     def tables(self) -> int:
@@ -149,10 +168,23 @@ def pack(b: Bundle) -> bytes:
         },
         "exporter": b.exporter,
     }
+    if b.offsets is not None:
+        payload["lsh"]["offsets"] = _array(b.offsets, HYPERPLANES_DTYPE)
+    if b.class_stats is not None:
+        cs = b.class_stats
+        payload["class_stats"] = {"origin": _array(cs.origin, HYPERPLANES_DTYPE),
+                                  "projection": _array(cs.projection, HYPERPLANES_DTYPE),
+                                  "sums": _array(cs.sums, HYPERPLANES_DTYPE),
+                                  "counts": _array(cs.counts, HYPERPLANES_DTYPE)}
+    if b.prior is not None:
+        payload["prior"] = {"embeddings": _array(b.prior, HYPERPLANES_DTYPE),
+                            "source": "the label descriptions (public text), embedded by the bundle's encoder"}
+    if b.scoring is not None:
+        payload["scoring"] = b.scoring
     body = msgpack.packb(payload, use_bin_type=True)
     outer = {
         "format": FORMAT_NAME,
-        "version": list(FORMAT_VERSION),
+        "version": list(FORMAT_VERSION if b.uses_format_2 else FORMAT_VERSION_PLAIN),
         "checksum": {"algorithm": CHECKSUM_ALGORITHM, "digest": hashlib.sha256(body).digest()},
         "payload": body,
     }
@@ -387,13 +419,14 @@ def _check_version(version: Any) -> None:
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
         raise BundleError(f"field 'version' must be [major, minor], got {_show(version)}")
     major, minor = version
-    if major > FORMAT_VERSION[0]:
+    readable = " and ".join(f"{m}.x" for m in SUPPORTED_MAJORS)
+    if major > SUPPORTED_MAJORS[-1]:
         raise BundleError(
             f"bundle format version {major}.{minor} is newer than this runtime supports "
-            f"({FORMAT_VERSION[0]}.x); upgrade dpedge to read it"
+            f"({readable}); upgrade dpedge to read it"
         )
-    if major < FORMAT_VERSION[0]:
-        raise BundleError(f"bundle format version {major}.{minor} is not supported (this runtime reads {FORMAT_VERSION[0]}.x)")
+    if major not in SUPPORTED_MAJORS:
+        raise BundleError(f"bundle format version {major}.{minor} is not supported (this runtime reads {readable})")
     # A newer minor version only adds fields; readers ignore fields they do not know.
 
 
@@ -483,6 +516,23 @@ def _validate_payload(p: _Fields) -> Bundle:
             f"in each of {tables} tables{person}"
         )
 
+    offsets = None
+    if "offsets" in lsh.m:
+        offsets = _read_array(lsh.sub("offsets"), HYPERPLANES_DTYPE, 2)
+        if offsets.shape != (tables, bits) or not np.isfinite(offsets).all():
+            raise BundleError(f"field 'lsh.offsets' must be finite with shape {(tables, bits)}, got {offsets.shape}")
+    class_stats = _read_class_stats(p, len(labels), dim) if "class_stats" in p.m else None
+    _check_releases(privacy, eps, class_stats)
+    prior = None
+    if "prior" in p.m:
+        prior = _read_array(p.sub("prior").sub("embeddings"), HYPERPLANES_DTYPE, 2)
+        if prior.shape != (len(labels), dim) or not np.isfinite(prior).all():
+            raise BundleError(f"field 'prior.embeddings' must be finite with shape {(len(labels), dim)}, got {prior.shape}")
+    scoring = p.get("scoring", dict, optional=True)
+    if scoring is not None and not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                       and v >= 0 for v in scoring.values() if not isinstance(v, str)):
+        raise BundleError("field 'scoring' must map names to finite non-negative numbers")
+
     enc = p.sub("encoder")
     fmt = enc.get("format", str)
     if fmt not in ENCODER_FORMATS:
@@ -520,4 +570,45 @@ def _validate_payload(p: _Fields) -> Bundle:
         votes=votes,
         encoder=encoder,
         exporter=p.get("exporter", dict),
+        offsets=offsets,
+        class_stats=class_stats,
+        prior=prior,
+        scoring=scoring,
     )
+
+
+def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
+    cs = p.sub("class_stats")
+    projection = _read_array(cs.sub("projection"), HYPERPLANES_DTYPE, 2)
+    k = projection.shape[0]
+    shapes = {"origin": (dim,), "projection": (k, dim), "sums": (classes, k), "counts": (classes,)}
+    arrays = {"projection": projection}
+    for name, shape in shapes.items():
+        a = arrays.get(name)
+        if a is None:
+            a = _read_array(cs.sub(name), HYPERPLANES_DTYPE, len(shape))
+        if a.shape != shape or not 1 <= k <= dim or not np.isfinite(a).all():
+            raise BundleError(f"field 'class_stats.{name}' must be finite with shape {shape}, got {a.shape}")
+        arrays[name] = a
+    return ClassStats(**arrays)
+
+
+def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None) -> None:
+    """Format 2: each released statistic with its share; the shares add up to the epsilon."""
+    releases = privacy.get("releases", list, optional=class_stats is None)
+    if releases is None:
+        return
+    names, total = [], 0.0
+    for i, r in enumerate(releases):
+        f = _Fields(r, f"privacy.releases[{i}]")
+        names.append(f.get("statistic", str))
+        share = f.get("epsilon", (float, int))
+        f.get("sensitivity_l1", int)
+        f.get("mechanism", str)
+        if not (share > 0 and math.isfinite(share)):
+            raise BundleError(f"field 'privacy.releases[{i}].epsilon' must be positive, got {share}")
+        total += float(share)
+    if "votes" not in names or (class_stats is not None and "class_stats" not in names):
+        raise BundleError(f"field 'privacy.releases' must list every released statistic, got {names}")
+    if total > eps * (1 + 1e-9):
+        raise BundleError(f"the releases spend epsilon {total}, more than the bundle's epsilon {eps}")

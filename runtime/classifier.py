@@ -76,7 +76,7 @@ class Classifier:
     """
 
     def __init__(self, b: Bundle, *, backend: str = "auto", threads: int | None = None, workers: int = 1,
-                 path: Path | None = None):
+                 path: Path | None = None, score: str = "blend"):
         self.bundle = b
         self.path = path
         self.labels = b.labels
@@ -87,20 +87,24 @@ class Classifier:
         self.check_cosine: float | None = None
         if b.encoder.check_text is not None:
             self.check_cosine = self.encoder.verify(self.tokenizer.encode([b.encoder.check_text])[0])
-        self.scorer = Scorer(b.hyperplanes, b.votes)
+        try:
+            self.scorer = Scorer.from_bundle(b, mode=score)
+        except ValueError as exc:  # e.g. --score centroids on a bundle without class statistics
+            raise InputError(str(exc)) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
-             workers: int = 1) -> "Classifier":
+             workers: int = 1, score: str = "blend") -> "Classifier":
         """Read, validate and prepare a bundle (raises BundleError if it is unusable).
 
         ``backend``: "auto" (the first installed engine for the bundle's encoder format) or
         a name from runtime.encoder.BACKENDS; ``threads``: the engine's threads per text
         (None: all cores); ``workers``: texts embedded at once in `predict` (results are
-        identical either way).
+        identical either way); ``score``: "blend" (the bundle's default) or one component
+        alone, "votes", "centroids" or "prior" (runtime.scoring.MODES).
         """
         p = Path(path)
-        return cls(bundle_format.load(p), backend=backend, threads=threads, workers=workers, path=p)
+        return cls(bundle_format.load(p), backend=backend, threads=threads, workers=workers, path=p, score=score)
 
     @property
     def privacy(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.encoder import BACKEND_CHOICES, choose_backend
+from runtime.scoring import MODES
 from runtime.errors import BundleError, InputError
 
 
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                     help="inference engine (default auto: onnxruntime for ONNX bundles, LiteRT then "
                          "tflite-runtime for TFLite bundles, whichever is installed)")
+    ap.add_argument("--score", choices=MODES, default="blend",
+                    help="blend (default: votes, centroids and label-description prior, as the bundle says) "
+                         "or one component alone")
     ap.add_argument("--info", action="store_true", help="show labels, privacy facts and sizes, then exit")
     return ap
 
@@ -110,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
                 info["backend"] = f"none ({exc})"
             print(json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info))
             return 0
-        clf = Classifier.load(path, backend=args.backend, threads=args.threads)
+        clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score)
+    except InputError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     except BundleError as exc:
         hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
         sys.stderr.write(f"error: {exc}{hint}\n")

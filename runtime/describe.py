@@ -51,12 +51,21 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
             "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
         },
         "exporter": _plain(b.exporter),
+        "scoring": _plain(b.scoring) if b.scoring else None,
+        "components": [name for name, present in (("votes", True), ("centroids", b.class_stats is not None),
+                                                  ("prior", b.prior is not None)) if present],
         "sizes_bytes": sizes,
     }
 
 
 def privacy_summary(privacy: dict[str, Any]) -> str:
     """One line: the guarantee in the bundle's own words."""
+    releases = privacy.get("releases")
+    if isinstance(releases, list) and releases and all(isinstance(r, dict) for r in releases):
+        parts = ", ".join(f"{r.get('statistic', '?')} eps {float(r.get('epsilon', 0)):g} "
+                          f"(scale {float(r.get('noise_scale', 0)):g})" for r in releases)
+        return (f"epsilon = {privacy['epsilon']:g}, delta = {privacy['delta']:g} (pure DP) per "
+                f"{privacy['privacy_unit']}, spent on {parts}; discrete Laplace noise")
     return (
         f"epsilon = {privacy['epsilon']:g}, delta = {privacy['delta']:g} (pure DP) per "
         f"{privacy['privacy_unit']}; discrete Laplace noise, scale {privacy['noise_scale']:g}, on every cell"
@@ -87,6 +96,15 @@ def format_info(info: dict[str, Any]) -> str:
         if key in p:
             value = ", ".join(map(str, p[key])) if isinstance(p[key], list) else p[key]
             lines.append(f"  {key:<21} {value}")
+    for i, r in enumerate(p.get("releases") or []):
+        if isinstance(r, dict):
+            lines.append(f"  release {i + 1}             {r.get('statistic', '?')}: epsilon {r.get('epsilon', '?')}, "
+                         f"L1 sensitivity {r.get('sensitivity_l1', '?')}, noise scale {r.get('noise_scale', '?')}"
+                         + (f", clip L1 {r['clip_l1']} in a {r.get('dim', '?')}-d public subspace" if "clip_l1" in r else "")
+                         + f"; {r.get('mechanism', '?')}")
+    if info.get("scoring"):
+        sc = info["scoring"]
+        lines.append("scoring     blend: " + ", ".join(f"{k} {v}" for k, v in sc.items() if k != "rule"))
     lines.append(f"hashing     SimHash, {lsh['tables']} tables x {lsh['bits']} bits, "
                  f"{lsh.get('distribution', '?')} hyperplanes, seed {lsh.get('seed', '?')}")
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "

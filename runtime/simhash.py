@@ -5,6 +5,9 @@ hyperplane h = 0..H-1 (the paper's h = 1..H), bit b_h = 1 iff <x, r_{t,h}> > 0, 
 bucket id is sum_h b_h * 2**h. Hyperplane 0 is the least significant bit. A dot product of
 exactly 0 gives bit 0 (the paper's Algorithm 1 uses a strict '>').
 
+Format 2 bundles may add an offset per hyperplane (aligned hashing puts the hyperplanes
+through the data's centre): bit b_h = 1 iff <x, r_{t,h}> > o_{t,h}; without offsets o = 0.
+
 Dot products are taken in float64 from the stored float32 values, so that an independent
 implementation summing in another order agrees on the sign except for projections within
 about 1e-12 of zero.
@@ -24,10 +27,14 @@ class SimHasher:
         array([[1]])
     """
 
-    def __init__(self, hyperplanes: np.ndarray):
+    def __init__(self, hyperplanes: np.ndarray, offsets: np.ndarray | None = None):
         if hyperplanes.ndim != 3:
             raise ValueError(f"hyperplanes must be (tables, bits, dim), got shape {hyperplanes.shape}")
         self.tables, self.bits, self.dim = hyperplanes.shape
+        if offsets is not None and offsets.shape != (self.tables, self.bits):
+            raise ValueError(f"offsets must be {(self.tables, self.bits)}, got shape {offsets.shape}")
+        self._offsets = (np.zeros(self.tables * self.bits) if offsets is None
+                         else offsets.astype(np.float64).reshape(-1))
         # (dim, tables*bits), float64, prepared once so the per-query cost is one matmul.
         self._planes = np.ascontiguousarray(
             hyperplanes.astype(np.float64).reshape(self.tables * self.bits, self.dim).T
@@ -39,5 +46,5 @@ class SimHasher:
         x = np.asarray(embeddings, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"embeddings must be (n, {self.dim}), got shape {x.shape}")
-        bits = (x @ self._planes > 0).reshape(len(x), self.tables, self.bits)
+        bits = (x @ self._planes > self._offsets).reshape(len(x), self.tables, self.bits)
         return bits.astype(np.int64) @ self._weights

@@ -45,11 +45,13 @@ def test_shard_reader_matches_read_records(tmp_path):
     assert texts == [r.text for r in ref] and classes == [r.label for r in ref]
 
 
-def test_ray_counts_equal_local_counts(local_ray, exported_encoder, exact_bundle, tmp_path, monkeypatch):
+def test_ray_counts_equal_local_counts(local_ray, exported_encoder, tmp_path, monkeypatch):
     monkeypatch.setattr(ray_engine, "DEFAULT_LINES_PER_SHARD", 100)  # 6 shards over 2 actors
     assert len(ray_engine.plan_shards(DATA / "train.jsonl", 100)) == 6
     out = tmp_path / "ray.dpedge"
-    report = build(build_options(out, engine="ray"), noise_for_tests=ConstantNoise(0))
+    report = build(build_options(out, engine="ray", hashing="random"), noise_for_tests=ConstantNoise(0))
+    exact_bundle = tmp_path / "local.dpedge"
+    build(build_options(exact_bundle, hashing="random"), noise_for_tests=ConstantNoise(0))
     ray_b, local_b = bundle_format.load(out), bundle_format.load(exact_bundle)
     assert report.stats.records == 560
     assert np.array_equal(ray_b.votes, local_b.votes)
@@ -64,7 +66,7 @@ def test_malformed_line_names_file_and_line(local_ray, exported_encoder, tmp_pat
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(DatasetError) as ray_err:
-        build(build_options(tmp_path / "b.dpedge", train=bad, engine="ray"), noise_for_tests=ConstantNoise(0))
+        build(build_options(tmp_path / "b.dpedge", train=bad, engine="ray", hashing="random"), noise_for_tests=ConstantNoise(0))
     with pytest.raises(DatasetError) as local_err:
         list(read_records(bad, read_labels(DATA / "labels.txt")))
     assert str(ray_err.value) == str(local_err.value)
@@ -77,7 +79,7 @@ def test_cli_engine_ray(local_ray, exported_encoder, tmp_path, capsys):
 
     out = tmp_path / "cli.dpedge"
     rc = main(["build", "--train", str(DATA / "train.jsonl"), "--labels", str(DATA / "labels.txt"),
-               "--epsilon", "8", "--bits", "4", "--out", str(out), "--quiet", "--engine", "ray",
+               "--epsilon", "8", "--bits", "4", "--out", str(out), "--quiet", "--engine", "ray", "--hashing", "random",
                "--models-dir", str(DATA.parents[1] / "models")])
     assert rc == 0, capsys.readouterr().err
     assert "records counted: 560" in capsys.readouterr().out
@@ -86,9 +88,12 @@ def test_cli_engine_ray(local_ray, exported_encoder, tmp_path, capsys):
 
 def test_ray_refuses_unit_column_and_csv(tmp_path):
     with pytest.raises(BuildError, match="--unit-column"):
-        build(build_options(tmp_path / "u.dpedge", engine="ray", unit_field="user", max_records_per_unit=2))
+        build(build_options(tmp_path / "u.dpedge", engine="ray", hashing="random", unit_field="user",
+                                   max_records_per_unit=2))
     with pytest.raises(BuildError, match="JSONL only"):
-        build(build_options(tmp_path / "c.dpedge", engine="ray", fmt="csv"))
+        build(build_options(tmp_path / "c.dpedge", engine="ray", hashing="random", fmt="csv"))
+    with pytest.raises(BuildError, match="--hashing random"):
+        build(build_options(tmp_path / "a.dpedge", engine="ray"))
 
 
 def test_ray_not_installed_is_a_clear_error(tmp_path, monkeypatch):
@@ -101,4 +106,4 @@ def test_ray_not_installed_is_a_clear_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(BuildError, match=r"pip install 'dpedge\[ray\]'"):
-        build(build_options(tmp_path / "n.dpedge", engine="ray"))
+        build(build_options(tmp_path / "n.dpedge", engine="ray", hashing="random"))

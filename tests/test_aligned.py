@@ -1,0 +1,209 @@
+"""Aligned hashing and blended scoring (bundle format 2): the class-statistics release, its
+clipping and sensitivity, the aligned hyperplanes, the format's new fields, and the scorer."""
+
+from __future__ import annotations
+
+import json
+
+import msgpack
+import numpy as np
+import pytest
+
+from conftest import DATA, build_options
+from exporter.build import build, bits_for
+from exporter.class_stats import QUANTUM, ClassStatsCounter, clip_and_quantize, release_class_stats
+from exporter.dataset import read_labels, read_records
+from exporter.hyperplanes import aligned_hyperplanes
+from exporter.public_basis import PublicBasis, public_texts
+from noise_hooks import ConstantNoise, OverspendingNoise
+from runtime import BundleError, Classifier
+from runtime import bundle as fmt
+from runtime.centroids import centred_means
+from runtime.errors import InputError
+from runtime.scoring import ClassStats, Scorer, Weights
+from test_bundle_format import load_bytes, rewrite
+
+RNG = np.random.default_rng(5)  # test data only; never noise
+
+
+def _basis(dim: int = 12, k: int = 5) -> PublicBasis:
+    q, _ = np.linalg.qr(RNG.standard_normal((dim, k)))
+    return PublicBasis(RNG.standard_normal(dim).astype(np.float32) * 0.1, q.T.astype(np.float32))
+
+
+# --------------------------------------------------------------------------- clipping and sensitivity
+
+
+def test_clip_bounds_every_row_and_keeps_small_rows():
+    z = RNG.standard_normal((500, 7)) * RNG.choice([0.01, 1, 1e6], size=(500, 1))
+    q = clip_and_quantize(z, 2.5)
+    assert (np.abs(q).sum(axis=1) <= QUANTUM * 2.5).all()
+    small = np.abs(z).sum(axis=1) < 2.5
+    assert np.array_equal(q[small], np.trunc(z[small] * QUANTUM).astype(np.int64))
+
+
+def test_one_record_moves_the_release_by_at_most_its_sensitivity():
+    """The L1 distance between the exact statistics of neighbouring datasets (one record added,
+    however extreme) never exceeds the sensitivity the noise is scaled to."""
+    basis = _basis()
+    x = RNG.standard_normal((40, 12))
+    y = RNG.integers(0, 3, 40)
+    a = ClassStatsCounter(basis, 3, clip_l1=1.5)
+    a.add(x, y)
+    hook = ConstantNoise(0)
+    base = release_class_stats(a, 1.0, noise_for_tests=hook)
+    sensitivity = base.facts["sensitivity_l1"]
+    assert sensitivity == QUANTUM * 1.5 + QUANTUM
+    for extreme in (np.full(12, 1e9), -np.full(12, 1e9), np.zeros(12), RNG.standard_normal(12)):
+        b = ClassStatsCounter(basis, 3, clip_l1=1.5)
+        b.add(np.vstack([x, extreme]), np.append(y, 2))
+        after = release_class_stats(b, 1.0, noise_for_tests=hook)
+        moved = QUANTUM * (np.abs(after.sums - base.sums).sum() + np.abs(after.counts - base.counts).sum())
+        assert moved <= sensitivity + 1e-6
+
+
+def test_release_scale_counts_the_person_bound_and_refuses_overspending():
+    c = ClassStatsCounter(_basis(), 2, clip_l1=3.0)
+    c.add(RNG.standard_normal((10, 12)), RNG.integers(0, 2, 10))
+    r = release_class_stats(c, 0.5, max_records_per_unit=4, noise_for_tests=ConstantNoise(0))
+    assert r.facts["sensitivity_l1"] == 4 * (300 + QUANTUM)
+    assert r.facts["noise_scale"] == pytest.approx(4 * 400 / 0.5)
+    assert np.allclose(r.sums, c.sums / QUANTUM) and np.allclose(r.counts, c.counts)
+    with pytest.raises(RuntimeError, match="more than the share"):
+        release_class_stats(c, 0.5, noise_for_tests=OverspendingNoise(0))
+
+
+def test_real_release_is_noisy_and_centred_on_the_exact_values():
+    c = ClassStatsCounter(_basis(), 2, clip_l1=1.0)
+    c.add(RNG.standard_normal((50, 12)), RNG.integers(0, 2, 50))
+    draws = np.array([release_class_stats(c, 4.0).counts for _ in range(200)])
+    assert draws.std() > 0  # real OpenDP noise, scale 200/4 grid steps = 0.5 records
+    assert abs(draws.mean(axis=0) - c.counts).max() < 0.3
+
+
+# --------------------------------------------------------------------------- aligned hyperplanes
+
+
+def test_aligned_hyperplanes_lie_in_the_class_span_and_pass_through_the_mean():
+    basis = _basis()
+    sums, counts = RNG.standard_normal((3, 5)) * 10, np.array([10.0, 20.0, 5.0])
+    planes, offsets = aligned_hyperplanes(9, 4, 3, basis, sums, counts)
+    centred, mu = centred_means(sums, counts)
+    span = centred @ basis.projection.astype(np.float64)          # (3, dim) in embedding space
+    q, _ = np.linalg.qr(span.T)
+    flat = planes.reshape(-1, 12).astype(np.float64)
+    assert np.allclose(np.linalg.norm(flat, axis=1), 1, atol=1e-6)
+    assert np.allclose(flat - (flat @ q) @ q.T, 0, atol=1e-5)        # no component outside the span
+    centre = basis.origin + mu @ basis.projection
+    assert np.allclose(offsets.reshape(-1), flat @ centre, atol=1e-5)
+    again, _ = aligned_hyperplanes(9, 4, 3, basis, sums, counts)
+    assert np.array_equal(planes, again)
+
+
+def test_bits_follow_the_noisy_count_only():
+    assert [bits_for(n) for n in (-5.0, 900, 3200, 25600, 1e9)] == [4, 4, 5, 8, 8]
+
+
+def test_public_texts_are_vocabulary_and_descriptions_only(exported_encoder):
+    tok = (exported_encoder.directory / "tokenizer.json").read_text(encoding="utf-8")
+    texts = public_texts(tok, ["a public description"], words=50)
+    assert texts[-1] == "a public description" and len(texts) == 51
+    assert all(t.isalpha() and t.islower() for t in texts[:-1])
+
+
+# --------------------------------------------------------------------------- the built bundle
+
+
+def test_default_build_is_format_2_with_exact_statistics_under_the_hook(exact_bundle, exported_encoder):
+    raw = msgpack.unpackb(exact_bundle.read_bytes(), raw=False)
+    assert raw["version"] == [2, 0]
+    b = fmt.load(exact_bundle)
+    labels = read_labels(DATA / "labels.txt")
+    records = list(read_records(DATA / "train.jsonl", labels))
+    assert b.votes.sum() == len(records) * b.tables          # every record once per table
+    assert b.class_stats is not None and b.prior is not None and b.offsets is not None
+    assert np.allclose(b.class_stats.counts, np.bincount([r.label for r in records], minlength=len(labels)))
+    shares = {r["statistic"]: r["epsilon"] for r in b.privacy["releases"]}
+    assert shares["class_stats"] == pytest.approx(0.8 * 8) and sum(shares.values()) == pytest.approx(8)
+    assert b.privacy["sensitivity_l1"] == b.tables
+    assert b.lsh["bits"] == bits_for(len(records))
+
+
+def test_random_hashing_still_writes_format_1_2(exported_encoder, tmp_path):
+    out = tmp_path / "r.dpedge"
+    build(build_options(out, hashing="random", bits=5), noise_for_tests=ConstantNoise(0))
+    assert msgpack.unpackb(out.read_bytes(), raw=False)["version"] == [1, 2]
+    b = fmt.load(out)
+    assert b.offsets is None and b.class_stats is None and "releases" not in b.privacy
+    assert Scorer.from_bundle(b).plain_votes
+
+
+def test_classify_cli_shows_releases_and_scores_components(dp_bundle, capsys):
+    from runtime.classify import main
+
+    assert main(["--bundle", str(dp_bundle), "--info"]) == 0
+    out = capsys.readouterr().out
+    assert "release 1             class_stats: epsilon 6.4" in out and "release 2             votes" in out
+    for mode in ("blend", "votes", "centroids", "prior"):
+        assert main(["--bundle", str(dp_bundle), "--json", "--score", mode, "wake me up at seven"]) == 0
+        row = json.loads(capsys.readouterr().out)
+        assert row["label"] == max(row["scores"], key=row["scores"].get)
+
+
+def test_blend_is_better_than_chance_and_agrees_with_its_parts(dp_bundle):
+    clf = Classifier.load(dp_bundle, threads=1)
+    texts = [json.loads(line)["text"] for line in (DATA / "test.jsonl").read_text().splitlines()]
+    gold = [json.loads(line)["label"] for line in (DATA / "test.jsonl").read_text().splitlines()]
+    acc = np.mean([p.label == g for p, g in zip(clf.predict(texts), gold)])
+    assert acc > 0.6, acc
+    x = clf.embed(texts[:20])
+    parts = {m: Scorer.from_bundle(clf.bundle, m).scores(x) for m in ("votes", "centroids", "prior")}
+    w, s = Weights(), Scorer.from_bundle(clf.bundle)
+    pos = np.maximum(clf.bundle.votes[np.arange(clf.bundle.tables)[None, :], s.hasher.buckets(x)], 0).sum(axis=1)
+    expected = pos / pos.sum(axis=1, keepdims=True) + w.centroids * parts["centroids"] + w.prior * parts["prior"]
+    assert np.allclose(s.scores(x), expected)  # epsilon 8 >= 1: the prior is not boosted
+
+
+# --------------------------------------------------------------------------- format 2 validation
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda p: p["lsh"].__setitem__("offsets", {"dtype": "<f4", "shape": [1, 1], "data": b"\0" * 4}), "lsh.offsets"),
+    (lambda p: p["class_stats"]["sums"].__setitem__("shape", [1, 1]), "class_stats.sums"),
+    (lambda p: p["privacy"].pop("releases"), "privacy.releases"),
+    (lambda p: p["privacy"]["releases"][0].__setitem__("epsilon", 100.0), "more than the bundle's epsilon"),
+    (lambda p: p["privacy"]["releases"].pop(0), "every released statistic"),
+    (lambda p: p["scoring"].__setitem__("votes", -1.0), "scoring"),
+    (lambda p: p["prior"]["embeddings"].__setitem__("shape", [1, 384]), "prior.embeddings"),
+])
+def test_invalid_format_2_fields(dp_bundle, tmp_path, mutate, message):
+    with pytest.raises(BundleError, match=message.replace(".", r"\.")):
+        load_bytes(tmp_path, rewrite(dp_bundle.read_bytes(), mutate_payload=mutate))
+
+
+def test_a_3_0_bundle_is_refused_as_newer(dp_bundle, tmp_path):
+    blob = rewrite(dp_bundle.read_bytes(), mutate_outer=lambda o: o.__setitem__("version", [3, 0]))
+    with pytest.raises(BundleError, match="newer than this runtime supports"):
+        load_bytes(tmp_path, blob)
+
+
+def test_component_without_its_statistics_is_a_clear_error(exported_encoder, tmp_path):
+    out = tmp_path / "r.dpedge"
+    build(build_options(out, hashing="random", bits=4), noise_for_tests=ConstantNoise(0))
+    with pytest.raises(InputError, match="no class statistics"):
+        Classifier.load(out, score="centroids")
+
+
+def test_scorer_blend_on_a_hand_example():
+    planes = np.array([[[1.0, 0.0]]], np.float32)                       # 1 table, 1 bit
+    votes = np.array([[[5, -3], [1, 3]]], np.int16)                      # bucket 0: 5/-3, bucket 1: 1/3
+    cs = ClassStats(np.zeros(2, np.float32), np.eye(2, dtype=np.float32),
+                    np.array([[2.0, 0.0], [0.0, 2.0]], np.float32), np.array([2.0, 2.0], np.float32))
+    s = Scorer(planes, votes, offsets=np.array([[0.5]], np.float32), class_stats=cs,
+               prior=np.array([[1.0, 0.0], [0.0, 1.0]], np.float32), epsilon=0.5)
+    x = np.array([[0.6, 0.8]])                                           # bit 1 (0.6 > 0.5): votes 1/3
+    z = np.array([0.6 - 0.5, 0.8 - 0.5]); z /= np.linalg.norm(z)
+    dirs = np.array([[0.5, -0.5], [-0.5, 0.5]]) / np.sqrt(0.5)
+    soft = lambda v, t: np.exp(v / t) / np.exp(v / t).sum()              # noqa: E731
+    expected = np.array([1, 3]) / 4 + soft(dirs @ z, 0.05) + 2.0 * soft(np.array([0.6, 0.8]), 0.05)
+    assert np.allclose(s.scores(x)[0], expected)
