@@ -1,14 +1,24 @@
-"""Accuracy under privacy: the real release and the real runtime scoring on real datasets.
+"""Accuracy under privacy: the real releases and the real runtime scoring on real datasets.
 
     python benchmarks/accuracy.py --data ../shared/data/trec ../shared/data/agnews \\
-        [--epsilons 1,8,inf] [--grid 6x32,8x16] [--seeds 3] [--out results.json]
+        ../shared/data/cr ../shared/data/sst2 [--epsilons 0.1,1,3,5,8] [--seeds 3] \\
+        [--out results.json] [--plot acc.png]
 
-For each dataset, hashing setting (bits x tables), epsilon and seed it draws hyperplanes,
-counts the training embeddings (exporter.counting), releases them with OpenDP noise
-(exporter.release) and scores the test set with the runtime's SimHasher and vote_sums: the code paths a
-bundle goes through, minus packing the encoder. Prints accuracy (mean +- std over seeds),
-the non-private exact cosine kNN (k=10) with the same encoder, and the share of test queries
-whose bucket holds no training record (a diagnostic from exact counts; never released).
+Each dataset is embedded once with the int8 encoder a bundle ships (cached under
+.cache/embeddings). Then, for each epsilon and seed, the exporter's own functions release the
+statistics (OpenDP noise) and the runtime's `Scorer` scores the test set:
+
+- ``blend``      the default bundle: aligned hashing + class centroids + public prior
+- ``votes``      the same release, vote tables alone (Algorithm 2 on aligned hashing)
+- ``centroids``  the same release, noisy class centroids alone
+- ``random``     random hyperplanes, Algorithm 2, H=6, T=32 (`--hashing random`), full epsilon
+- ``paper``      the paper's exact setting: random hyperplanes, H=24, T=4, Algorithm 2
+- ``prior``      the zero-shot prior alone (label descriptions; no data, no epsilon)
+
+and the reference, ``kNN10``: non-private exact cosine kNN (k = 10) with the same encoder.
+It prints one Table-2-style table (accuracy mean ± std over seeds per dataset, and the
+average drop against kNN10), writes JSON with every run, and a PNG of accuracy against
+epsilon.
 """
 
 from __future__ import annotations
@@ -24,66 +34,184 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder, knn_accuracy  # noqa: E402
 
+from exporter.build import DEFAULT_CLASS_SHARE, bits_for  # noqa: E402
+from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats  # noqa: E402
 from exporter.counting import VoteCounter  # noqa: E402
-from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
+from exporter.hyperplanes import aligned_hyperplanes, draw_hyperplanes  # noqa: E402
+from exporter.public_basis import DEFAULT_DIM, PublicBasis, fit_public_basis, public_texts  # noqa: E402
 from exporter.release import release_votes  # noqa: E402
-from runtime.scoring import vote_sums  # noqa: E402
+from runtime.scoring import ClassStats, Scorer  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
+METHODS = ("blend", "votes", "centroids", "random", "paper", "prior")
 
-def run_setting(ds: Dataset, bits: int, tables: int, epsilon: float, seed: int) -> tuple[float, float]:
-    """(accuracy, empty-bucket rate) for one release."""
-    planes = draw_hyperplanes(seed, tables, bits, ds.train.embeddings.shape[1])
-    hasher = SimHasher(planes)
+
+def _accuracy(scorer: Scorer, ds: Dataset) -> float:
+    return float((scorer.scores(ds.test.embeddings).argmax(axis=1) == ds.test.labels).mean())
+
+
+def _counts(planes: np.ndarray, offsets: np.ndarray | None, ds: Dataset) -> np.ndarray:
+    tables, bits, _ = planes.shape
     counter = VoteCounter(tables, bits, len(ds.labels))
-    counter.add(hasher.buckets(ds.train.embeddings), ds.train.labels)
-    test_codes = hasher.buckets(ds.test.embeddings)
-    occupied = counter.counts.sum(axis=2) > 0
-    empty_rate = float(1 - occupied[np.arange(tables)[None, :], test_codes].mean())
-    # eps = inf: the exact counts, a non-private reference for what hashing alone loses.
-    votes = counter.counts if np.isinf(epsilon) else release_votes(counter.counts, epsilon).votes
-    scores = vote_sums(test_codes, votes)  # runtime.scoring.Scorer = SimHasher + vote_sums
-    return float((scores.argmax(axis=1) == ds.test.labels).mean()), empty_rate
+    counter.add(SimHasher(planes, offsets).buckets(ds.train.embeddings), ds.train.labels)
+    return counter.counts
+
+
+def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int) -> float:
+    """Algorithm 2 on random hyperplanes with the whole epsilon (format 1.2 bundles)."""
+    planes = draw_hyperplanes(seed, tables, bits, ds.train.embeddings.shape[1])
+    if bits <= 12:
+        votes = release_votes(_counts(planes, None, ds), eps).votes
+        return _accuracy(Scorer(planes, votes), ds)
+    # The paper's H = 24 has 2^24 buckets per table: noising all 4 x 16.7M x C cells with the
+    # exact sampler takes many minutes and gigabytes. Only the cells the test queries read can
+    # change a prediction, and noise is independent per cell, so those cells alone get OpenDP
+    # noise of the same scale: the same accuracy distribution as the full release.
+    hasher = SimHasher(planes)
+    train, test = hasher.buckets(ds.train.embeddings), hasher.buckets(ds.test.embeddings)
+    classes = len(ds.labels)
+    cells = {}
+    for t in range(tables):
+        for b in np.unique(test[:, t]):
+            cells[(t, int(b))] = len(cells)
+    exact = np.zeros((len(cells), classes), np.int32)
+    for t in range(tables):
+        for b, y in zip(train[:, t], ds.train.labels):
+            i = cells.get((t, int(b)))
+            if i is not None:
+                exact[i, y] += 1
+    noisy = release_votes(exact[None], eps / tables).votes[0]  # one "table" here: eps/T gives scale T/eps
+    index = np.array([[cells[(t, int(b))] for t, b in enumerate(row)] for row in test])
+    scores = noisy[index].sum(axis=1, dtype=np.int64)
+    return float((scores.argmax(axis=1) == ds.test.labels).mean())
+
+
+def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, eps: float, seed: int,
+                    args: argparse.Namespace) -> dict[str, float]:
+    """One default-bundle release (class statistics, then aligned vote tables), scored three ways."""
+    counter = ClassStatsCounter(basis, len(ds.labels), args.clip_l1)
+    counter.add(ds.train.embeddings, ds.train.labels)
+    stats = release_class_stats(counter, eps * args.class_share)
+    bits = args.bits or bits_for(float(stats.counts.sum()))
+    planes, offsets = aligned_hyperplanes(seed, args.tables, bits, basis, stats.sums, stats.counts,
+                                          args.public_directions)
+    votes = release_votes(_counts(planes, offsets, ds), eps * (1 - args.class_share)).votes
+    cs = ClassStats(basis.origin, basis.projection, stats.sums.astype(np.float32), stats.counts.astype(np.float32))
+    out = {}
+    for mode in ("blend", "votes", "centroids"):
+        out[mode] = _accuracy(Scorer(planes, votes, offsets=offsets, class_stats=cs, prior=prior, epsilon=eps,
+                                     mode=mode), ds)
+    out["bits"] = bits
+    return out
+
+
+def _fmt(runs: list[float]) -> str:
+    return f"{100 * np.mean(runs):5.1f} ± {100 * np.std(runs):3.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", nargs="+", type=Path, required=True, help="dataset folders (train/test.jsonl, labels.txt)")
-    ap.add_argument("--epsilons", default="1,8")
-    ap.add_argument("--grid", default="6x32", help="comma-separated BITSxTABLES settings")
+    ap.add_argument("--data", nargs="+", type=Path, required=True, help="dataset folders (train/test.jsonl, labels)")
+    ap.add_argument("--epsilons", default="0.1,1,3,5,8")
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=None, help="write results as JSON")
+    ap.add_argument("--out", type=Path, default=None, help="write every run as JSON")
+    ap.add_argument("--plot", type=Path, default=None, help="write a PNG of accuracy against epsilon")
+    ap.add_argument("--class-share", type=float, default=DEFAULT_CLASS_SHARE)
+    ap.add_argument("--basis-dim", type=int, default=DEFAULT_DIM)
+    ap.add_argument("--clip-l1", type=float, default=DEFAULT_CLIP_L1)
+    ap.add_argument("--public-directions", type=int, default=0)
+    ap.add_argument("--tables", type=int, default=32)
+    ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
+    ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))
     args = ap.parse_args(argv)
     epsilons = [float(e) for e in args.epsilons.split(",")]
-    grid = [tuple(int(x) for x in g.split("x")) for g in args.grid.split(",")]
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        ap.error(f"unknown methods {sorted(unknown)}")
 
     embedder = Embedder()
-    results = []
-    print(f"{'dataset':<8} {'kNN10':>6} {'HxT':>7} {'empty':>6} " + " ".join(f"{'eps=' + format(e, 'g'):>13}" for e in epsilons))
+    embed_texts = lambda texts: embedder.encoder.embed(embedder.tokenizer.encode(texts))  # noqa: E731
+    tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")
+    results: dict[str, dict] = {}
     for folder in args.data:
         t0 = time.perf_counter()
         ds = embedder.dataset(folder)
-        knn = knn_accuracy(ds.train, ds.test)
-        for bits, tables in grid:
-            row = {"dataset": ds.name, "bits": bits, "tables": tables, "knn10": knn, "acc": {}}
-            cells = []
-            empty = []
-            for eps in epsilons:
-                accs = []
-                for seed in range(args.seeds):
-                    acc, e = run_setting(ds, bits, tables, eps, seed)
-                    accs.append(acc)
-                    empty.append(e)
-                row["acc"][str(eps)] = {"mean": float(np.mean(accs)), "std": float(np.std(accs)), "runs": accs}
-                cells.append(f"{100 * np.mean(accs):6.1f} ±{100 * np.std(accs):4.1f}")
-            row["empty_bucket_rate"] = float(np.mean(empty))
-            results.append(row)
-            print(f"{ds.name:<8} {100 * knn:6.1f} {f'{bits}x{tables}':>7} {100 * row['empty_bucket_rate']:5.1f}% "
-                  + " ".join(f"{c:>13}" for c in cells), flush=True)
-        print(f"  ({ds.name}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        descriptions = ds.labels.descriptions
+        prior = None if descriptions is None else embed_texts(list(descriptions))
+        basis = fit_public_basis(embed_texts, public_texts(tokenizer_json, descriptions), args.basis_dim)
+        r: dict = {"knn10": knn_accuracy(ds.train, ds.test), "train": len(ds.train.labels),
+                   "classes": len(ds.labels), "runs": {m: {} for m in methods}}
+        if "prior" in methods and prior is not None:
+            acc = _accuracy(Scorer(np.zeros((1, 1, prior.shape[1]), np.float32), np.zeros((1, 2, len(ds.labels)), np.int16),
+                                   prior=prior, mode="prior"), ds)
+            r["runs"]["prior"] = {str(e): [acc] for e in epsilons}
+        for eps in epsilons:
+            for m in ("blend", "votes", "centroids", "random", "paper"):
+                if m in methods:
+                    r["runs"][m][str(eps)] = []
+            for seed in range(args.seeds):
+                if {"blend", "votes", "centroids"} & set(methods):
+                    a = aligned_release(ds, basis, prior, eps, seed, args)
+                    r["bits"] = a["bits"]
+                    for m in ("blend", "votes", "centroids"):
+                        if m in methods:
+                            r["runs"][m][str(eps)].append(a[m])
+                if "random" in methods:
+                    r["runs"]["random"][str(eps)].append(random_release(ds, 6, 32, eps, seed))
+                if "paper" in methods:
+                    r["runs"]["paper"][str(eps)].append(random_release(ds, 24, 4, eps, seed))
+        results[ds.name] = r
+        print(f"  ({ds.name}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+
+    names = list(results)
+    print(f"\n{'method':<10} {'eps':>5} " + " ".join(f"{n:>13}" for n in names) + f" {'avg drop':>9}")
+    print(f"{'kNN10':<10} {'-':>5} " + " ".join(f"{100 * results[n]['knn10']:13.1f}" for n in names))
+    summary: dict[str, dict[str, float]] = {}
+    for m in methods:
+        for eps in epsilons:
+            cells, drops = [], []
+            for n in names:
+                runs = results[n]["runs"][m].get(str(eps))
+                if not runs:
+                    cells.append(f"{'-':>13}")
+                    continue
+                cells.append(f"{_fmt(runs):>13}")
+                drops.append(results[n]["knn10"] - float(np.mean(runs)))
+            drop = 100 * float(np.mean(drops)) if len(drops) == len(names) else float("nan")
+            summary.setdefault(m, {})[str(eps)] = drop
+            print(f"{m:<10} {eps:>5g} " + " ".join(cells) + f" {drop:9.1f}")
+            if m == "prior":
+                break
     if args.out:
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        args.out.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
+                                        "datasets": results, "avg_drop": summary}, indent=2) + "\n")
+    if args.plot:
+        _plot(results, methods, epsilons, args.plot)
     return 0
+
+
+def _plot(results: dict, methods: list[str], epsilons: list[float], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 3.4), squeeze=False)
+    for ax, (name, r) in zip(axes[0], results.items()):
+        for m in methods:
+            runs = r["runs"][m]
+            ys = [100 * np.mean(runs[str(e)]) for e in epsilons if runs.get(str(e))]
+            if len(ys) == len(epsilons):
+                ax.plot(epsilons, ys, marker="o", label=m, linestyle="--" if m == "prior" else "-")
+        ax.axhline(100 * r["knn10"], color="black", linewidth=0.8, label="kNN10 (non-private)")
+        ax.set_xscale("log")
+        ax.set_title(name)
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel("accuracy %")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
