@@ -2,17 +2,27 @@
 
     python android_demo/golden.py --out DIR [--bundle B ...]
 
-Without --bundle it builds two real DP bundles from the project's own data/assistant set
-(epsilon 8, seed 1234): one with the int8 ONNX encoder, one with the int8 TFLite encoder.
+Without --bundle it builds three real DP bundles from the project's own data/assistant set
+(epsilon 8, seed 1234): format 2 (aligned hashing: offsets, class statistics, prior, scoring)
+with the int8 ONNX encoder and with the int8 TFLite encoder, and format 1.2 (random hashing,
+plain vote sums) with the ONNX encoder. With --bundle, at least one of the bundles given
+must be a full format-2 bundle (the format-2 cases below are derived from it).
+
 For each bundle and each text of a varied sample (accents, punctuation, CJK, emoji, control
 and combining characters, right-to-left scripts, over-long words and texts, plus the
 assistant test set) it records the Python runtime's token ids, the encoder's embedding, the
-bucket id per table, the per-label scores and the label. It also writes malformed variants
-of the ONNX bundle, each with a phrase its error message must contain, and checks that the
-Python reader rejects each with that phrase, so both readers are held to the same cases.
+bucket id per table, the per-label scores and the label. From the first format-2 bundle it
+derives "scored" bundles that exercise each part of the format-2 scorer (other weights and
+temperatures, a small epsilon, no prior, no class statistics, offsets alone, counts below
+the floor, the fields stripped to 1.2) and records the Python scorer's buckets, scores and
+label for a set of embeddings. It also writes malformed variants (of the first bundle, and
+format-2 ones of the first format-2 bundle), each with a phrase its error message must
+contain, and checks that the Python reader rejects each with that phrase, so both readers
+are held to the same cases. Every expected value comes from the Python runtime.
 
-Everything goes into DIR: golden.msgpack (layout in android_demo/README.md), the bundles and
-malformed/*.dpedge. The Java tests (android_demo/core/run-tests.sh DIR) read it.
+Everything goes into DIR: golden.msgpack (layout in android_demo/README.md), the bundles,
+scored/*.dpedge, variants/*.dpedge and malformed/*.dpedge. The Java tests
+(android_demo/core/run-tests.sh DIR) read it.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from runtime import BundleError, Classifier  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
+from runtime.scoring import Scorer  # noqa: E402
 
 DATA = ROOT / "data" / "assistant"
 
@@ -79,16 +90,28 @@ def _sample() -> list[str]:
 
 
 def build_bundles(out: Path) -> list[Path]:
-    """Two real DP bundles of the assistant data, with the ONNX and with the TFLite encoder."""
+    """Real DP bundles of the assistant data: format 2 (ONNX, TFLite) and format 1.2 (ONNX)."""
     from exporter.build import BuildOptions, build
 
     paths = []
-    for encoder_format in ("onnx", "tflite"):
-        path = out / f"assistant-{encoder_format}.dpedge"
+    for name, encoder_format, hashing in (("onnx", "onnx", "aligned"), ("tflite", "tflite", "aligned"),
+                                          ("onnx-random", "onnx", "random")):
+        path = out / f"assistant-{name}.dpedge"
         build(BuildOptions(train=DATA / "train.jsonl", labels=DATA / "labels.txt", epsilon=8.0, out=path,
-                           seed=1234, encoder_format=encoder_format, models_dir=ROOT / "models", progress=False))
+                           seed=1234, encoder_format=encoder_format, models_dir=ROOT / "models", progress=False,
+                           hashing=hashing))
         paths.append(path)
     return paths
+
+
+def is_full_format_2(path: Path) -> bool:
+    """A format-2 bundle with every new field: offsets, class statistics, prior and scoring."""
+    b = fmt.load(path)
+    return all(x is not None for x in (b.offsets, b.class_stats, b.prior, b.scoring))
+
+
+def is_format_1(path: Path) -> bool:
+    return msgpack.unpackb(path.read_bytes(), raw=False)["version"][0] == 1
 
 
 def cases(bundle: Path, texts: list[str]) -> list[dict[str, Any]]:
@@ -166,8 +189,9 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "trailing-bytes": (lambda d: d + b"\x00\x01", "trailing bytes"),
     "not-a-map": (lambda d: msgpack.packb([1, 2, 3]), "top level is array, expected a map"),
     "wrong-magic": (_outer_edit(_set("format", "something-else")), "not a dpedge bundle"),
-    "newer-major": (_outer_edit(_set("version", [2, 0])), "newer than this runtime supports"),
-    "older-major": (_outer_edit(_set("version", [0, 9])), "is not supported"),
+    "newer-major": (_outer_edit(_set("version", [3, 0])),
+                    "bundle format version 3.0 is newer than this runtime supports (1.x and 2.x)"),
+    "older-major": (_outer_edit(_set("version", [0, 9])), "is not supported (this runtime reads 1.x and 2.x)"),
     "bit-flip": (_flip_payload_byte, "checksum mismatch"),
     "bad-checksum-algorithm": (_outer_edit(_set("checksum.algorithm", "md5")), "unsupported checksum algorithm"),
     "missing-hyperplanes": (_payload_edit(_delete("lsh.hyperplanes")), "missing field 'lsh.hyperplanes'"),
@@ -179,7 +203,8 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "votes-big-endian": (_payload_edit(_set("votes.dtype", ">i2")), "expected '<i2'"),
     "votes-short-data": (_payload_edit(_set("votes.data", lambda d: d[:-2])), "bytes, but dtype <i2 and shape"),
     "votes-huge-shape": (_payload_edit(_set("votes.shape", [2**40, 2**10, 7])), "bytes, but dtype"),
-    "votes-wrong-shape": (_payload_edit(_set("votes.shape", [64, 32, 7])), "field 'votes' has shape"),
+    # the first two dimensions swapped: the same byte count, so the shape check is what refuses it
+    "votes-wrong-shape": (_payload_edit(_set("votes.shape", lambda s: [s[1], s[0], s[2]])), "field 'votes' has shape"),
     "hyperplanes-nan": (_payload_edit(_set("lsh.hyperplanes.data",
                                            lambda d: np.full(len(d) // 4, np.nan, "<f4").tobytes())), "non-finite"),
     "bits-out-of-range": (_payload_edit(_set("lsh.bits", 40)), "out of range"),
@@ -205,6 +230,197 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
 }
 
 
+
+def _swap_shape(path: str) -> Callable[[dict[str, Any]], None]:
+    """An array record's first two dimensions swapped: same bytes, wrong shape."""
+    return _set(path + ".shape", lambda s: [s[1], s[0], *s[2:]])
+
+
+def _floats(path: str, change: Callable[[np.ndarray], None]) -> Callable[[dict[str, Any]], None]:
+    """Edits the float32 values of an array record in place (its shape unchanged)."""
+    def edit(p: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for key in parents:
+            p = p[key]
+        a = np.frombuffer(p[last]["data"], "<f4").copy()
+        change(a)
+        p[last]["data"] = a.astype("<f4").tobytes()
+    return edit
+
+
+def _drop_last_count(p: dict[str, Any]) -> None:
+    counts = p["class_stats"]["counts"]
+    counts["shape"] = [counts["shape"][0] - 1]
+    counts["data"] = counts["data"][:-4]
+
+
+def _projection_wider_than_dim(p: dict[str, Any]) -> None:
+    """k = dim + 1 rows: every class-statistics array is refused (Python names 'origin' first)."""
+    proj = p["class_stats"]["projection"]
+    k, dim = proj["shape"]
+    proj["shape"] = [dim + 1, dim]
+    proj["data"] = np.ones((dim + 1, dim), "<f4").tobytes()
+
+
+def _release(index: int, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        r = p["privacy"]["releases"][index]
+        r[key] = value(r[key]) if callable(value) else value
+    return edit
+
+
+def _drop_release(statistic: str) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        p["privacy"]["releases"] = [r for r in p["privacy"]["releases"] if r["statistic"] != statistic]
+    return edit
+
+
+def _overspend(p: dict[str, Any]) -> None:
+    p["privacy"]["releases"][0]["epsilon"] = 1.5 * float(p["privacy"]["epsilon"])
+
+
+#: Format-2 cases, made from a bundle with offsets, class statistics, prior and scoring
+#: (name -> (how to make it, phrase the error must contain)).
+MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "offsets-wrong-shape": (_payload_edit(_swap_shape("lsh.offsets")), "field 'lsh.offsets' must be finite with shape"),
+    "offsets-nan": (_payload_edit(_floats("lsh.offsets", lambda a: a.__setitem__(3, np.nan))),
+                    "field 'lsh.offsets' must be finite with shape"),
+    "offsets-wrong-dtype": (_payload_edit(_set("lsh.offsets.dtype", "<f8")), "field 'lsh.offsets.dtype' is '<f8', "
+                                                                               "expected '<f4'"),
+    "offsets-one-dimensional": (_payload_edit(_set("lsh.offsets.shape", lambda s: [s[0] * s[1]])),
+                                "field 'lsh.offsets.shape' must be 2 non-negative integers"),
+    "offsets-nil": (_payload_edit(_set("lsh.offsets", None)), "field 'lsh.offsets' is nil, expected map"),
+    "class-stats-sums-wrong-shape": (_payload_edit(_swap_shape("class_stats.sums")),
+                                     "field 'class_stats.sums' must be finite with shape"),
+    "class-stats-counts-short": (_payload_edit(_drop_last_count), "field 'class_stats.counts' must be finite with "
+                                                                   "shape (7,), got (6,)"),
+    "class-stats-count-inf": (_payload_edit(_floats("class_stats.counts", lambda a: a.__setitem__(0, np.inf))),
+                              "field 'class_stats.counts' must be finite"),
+    "class-stats-projection-wider-than-dim": (_payload_edit(_projection_wider_than_dim),
+                                              "field 'class_stats.origin' must be finite with shape (384,), got (384,)"),
+    "class-stats-missing-origin": (_payload_edit(_delete("class_stats.origin")), "missing field 'class_stats.origin'"),
+    "class-stats-not-a-map": (_payload_edit(_set("class_stats", [1])), "field 'class_stats' is array, expected map"),
+    "releases-over-budget": (_payload_edit(_overspend), "the releases spend epsilon"),
+    "releases-missing": (_payload_edit(_delete("privacy.releases")), "missing field 'privacy.releases'"),
+    "releases-without-class-stats": (_payload_edit(_drop_release("class_stats")),
+                                     "field 'privacy.releases' must list every released statistic, got ['votes']"),
+    "releases-without-votes": (_payload_edit(_drop_release("votes")),
+                               "must list every released statistic, got ['class_stats']"),
+    "release-epsilon-zero": (_payload_edit(_release(0, "epsilon", 0)),
+                             "field 'privacy.releases[0].epsilon' must be positive, got 0"),
+    "release-epsilon-nan": (_payload_edit(_release(1, "epsilon", float("nan"))),
+                            "field 'privacy.releases[1].epsilon' must be positive, got nan"),
+    "release-sensitivity-float": (_payload_edit(_release(1, "sensitivity_l1", 1.5)),
+                                  "field 'privacy.releases[1].sensitivity_l1' is float, expected integer"),
+    "release-missing-mechanism": (_payload_edit(lambda p: p["privacy"]["releases"][0].pop("mechanism")),
+                                  "missing field 'privacy.releases[0].mechanism'"),
+    "release-not-a-map": (_payload_edit(_set("privacy.releases", lambda r: [7, *r[1:]])),
+                          "field 'privacy.releases[0]' must be a map, got integer"),
+    "prior-wrong-shape": (_payload_edit(_swap_shape("prior.embeddings")),
+                          "field 'prior.embeddings' must be finite with shape (7, 384), got (384, 7)"),
+    "prior-missing-embeddings": (_payload_edit(_delete("prior.embeddings")), "missing field 'prior.embeddings'"),
+    "scoring-negative": (_payload_edit(_set("scoring.votes", -1.0)),
+                         "field 'scoring' must map names to finite non-negative numbers"),
+    "scoring-boolean": (_payload_edit(_set("scoring.prior", True)), "must map names to finite non-negative numbers"),
+    "scoring-nan": (_payload_edit(_set("scoring.centroid_temperature", float("nan"))),
+                    "must map names to finite non-negative numbers"),
+    "scoring-nil-value": (_payload_edit(_set("scoring.extra", None)), "must map names to finite non-negative numbers"),
+    "scoring-not-a-map": (_payload_edit(_set("scoring", [1.0])), "field 'scoring' is array, expected map"),
+}
+
+
+def _scoring(**weights: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        p["scoring"] = {**p["scoring"], **weights}
+    return edit
+
+
+def _small_epsilon(p: dict[str, Any]) -> None:
+    """Epsilon 0.5 (prior weight x2), every release's share scaled to match."""
+    old = float(p["privacy"]["epsilon"])
+    p["privacy"]["epsilon"] = 0.5
+    for r in p["privacy"]["releases"]:
+        r["epsilon"] = float(r["epsilon"]) * 0.5 / old
+
+
+def _counts_below_floor(p: dict[str, Any]) -> None:
+    def change(a: np.ndarray) -> None:
+        a[0], a[1], a[2] = -3.0, 0.25, 0.0
+    _floats("class_stats.counts", change)(p)
+
+
+def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
+    """Drops the format-2 payload fields not in ``keep`` (releases go with class_stats)."""
+    def edit(p: dict[str, Any]) -> None:
+        for key in ("class_stats", "prior", "scoring"):
+            if key not in keep:
+                p.pop(key, None)
+        if "offsets" not in keep:
+            p["lsh"].pop("offsets", None)
+        if "releases" not in keep:
+            p["privacy"].pop("releases", None)
+    return edit
+
+
+def _all(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        for e in edits:
+            e(p)
+    return edit
+
+
+#: name -> how to make it from a full format-2 bundle: valid bundles whose scores (not only
+#: whose acceptance) the Java scorer must reproduce, each exercising one part of the blend.
+SCORED: dict[str, Callable[[bytes], bytes]] = {
+    "as-built": lambda d: d,
+    "custom-weights": _payload_edit(_scoring(votes=0.5, centroids=2.0, prior=0.25, centroid_temperature=0.1,
+                                             prior_temperature=0.02, future_weight=3.0, note="ignored")),
+    "integer-weights": _payload_edit(_scoring(votes=2, centroids=1, prior=0, centroid_temperature=1,
+                                              prior_temperature=1)),
+    "small-epsilon": _payload_edit(_small_epsilon),
+    "no-scoring-map": _payload_edit(lambda p: p.pop("scoring")),
+    "no-prior": _payload_edit(lambda p: p.pop("prior")),
+    "no-class-stats": _payload_edit(_all(lambda p: p.pop("class_stats"), _drop_release("class_stats"))),
+    "prior-only-besides-votes": _payload_edit(_only("offsets", "prior", "releases")),
+    "offsets-only": _payload_edit(_only("offsets")),
+    "counts-below-floor": _payload_edit(_counts_below_floor),
+    "stripped-to-1.2": lambda d: _outer_edit(_set("version", [1, 2]))(_payload_edit(_only())(d)),
+}
+
+
+def scored_embeddings(golden_cases: list[dict[str, Any]], dim: int) -> list[np.ndarray]:
+    """The golden embeddings of the format-2 bundle's sample texts, plus a few unusual vectors."""
+    embs = [np.frombuffer(c["embedding"], "<f4") for c in golden_cases[:len(SAMPLE)]]
+    rng = np.random.default_rng(7)
+    embs += [np.zeros(dim, "<f4"),                                        # every cosine 0: uniform softmaxes
+             rng.standard_normal(dim).astype("<f4"),                      # not unit length
+             (3.0 * embs[0]).astype("<f4"),                               # a scaled embedding
+             (embs[1] + embs[2]).astype("<f4")]
+    return embs
+
+
+def write_scored(base: Path, golden_cases: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+    """Each derived format-2 bundle with the Python scorer's answer for each embedding."""
+    folder = out / "scored"
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = []
+    for name, make in SCORED.items():
+        path = folder / f"{name}.dpedge"
+        path.write_bytes(make(base.read_bytes()))
+        b = fmt.load(path)  # raises if the Python reader refuses it
+        scorer = Scorer.from_bundle(b)
+        scored_cases = []
+        for emb in scored_embeddings(golden_cases, b.encoder.dim):
+            x = emb[None, :]
+            scores = scorer.scores(x)[0]
+            scored_cases.append({"embedding": emb.astype("<f4").tobytes(),
+                                 "buckets": [int(v) for v in scorer.hasher.buckets(x)[0]],
+                                 "scores": [float(v) for v in scores], "label": b.labels[int(np.argmax(scores))]})
+        listed.append({"file": f"scored/{name}.dpedge", "plain_votes": bool(scorer.plain_votes),
+                       "cases": scored_cases})
+    return listed
+
+
 def _per_person(payload: dict[str, Any]) -> None:
     p = payload["privacy"]
     p.update(max_records_per_unit=3, sensitivity_l1=3 * p["sensitivity_l1"], noise_scale=3 * p["noise_scale"],
@@ -223,43 +439,58 @@ VARIANTS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
-def write_variants(valid: Path, out: Path) -> list[dict[str, str]]:
+#: name -> (how to make it from a full format-2 bundle): other shapes format 2 allows, which must load.
+VARIANTS_2: dict[str, Callable[[bytes], bytes]] = {
+    "format-2-newer-minor": lambda d: _outer_edit(_set("version", [2, 9]))(
+        _payload_edit(_set("future_field", {"x": [1, 2]}))(d)),
+    "format-2-scoring-strings-only": _payload_edit(_set("scoring", {"rule": "defaults"})),
+    "format-2-scoring-nil": _payload_edit(_set("scoring", None)),
+    "format-2-releases-integer-epsilon": _payload_edit(_all(
+        _set("privacy.epsilon", 8), _release(0, "epsilon", 6), _release(1, "epsilon", 2))),
+    "format-2-prior-without-source": _payload_edit(_delete("prior.source")),
+}
+
+
+def write_variants(valid: Path, valid_2: Path, out: Path) -> list[dict[str, str]]:
     """Each valid variant, after checking that the Python reader loads it."""
     folder = out / "variants"
     folder.mkdir(parents=True, exist_ok=True)
     listed = []
-    for name, make in VARIANTS.items():
-        path = folder / f"{name}.dpedge"
-        path.write_bytes(make(valid.read_bytes()))
-        fmt.load(path)  # raises if the Python reader refuses it
-        listed.append({"file": f"variants/{name}.dpedge"})
+    for base, variants in ((valid, VARIANTS), (valid_2, VARIANTS_2)):
+        for name, make in variants.items():
+            path = folder / f"{name}.dpedge"
+            path.write_bytes(make(base.read_bytes()))
+            fmt.load(path)  # raises if the Python reader refuses it
+            listed.append({"file": f"variants/{name}.dpedge"})
     return listed
 
 
-def write_malformed(valid: Path, out: Path) -> list[dict[str, str]]:
+def write_malformed(valid: Path, valid_2: Path, out: Path) -> list[dict[str, str]]:
     """Each malformed variant, after checking that the Python reader rejects it as promised."""
     folder = out / "malformed"
     folder.mkdir(parents=True, exist_ok=True)
-    data = valid.read_bytes()
     listed = []
-    for name, (make, phrase) in MALFORMED.items():
-        path = folder / f"{name}.dpedge"
-        path.write_bytes(make(data))
-        try:
-            fmt.load(path)
-        except BundleError as exc:
-            if phrase not in str(exc):
-                raise SystemExit(f"{name}: the Python reader said {exc!s}, without {phrase!r}") from None
-        else:
-            raise SystemExit(f"{name}: the Python reader accepted it")
-        listed.append({"file": f"malformed/{name}.dpedge", "message": phrase})
+    for base, cases_ in ((valid, MALFORMED), (valid_2, MALFORMED_2)):
+        data = base.read_bytes()
+        for name, (make, phrase) in cases_.items():
+            path = folder / f"{name}.dpedge"
+            path.write_bytes(make(data))
+            try:
+                fmt.load(path)
+            except BundleError as exc:
+                if phrase not in str(exc):
+                    raise SystemExit(f"{name}: the Python reader said {exc!s}, without {phrase!r}") from None
+            else:
+                raise SystemExit(f"{name}: the Python reader accepted it")
+            listed.append({"file": f"malformed/{name}.dpedge", "message": phrase})
     return listed
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="folder to write (replaced)")
-    ap.add_argument("--bundle", type=Path, action="append", help="bundles to use (default: build two)")
+    ap.add_argument("--bundle", type=Path, action="append",
+                    help="bundles to use, at least one of them a full format-2 bundle (default: build three)")
     args = ap.parse_args(argv)
     if args.out.exists():
         shutil.rmtree(args.out)
@@ -268,16 +499,25 @@ def main(argv: list[str] | None = None) -> int:
         bundles = [Path(shutil.copy(b, args.out / b.name)) for b in args.bundle]
     else:
         bundles = build_bundles(args.out)
+    full_2 = [b for b in bundles if is_full_format_2(b)]
+    if not full_2:
+        raise SystemExit("golden.py needs at least one format-2 bundle with offsets, class statistics, prior and "
+                         "scoring (build it with the default --hashing aligned)")
+    plain = [b for b in bundles if is_format_1(b)]
     texts = _sample()
+    entries = [{"file": b.name, "cases": cases(b, texts)} for b in bundles]
     golden = {
-        "bundles": [{"file": b.name, "cases": cases(b, texts)} for b in bundles],
-        "malformed": write_malformed(bundles[0], args.out),
-        "variants": write_variants(bundles[0], args.out),
+        "bundles": entries,
+        "scored": write_scored(full_2[0], entries[bundles.index(full_2[0])]["cases"], args.out),
+        "malformed": write_malformed(bundles[0], full_2[0], args.out),
+        "variants": write_variants((plain or bundles)[0], full_2[0], args.out),
     }
     (args.out / "golden.msgpack").write_bytes(msgpack.packb(golden, use_bin_type=True))
     n = sum(len(b["cases"]) for b in golden["bundles"])
-    print(f"wrote {args.out}: {len(bundles)} bundles, {n} cases, {len(golden['malformed'])} malformed bundles, "
-          f"{len(golden['variants'])} valid variants")
+    m = sum(len(b["cases"]) for b in golden["scored"])
+    print(f"wrote {args.out}: {len(bundles)} bundles ({len(full_2)} format 2, {len(plain)} format 1), {n} cases, "
+          f"{len(golden['scored'])} scored format-2 bundles with {m} cases, {len(golden['malformed'])} malformed "
+          f"bundles, {len(golden['variants'])} valid variants")
     return 0
 
 

@@ -5,7 +5,7 @@ import java.util.Map;
 
 /**
  * A validated dpedge bundle: the released DP vote tables, the SimHash hyperplanes, and the
- * sentence encoder they are keyed on (format v1.x, {@code docs/bundle-format.md}).
+ * sentence encoder they are keyed on (formats 1.x and 2.x, {@code docs/bundle-format.md}).
  *
  * <p>Why it exists: it is the one immutable value a {@link BundleReader} hands out, so the rest
  * of the library never sees msgpack, and every instance has passed the same checks as the
@@ -16,6 +16,11 @@ import java.util.Map;
  * {@code votes} is {@code [tables][2^bits][labels]}. The public accessors return copies of
  * those; the package uses the arrays directly. {@link Encoder#model()} is the exception (it
  * is most of the file, so it is not copied).
+ *
+ * <p>Format 2 adds optional fields (null when absent): hyperplane {@link #offsets()}, the
+ * released {@link #classStats()}, the label descriptions' embeddings {@link #prior()} and
+ * the blend's weights {@link #scoring()}; {@link Scorer} uses them as {@code runtime/scoring.py}
+ * does.
  */
 public final class Bundle {
     private final List<String> labels;
@@ -29,10 +34,15 @@ public final class Bundle {
     private final short[] votes;
     private final Encoder encoder;
     private final Map<String, Object> exporter;
+    private final float[] offsets;
+    private final ClassStats classStats;
+    private final float[] prior;
+    private final Map<String, Object> scoring;
 
     Bundle(List<String> labels, List<String> labelDescriptions, Map<String, Object> privacy, Map<String, Object> lsh,
            int tables, int bits, int dim, float[] hyperplanes, short[] votes, Encoder encoder,
-           Map<String, Object> exporter) {
+           Map<String, Object> exporter, float[] offsets, ClassStats classStats, float[] prior,
+           Map<String, Object> scoring) {
         this.labels = labels;
         this.labelDescriptions = labelDescriptions;
         this.privacy = privacy;
@@ -44,6 +54,10 @@ public final class Bundle {
         this.votes = votes;
         this.encoder = encoder;
         this.exporter = exporter;
+        this.offsets = offsets;
+        this.classStats = classStats;
+        this.prior = prior;
+        this.scoring = scoring;
     }
 
     /** Class names; the index is the class index used by the vote tables. */
@@ -114,6 +128,119 @@ public final class Bundle {
     /** Who wrote the bundle: name, version, created (ISO 8601 UTC). */
     public Map<String, Object> exporter() {
         return exporter;
+    }
+
+    /**
+     * A copy of the hyperplane offsets, float32 {@code [tables][bits]} flattened in C order
+     * (format 2: bit h is 1 iff the dot product exceeds its offset), or null (all zero).
+     */
+    public float[] offsets() {
+        return offsets == null ? null : offsets.clone();
+    }
+
+    float[] offsetsRef() {
+        return offsets;
+    }
+
+    /** The released noisy class statistics (format 2), or null. */
+    public ClassStats classStats() {
+        return classStats;
+    }
+
+    /**
+     * A copy of the label descriptions' embeddings, float32 {@code [labels][dim]} flattened in
+     * C order (format 2, public text only), or null.
+     */
+    public float[] prior() {
+        return prior == null ? null : prior.clone();
+    }
+
+    float[] priorRef() {
+        return prior;
+    }
+
+    /**
+     * The blend's weights and temperatures by name, plus free-text entries such as "rule"
+     * (format 2), or null when the bundle has none (then the defaults apply). Unmodifiable.
+     */
+    public Map<String, Object> scoring() {
+        return scoring;
+    }
+
+    /** Whether the bundle uses any format-2 field (offsets, class statistics, prior or scoring). */
+    public boolean usesFormat2() {
+        return offsets != null || classStats != null || prior != null || scoring != null;
+    }
+
+    /**
+     * The second released statistic of a format-2 bundle: noisy per-class sums and counts of
+     * the embeddings projected into a public subspace, {@code z = projection (x - origin)}.
+     *
+     * <p>Why: they give the scorer its class centroids ({@code runtime/centroids.py}); like the
+     * vote tables they are released data, so using them is post-processing.
+     */
+    public static final class ClassStats {
+        private final int k;
+        private final int dim;
+        private final float[] origin;
+        private final float[] projection;
+        private final float[] sums;
+        private final float[] counts;
+
+        ClassStats(int k, int dim, float[] origin, float[] projection, float[] sums, float[] counts) {
+            this.k = k;
+            this.dim = dim;
+            this.origin = origin;
+            this.projection = projection;
+            this.sums = sums;
+            this.counts = counts;
+        }
+
+        /** k, the dimension of the public subspace (1 <= k <= dim). */
+        public int k() {
+            return k;
+        }
+
+        /** D, the embedding dimension. */
+        public int dim() {
+            return dim;
+        }
+
+        /** A copy of the origin of the subspace, float32 {@code [dim]}. */
+        public float[] origin() {
+            return origin.clone();
+        }
+
+        /** A copy of the projection (orthonormal rows), float32 {@code [k][dim]} in C order. */
+        public float[] projection() {
+            return projection.clone();
+        }
+
+        /** A copy of the noisy per-class sums, float32 {@code [labels][k]} in C order. */
+        public float[] sums() {
+            return sums.clone();
+        }
+
+        /** A copy of the noisy per-class counts, float32 {@code [labels]}. */
+        public float[] counts() {
+            return counts.clone();
+        }
+
+        float[] originRef() {
+            return origin;
+        }
+
+        float[] projectionRef() {
+            return projection;
+        }
+
+        float[] sumsRef() {
+            return sums;
+        }
+
+        float[] countsRef() {
+            return counts;
+        }
     }
 
     /**

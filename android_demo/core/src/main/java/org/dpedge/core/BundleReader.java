@@ -21,13 +21,15 @@ import java.util.TreeSet;
 import org.dpedge.core.Fields.Kind;
 
 /**
- * Reads and validates a {@code .dpedge} bundle (format v1.x).
+ * Reads and validates a {@code .dpedge} bundle (formats 1.x and 2.x).
  *
  * <p>Why a port rather than a looser reader: the Python reader ({@code runtime/bundle.py},
  * {@code _checked_payload}, {@code _validate_payload}, {@code _read_check}) is the reference,
  * and a phone must refuse exactly the bundles it refuses, with the same key phrases, or a
  * file that is broken on one platform would be "fine" on another. The checks below follow it
- * in the same order. Unknown fields are ignored (minor versions only add fields).
+ * in the same order. Unknown fields are ignored (minor versions only add fields). The format-2
+ * fields ({@code lsh.offsets}, {@code class_stats}, {@code prior}, {@code scoring},
+ * {@code privacy.releases}) are optional and, as in Python, read whatever the major version.
  *
  * <p>Every array's byte count is checked against its dtype and declared shape, in overflow-
  * safe long arithmetic, before any array is allocated, so a declared size never drives an
@@ -35,7 +37,9 @@ import org.dpedge.core.Fields.Kind;
  */
 public final class BundleReader {
     static final String FORMAT_NAME = "dpedge-bundle";
-    static final int FORMAT_MAJOR = 1;
+    /** The major versions this reader reads, oldest first (Python's SUPPORTED_MAJORS). */
+    static final long[] SUPPORTED_MAJORS = {1, 2};
+    static final String READABLE_MAJORS = "1.x and 2.x";
     static final String CHECKSUM_ALGORITHM = "sha256";
     /** The format allows up to 24 bits and 1024 tables (the exporter itself 20 and 128). */
     static final int MAX_BITS = 24;
@@ -140,14 +144,18 @@ public final class BundleReader {
         }
         Object major = version.get(0);
         Object minor = version.get(1);
-        int cmp = major instanceof BigInteger ? 1 : Long.compare((Long) major, FORMAT_MAJOR);
-        if (cmp > 0) {
+        long newest = SUPPORTED_MAJORS[SUPPORTED_MAJORS.length - 1];
+        if (major instanceof BigInteger || (Long) major > newest) {
             throw new BundleException("bundle format version " + major + "." + minor
-                    + " is newer than this runtime supports (" + FORMAT_MAJOR + ".x); upgrade dpedge to read it");
+                    + " is newer than this runtime supports (" + READABLE_MAJORS + "); upgrade dpedge to read it");
         }
-        if (cmp < 0) {
+        boolean known = false;
+        for (long m : SUPPORTED_MAJORS) {
+            known |= (Long) major == m;
+        }
+        if (!known) {
             throw new BundleException("bundle format version " + major + "." + minor
-                    + " is not supported (this runtime reads " + FORMAT_MAJOR + ".x)");
+                    + " is not supported (this runtime reads " + READABLE_MAJORS + ")");
         }
         // A newer minor version only adds fields; they are ignored.
     }
@@ -242,6 +250,36 @@ public final class BundleReader {
         }
         short[] votes = vr.shorts();
 
+        // Format 2 (optional): offsets, class statistics, releases, prior, scoring, in Python's order.
+        float[] offsets = null;
+        if (lsh.m.containsKey("offsets")) {
+            ArrayRecord or = ArrayRecord.read(lsh.sub("offsets"), FLOAT_DTYPE, 2);
+            offsets = or.shapeIs((long) tables, (long) bits) ? or.floats() : null;
+            if (offsets == null || !allFinite(offsets)) {
+                throw new BundleException("field 'lsh.offsets' must be finite with shape " + tuple(tables, bits)
+                        + ", got " + or.tuple());
+            }
+        }
+        Bundle.ClassStats classStats = p.m.containsKey("class_stats") ? readClassStats(p, labels.size(), dim) : null;
+        checkReleases(privacy, eps, classStats != null);
+        float[] prior = null;
+        if (p.m.containsKey("prior")) {
+            ArrayRecord pr = ArrayRecord.read(p.sub("prior").sub("embeddings"), FLOAT_DTYPE, 2);
+            prior = pr.shapeIs((long) labels.size(), (long) dim) ? pr.floats() : null;
+            if (prior == null || !allFinite(prior)) {
+                throw new BundleException("field 'prior.embeddings' must be finite with shape "
+                        + tuple(labels.size(), dim) + ", got " + pr.tuple());
+            }
+        }
+        Object scoringV = p.optional("scoring", Kind.MAP);
+        if (scoringV != null) {
+            for (Object v : ((Map<?, ?>) scoringV).values()) {
+                if (!(v instanceof String) && !isFiniteNonNegative(v)) {
+                    throw new BundleException("field 'scoring' must map names to finite non-negative numbers");
+                }
+            }
+        }
+
         Bundle.Encoder encoder = readEncoder(p.sub("encoder"), dimV);
         Map<String, Object> exporter = publicMap(p.get("exporter", Kind.MAP));
 
@@ -252,7 +290,93 @@ public final class BundleReader {
             }
         }
         return new Bundle(labels, descriptions, publicMap(privacy.m), Collections.unmodifiableMap(lshPublic),
-                tables, bits, dim, hyperplanes, votes, encoder, exporter);
+                tables, bits, dim, hyperplanes, votes, encoder, exporter, offsets, classStats, prior,
+                scoringV == null ? null : publicMap(scoringV));
+    }
+
+    /**
+     * Format 2's {@code class_stats}: {@code projection} (k x dim) is read first for k, then
+     * each array in the order origin, projection, sums, counts must have its shape, finite
+     * values, and 1 <= k <= dim (as Python, a k out of range is reported on 'origin').
+     */
+    private static Bundle.ClassStats readClassStats(Fields p, int classes, int dim) throws BundleException {
+        Fields cs = p.sub("class_stats");
+        ArrayRecord projection = ArrayRecord.read(cs.sub("projection"), FLOAT_DTYPE, 2);
+        Object k = projection.shape.get(0);
+        boolean kOk = Fields.inRange(k, 1, dim);
+        String[] names = {"origin", "projection", "sums", "counts"};
+        Object[][] shapes = {{(long) dim}, {k, (long) dim}, {(long) classes, k}, {(long) classes}};
+        float[][] values = new float[4][];
+        for (int i = 0; i < names.length; i++) {
+            ArrayRecord a = i == 1 ? projection : ArrayRecord.read(cs.sub(names[i]), FLOAT_DTYPE, shapes[i].length);
+            values[i] = a.shapeIs(shapes[i]) && kOk ? a.floats() : null;
+            if (values[i] == null || !allFinite(values[i])) {
+                throw new BundleException("field 'class_stats." + names[i] + "' must be finite with shape "
+                        + tuple(shapes[i]) + ", got " + a.tuple());
+            }
+        }
+        return new Bundle.ClassStats((int) (long) (Long) k, dim, values[0], values[1], values[2], values[3]);
+    }
+
+    /**
+     * Format 2's {@code privacy.releases}: each released statistic with its share of epsilon
+     * (required when the bundle has class statistics); every statistic is listed and the
+     * shares add up to at most the bundle's epsilon.
+     */
+    private static void checkReleases(Fields privacy, double eps, boolean hasClassStats) throws BundleException {
+        List<?> releases = (List<?>) (hasClassStats ? privacy.get("releases", Kind.ARRAY)
+                : privacy.optional("releases", Kind.ARRAY));
+        if (releases == null) {
+            return;
+        }
+        List<Object> names = new ArrayList<>();
+        double total = 0;
+        for (int i = 0; i < releases.size(); i++) {
+            Fields f = new Fields(releases.get(i), "privacy.releases[" + i + "]");
+            names.add(f.string("statistic"));
+            Object share = f.get("epsilon", Kind.FLOAT, Kind.INTEGER);
+            f.integer("sensitivity_l1");
+            f.string("mechanism");
+            double s = Fields.toDouble(share);
+            boolean positive = share instanceof BigInteger || s > 0 && !Double.isInfinite(s);  // NaN fails too
+            if (!positive) {
+                throw new BundleException("field 'privacy.releases[" + i + "].epsilon' must be positive, got "
+                        + (share instanceof Double ? Msgpack.pyFloat(s) : share.toString()));
+            }
+            total += s;
+        }
+        if (!names.contains("votes") || hasClassStats && !names.contains("class_stats")) {
+            throw new BundleException("field 'privacy.releases' must list every released statistic, got "
+                    + Msgpack.repr(names));
+        }
+        if (total > eps * (1 + 1e-9)) {
+            throw new BundleException("the releases spend epsilon " + Msgpack.pyFloat(total)
+                    + ", more than the bundle's epsilon " + Msgpack.pyFloat(eps));
+        }
+    }
+
+    private static boolean allFinite(float[] values) {
+        for (float v : values) {
+            if (Float.isNaN(v) || Float.isInfinite(v)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A {@code scoring} value Python accepts: an integer or float (not a boolean), finite and >= 0. */
+    private static boolean isFiniteNonNegative(Object v) {
+        if (v instanceof BigInteger) {
+            return true;  // above Long.MAX_VALUE
+        }
+        if (v instanceof Long) {
+            return (Long) v >= 0;
+        }
+        if (v instanceof Double) {
+            double d = (Double) v;
+            return !Double.isNaN(d) && !Double.isInfinite(d) && d >= 0;
+        }
+        return false;
     }
 
     private static Bundle.Encoder readEncoder(Fields enc, Object dimV) throws BundleException {

@@ -4,8 +4,8 @@ package org.dpedge.core;
  * A loaded bundle, ready to classify texts offline: tokenize, embed, hash, score.
  *
  * <p>Why a facade: this is the one code path an app calls, the same steps in the same order
- * as the Python runtime's {@code Classifier.predict}, so a phone and a laptop give a text the
- * same label. Everything it does reads only the released bundle: it is post-processing, and
+ * as the Python runtime's {@code Classifier.predict} (for format 2: offsets in the hashing,
+ * the blended score), so a phone and a laptop give a text the same label. Everything it does reads only the released bundle: it is post-processing, and
  * any number of queries costs no further privacy budget.
  *
  * <p>After constructing it, call {@link #verify()} once (off the UI thread: it runs the
@@ -25,8 +25,24 @@ public final class Classifier {
     private final SimHasher hasher;
     private final Scorer scorer;
 
-    /** @throws BundleException if the bundle's tokenizer cannot be loaded */
+    /**
+     * A classifier scoring as the bundle says (the blend for format 2, Algorithm 2 otherwise).
+     *
+     * @throws BundleException if the bundle's tokenizer cannot be loaded
+     * @throws IllegalArgumentException if the bundle's scoring map gives a weight as a string
+     */
     public Classifier(Bundle bundle, TextEncoder encoder) throws BundleException {
+        this(bundle, encoder, Scorer.Mode.BLEND);
+    }
+
+    /**
+     * A classifier scoring in the given mode: the blend, or one component alone (Python's
+     * {@code Classifier.load(..., score=...)}).
+     *
+     * @throws BundleException if the bundle's tokenizer cannot be loaded
+     * @throws IllegalArgumentException if the mode needs a field the bundle lacks
+     */
+    public Classifier(Bundle bundle, TextEncoder encoder, Scorer.Mode mode) throws BundleException {
         if (bundle == null || encoder == null) {
             throw new NullPointerException("bundle and encoder are required");
         }
@@ -34,7 +50,7 @@ public final class Classifier {
         this.encoder = encoder;
         this.tokenizer = new WordPieceTokenizer(bundle.encoder().tokenizerJson(), bundle.encoder().maxLength());
         this.hasher = new SimHasher(bundle);
-        this.scorer = new Scorer(bundle);
+        this.scorer = new Scorer(bundle, mode);
     }
 
     /**
@@ -54,7 +70,7 @@ public final class Classifier {
             throw new IllegalArgumentException("embedding must have " + bundle.dim() + " values, got "
                     + (embedding == null ? "null" : String.valueOf(embedding.length)));
         }
-        return new Prediction(bundle.labels(), scorer.scores(hasher.buckets(embedding)));
+        return new Prediction(bundle.labels(), scorer.scores(embedding, hasher.buckets(embedding)));
     }
 
     /** The embedding of one text (checked like {@link #predict}). */

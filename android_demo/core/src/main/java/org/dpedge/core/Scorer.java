@@ -1,22 +1,63 @@
 package org.dpedge.core;
 
+import java.math.BigInteger;
+import java.util.Map;
+
 /**
- * Algorithm 2 of the paper: add up the noisy vote vectors of the query's bucket in each table.
+ * Scores from the released statistics, as {@code runtime/scoring.py}: table votes, class
+ * centroids and the public label-description prior.
  *
- * <p>Why separate from hashing: scoring reads only the released tables, so it is
- * post-processing and costs no privacy budget however often it runs; keeping it apart from
- * the encoder and hasher lets tests check it on integer data alone. {@code score[c] = sum over
- * t of votes[t][bucket_t][c]}, summed in a long (no overflow for any valid bundle), and the
- * label is the argmax with ties going to the lower class index, as numpy's argmax does. The
- * Python runtime applies no other post-processing today.
+ * <p>Why separate from hashing: scoring reads only what the bundle released (noisy vote
+ * tables, noisy class statistics) and public inputs, so it is post-processing and costs no
+ * privacy budget however often it runs; keeping it apart from the encoder and hasher lets
+ * tests check it on small data alone.
+ *
+ * <p>A bundle with neither class statistics nor a prior (every format-1 bundle) is scored by
+ * the paper's Algorithm 2: {@code score[c] = sum over t of votes[t][bucket_t][c]}, summed in a
+ * long (no overflow for any valid bundle). Otherwise (format 2) the score is the blend
+ *
+ * <pre>
+ *   w_votes * pos / sum(pos)
+ *   + w_centroids * softmax(cos(z, centred class means) / tau_c)
+ *   + w_prior * max(1, 1/epsilon) * softmax(cos(x, prior rows) / tau_p)
+ * </pre>
+ *
+ * where {@code pos[c]} sums the query's cells with negative noisy votes read as 0,
+ * {@code z = unit(P x - (P origin + mu))}, the centred means and {@code mu} come from the class
+ * sums and counts (counts floored at 1, {@code runtime/centroids.py}), and the weights are
+ * {@link Weights}' defaults overridden by the bundle's {@code scoring} map. A component whose
+ * field is absent is left out. Everything is computed in double from the stored float32
+ * values; sums run in plain loops where Python uses BLAS, so scores agree to about 1e-12.
+ * The label is the argmax, ties going to the lower class index, as numpy's argmax does.
  */
 public final class Scorer {
+    /** What {@link #scores} returns: the blend, or one component alone (Python's MODES). */
+    public enum Mode { BLEND, VOTES, CENTROIDS, PRIOR }
+
+    /** Counts below this are read as this ({@code runtime/centroids.py} MIN_COUNT). */
+    static final double MIN_COUNT = 1.0;
+    private static final double TINY = 1e-12;
+
     private final short[] votes;
     private final int tables;
     private final int buckets;
     private final int classes;
+    private final Mode mode;
+    private final Weights weights;
+    private final double priorBoost;
+    /** Unit rows of the prior, {@code [classes][dim]}, or null. */
+    private final double[] prior;
+    /** The class statistics, prepared once: projection {@code [k][dim]}, shift {@code [k]},
+     * unit centred means {@code [classes][k]}; null without class statistics. */
+    private final double[] projection;
+    private final double[] shift;
+    private final double[] directions;
+    private final int k;
+    private final int dim;
 
     /**
+     * Algorithm 2 alone, over vote tables.
+     *
      * @param votes int16 {@code [tables][2^bits][classes]} flattened in C order (not copied)
      */
     public Scorer(short[] votes, int tables, int bits, int classes) {
@@ -29,26 +70,121 @@ public final class Scorer {
         this.tables = tables;
         this.buckets = 1 << bits;
         this.classes = classes;
+        this.mode = Mode.VOTES;
+        this.weights = new Weights();
+        this.priorBoost = 1.0;
+        this.prior = null;
+        this.projection = null;
+        this.shift = null;
+        this.directions = null;
+        this.k = 0;
+        this.dim = 0;
     }
 
-    /** The scorer of a bundle's vote tables. */
+    /** The scorer of a bundle: the blend when it has class statistics or a prior, else Algorithm 2. */
     public Scorer(Bundle bundle) {
-        this(bundle.votesRef(), bundle.tables(), bundle.bits(), bundle.labels().size());
+        this(bundle, Mode.BLEND);
+    }
+
+    /**
+     * The scorer of a bundle in the given mode.
+     *
+     * @throws IllegalArgumentException if the mode needs a field the bundle lacks (as Python's
+     *     ValueError), or a known weight in the bundle's scoring map is a string
+     */
+    public Scorer(Bundle bundle, Mode mode) {
+        this.votes = bundle.votesRef();
+        this.tables = bundle.tables();
+        this.buckets = 1 << bundle.bits();
+        this.classes = bundle.labels().size();
+        if (mode == null) {
+            throw new NullPointerException("mode");
+        }
+        Bundle.ClassStats cs = bundle.classStats();
+        if (mode == Mode.CENTROIDS && cs == null) {
+            throw new IllegalArgumentException("this bundle has no class statistics to score with centroids");
+        }
+        if (mode == Mode.PRIOR && bundle.priorRef() == null) {
+            throw new IllegalArgumentException("this bundle has no label descriptions to score with a prior");
+        }
+        this.mode = mode;
+        this.weights = Weights.fromMap(bundle.scoring());
+        this.priorBoost = Math.max(1.0, 1.0 / bundle.epsilon());
+        this.dim = bundle.dim();
+        float[] p = bundle.priorRef();
+        if (p == null) {
+            this.prior = null;
+        } else {
+            double[] rows = new double[p.length];
+            for (int i = 0; i < p.length; i++) {
+                rows[i] = p[i];
+            }
+            unitRows(rows, classes, dim);
+            this.prior = rows;
+        }
+        if (cs == null) {
+            this.projection = null;
+            this.shift = null;
+            this.directions = null;
+            this.k = 0;
+        } else {
+            this.k = cs.k();
+            float[] proj = cs.projectionRef();
+            float[] origin = cs.originRef();
+            this.projection = new double[proj.length];
+            for (int i = 0; i < proj.length; i++) {
+                projection[i] = proj[i];
+            }
+            double[] mu = new double[k];
+            double[] centred = centredMeans(cs.sumsRef(), cs.countsRef(), classes, k, mu);
+            // z = P (x - origin) - mu = P x - (P origin + mu)
+            this.shift = new double[k];
+            for (int j = 0; j < k; j++) {
+                double s = 0;
+                for (int i = 0; i < dim; i++) {
+                    s += projection[j * dim + i] * (double) origin[i];
+                }
+                shift[j] = s + mu[j];
+            }
+            unitRows(centred, classes, k);
+            this.directions = centred;
+        }
+    }
+
+    /**
+     * Class means minus the overall mean, {@code [classes][k]}, with the overall mean written to
+     * {@code mu}: {@code runtime/centroids.py}'s centred_means (counts floored at 1).
+     */
+    static double[] centredMeans(float[] sums, float[] counts, int classes, int k, double[] mu) {
+        double total = 0;
+        double[] floored = new double[classes];
+        for (int c = 0; c < classes; c++) {
+            floored[c] = Math.max((double) counts[c], MIN_COUNT);
+            total += floored[c];
+        }
+        double denom = Math.max(total, MIN_COUNT);
+        for (int j = 0; j < k; j++) {
+            double s = 0;
+            for (int c = 0; c < classes; c++) {
+                s += sums[c * k + j];
+            }
+            mu[j] = s / denom;
+        }
+        double[] out = new double[classes * k];
+        for (int c = 0; c < classes; c++) {
+            for (int j = 0; j < k; j++) {
+                out[c * k + j] = (double) sums[c * k + j] / floored[c] - mu[j];
+            }
+        }
+        return out;
     }
 
     /** Per-class sums of the noisy votes in the given bucket of each table. */
     public long[] voteSums(int[] bucketIds) {
-        if (bucketIds.length != tables) {
-            throw new IllegalArgumentException("need one bucket per table (" + tables + "), got " + bucketIds.length);
-        }
+        checkBuckets(bucketIds);
         long[] sums = new long[classes];
         for (int t = 0; t < tables; t++) {
-            int b = bucketIds[t];
-            if (b < 0 || b >= buckets) {
-                throw new IllegalArgumentException("bucket " + b + " of table " + t + " is outside [0, " + buckets
-                        + ")");
-            }
-            int base = (t * buckets + b) * classes;
+            int base = (t * buckets + bucketIds[t]) * classes;
             for (int c = 0; c < classes; c++) {
                 sums[c] += votes[base + c];
             }
@@ -56,20 +192,145 @@ public final class Scorer {
         return sums;
     }
 
-    /** {@link #voteSums} as doubles, the type the Python runtime reports scores in. */
+    /**
+     * Algorithm 2's scores, {@link #voteSums} as doubles (the type the Python runtime reports
+     * scores in).
+     *
+     * @throws IllegalStateException if this scorer blends (see {@link #plainVotes()}): the blend
+     *     needs the embedding, so call {@link #scores(float[], int[])}
+     */
     public double[] scores(int[] bucketIds) {
-        long[] sums = voteSums(bucketIds);
-        double[] out = new double[sums.length];
-        for (int c = 0; c < sums.length; c++) {
-            out[c] = sums[c];
+        if (!plainVotes()) {
+            throw new IllegalStateException("this bundle's scores blend votes with centroids or a prior: "
+                    + "use scores(embedding, buckets)");
+        }
+        return toDoubles(voteSums(bucketIds));
+    }
+
+    /**
+     * Per-class scores of an embedding whose buckets are {@code bucketIds} (from the bundle's
+     * {@link SimHasher}), as the Python runtime's {@code Scorer.scores}.
+     */
+    public double[] scores(float[] embedding, int[] bucketIds) {
+        if (mode == Mode.CENTROIDS) {
+            return centroidProbs(embedding);
+        }
+        if (mode == Mode.PRIOR) {
+            return priorProbs(embedding);
+        }
+        if (plainVotes()) {
+            return toDoubles(voteSums(bucketIds));
+        }
+        checkBuckets(bucketIds);
+        double[] positive = new double[classes];
+        for (int t = 0; t < tables; t++) {
+            int base = (t * buckets + bucketIds[t]) * classes;
+            for (int c = 0; c < classes; c++) {
+                positive[c] += Math.max(votes[base + c], 0);
+            }
+        }
+        double total = 0;
+        for (double v : positive) {
+            total += v;
+        }
+        double denom = Math.max(total, TINY);
+        double[] out = new double[classes];
+        for (int c = 0; c < classes; c++) {
+            out[c] = weights.votes * positive[c] / denom;
+        }
+        if (directions != null) {
+            double[] cp = centroidProbs(embedding);
+            for (int c = 0; c < classes; c++) {
+                out[c] += weights.centroids * cp[c];
+            }
+        }
+        if (prior != null) {
+            double[] pp = priorProbs(embedding);
+            double w = weights.prior * priorBoost;
+            for (int c = 0; c < classes; c++) {
+                out[c] += w * pp[c];
+            }
         }
         return out;
     }
 
-    /** The index of the largest score; ties go to the lower index. */
+    /** softmax(cos(z, centred class means) / tau_c); needs class statistics. */
+    public double[] centroidProbs(float[] embedding) {
+        if (directions == null) {
+            throw new IllegalStateException("this bundle has no class statistics");
+        }
+        checkDim(embedding);
+        double[] z = new double[k];
+        for (int j = 0; j < k; j++) {
+            double s = 0;
+            for (int i = 0; i < dim; i++) {
+                s += (double) embedding[i] * projection[j * dim + i];
+            }
+            z[j] = s - shift[j];
+        }
+        unitRows(z, 1, k);
+        double[] logits = new double[classes];
+        for (int c = 0; c < classes; c++) {
+            double s = 0;
+            for (int j = 0; j < k; j++) {
+                s += z[j] * directions[c * k + j];
+            }
+            logits[c] = s / weights.centroidTemperature;
+        }
+        return softmax(logits);
+    }
+
+    /** softmax(cos(x, label descriptions) / tau_p); needs a prior. */
+    public double[] priorProbs(float[] embedding) {
+        if (prior == null) {
+            throw new IllegalStateException("this bundle has no label descriptions");
+        }
+        checkDim(embedding);
+        double[] x = new double[dim];
+        for (int i = 0; i < dim; i++) {
+            x[i] = embedding[i];
+        }
+        unitRows(x, 1, dim);
+        double[] logits = new double[classes];
+        for (int c = 0; c < classes; c++) {
+            double s = 0;
+            for (int i = 0; i < dim; i++) {
+                s += x[i] * prior[c * dim + i];
+            }
+            logits[c] = s / weights.priorTemperature;
+        }
+        return softmax(logits);
+    }
+
+    /** True when the scores are Algorithm 2's summed votes (no centroids or prior to blend). */
+    public boolean plainVotes() {
+        return mode == Mode.VOTES || mode == Mode.BLEND && directions == null && prior == null;
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    /** The blend's weights in use (defaults overridden by the bundle's scoring map). */
+    public Weights weights() {
+        return weights;
+    }
+
+    /** max(1, 1/epsilon): the prior's extra weight at small epsilon. */
+    public double priorBoost() {
+        return priorBoost;
+    }
+
+    /**
+     * The index of the largest score; ties go to the lower index. A NaN counts as the largest
+     * (the first NaN wins), as in numpy's argmax.
+     */
     public static int argmax(double[] scores) {
         int best = 0;
-        for (int c = 1; c < scores.length; c++) {
+        for (int c = 0; c < scores.length; c++) {
+            if (Double.isNaN(scores[c])) {
+                return c;
+            }
             if (scores[c] > scores[best]) {
                 best = c;
             }
@@ -90,5 +351,127 @@ public final class Scorer {
 
     public int classes() {
         return classes;
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private void checkBuckets(int[] bucketIds) {
+        if (bucketIds.length != tables) {
+            throw new IllegalArgumentException("need one bucket per table (" + tables + "), got " + bucketIds.length);
+        }
+        for (int t = 0; t < tables; t++) {
+            int b = bucketIds[t];
+            if (b < 0 || b >= buckets) {
+                throw new IllegalArgumentException("bucket " + b + " of table " + t + " is outside [0, " + buckets
+                        + ")");
+            }
+        }
+    }
+
+    private void checkDim(float[] embedding) {
+        if (embedding.length != dim) {
+            throw new IllegalArgumentException("embedding has " + embedding.length + " values, expected " + dim);
+        }
+    }
+
+    private static double[] toDoubles(long[] sums) {
+        double[] out = new double[sums.length];
+        for (int c = 0; c < sums.length; c++) {
+            out[c] = sums[c];
+        }
+        return out;
+    }
+
+    /** Each row divided by max(its L2 norm, 1e-12), in place. */
+    static void unitRows(double[] a, int rows, int cols) {
+        for (int r = 0; r < rows; r++) {
+            double sq = 0;
+            for (int i = 0; i < cols; i++) {
+                double v = a[r * cols + i];
+                sq += v * v;
+            }
+            double norm = Math.max(Math.sqrt(sq), TINY);
+            for (int i = 0; i < cols; i++) {
+                a[r * cols + i] /= norm;
+            }
+        }
+    }
+
+    /** exp(z - max z), normalized to sum 1 (numpy's max propagates NaN; so does this). */
+    static double[] softmax(double[] z) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (double v : z) {
+            max = Double.isNaN(v) || Double.isNaN(max) ? Double.NaN : Math.max(max, v);
+        }
+        double[] e = new double[z.length];
+        double sum = 0;
+        for (int i = 0; i < z.length; i++) {
+            e[i] = Math.exp(z[i] - max);
+            sum += e[i];
+        }
+        for (int i = 0; i < z.length; i++) {
+            e[i] /= sum;
+        }
+        return e;
+    }
+
+    /**
+     * The blend's weights and temperatures ({@code runtime/scoring.py} Weights): the defaults,
+     * overridden by the numbers the bundle's {@code scoring} map gives for these names (other
+     * entries, such as the "rule" text, are ignored).
+     */
+    public static final class Weights {
+        public final double votes;
+        public final double centroids;
+        public final double prior;
+        public final double centroidTemperature;
+        public final double priorTemperature;
+
+        /** The defaults: weights 1, temperatures 0.05. */
+        public Weights() {
+            this(1.0, 1.0, 1.0, 0.05, 0.05);
+        }
+
+        public Weights(double votes, double centroids, double prior, double centroidTemperature,
+                       double priorTemperature) {
+            this.votes = votes;
+            this.centroids = centroids;
+            this.prior = prior;
+            this.centroidTemperature = centroidTemperature;
+            this.priorTemperature = priorTemperature;
+        }
+
+        /**
+         * The defaults overridden by a bundle's scoring map (null: the defaults).
+         *
+         * @throws IllegalArgumentException if a known name maps to something other than a number
+         *     (the reader lets strings through, as Python's does; Python would then call float()
+         *     on it, which this port does not imitate)
+         */
+        public static Weights fromMap(Map<String, Object> m) {
+            if (m == null) {
+                return new Weights();
+            }
+            return new Weights(number(m, "votes", 1.0), number(m, "centroids", 1.0), number(m, "prior", 1.0),
+                    number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05));
+        }
+
+        private static double number(Map<String, Object> m, String key, double fallback) {
+            if (!m.containsKey(key)) {
+                return fallback;
+            }
+            Object v = m.get(key);
+            if (v instanceof Long || v instanceof Double || v instanceof BigInteger) {
+                return Fields.toDouble(v);
+            }
+            throw new IllegalArgumentException("the bundle's scoring weight '" + key + "' is "
+                    + Msgpack.typeName(v) + ", expected a number");
+        }
+
+        @Override
+        public String toString() {
+            return "Weights{votes=" + votes + ", centroids=" + centroids + ", prior=" + prior
+                    + ", centroid_temperature=" + centroidTemperature + ", prior_temperature=" + priorTemperature + "}";
+        }
     }
 }

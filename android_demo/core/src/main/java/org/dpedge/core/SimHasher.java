@@ -1,39 +1,59 @@
 package org.dpedge.core;
 
 /**
- * SimHash bucket ids: one bucket per table from the signs of an embedding's projections.
+ * SimHash bucket ids: one bucket per table from the sides of an embedding's projections.
  *
  * <p>Why its own class: the bit rule is the normative contract between the exporter, which
  * filled the vote tables, and every reader (bundle format section 4, {@code runtime/simhash.py}).
- * For table t, bit h is 1 iff {@code dot(x, hyperplanes[t][h]) > 0} (strictly: 0 gives bit 0),
- * and the bucket is {@code sum_h bit_h * 2^h}, so hyperplane 0 is the least significant bit.
- * Dot products are accumulated in double from the stored float32 values, as the reference
- * does, so the two agree on every sign except projections within about 1e-12 of zero.
+ * For table t, bit h is 1 iff {@code dot(x, hyperplanes[t][h]) > offsets[t][h]} (strictly:
+ * equality gives bit 0), and the bucket is {@code sum_h bit_h * 2^h}, so hyperplane 0 is the
+ * least significant bit. The offsets come from format 2's {@code lsh.offsets} (aligned hashing
+ * puts the hyperplanes through the data's centre); without them every offset is 0, the rule
+ * of format 1. Dot products are accumulated in double from the stored float32 values and
+ * compared with the float32 offset widened to double, as the reference does, so the two agree
+ * on every bit except projections within about 1e-12 of the offset.
  */
 public final class SimHasher {
     private final float[] hyperplanes;
+    private final float[] offsets;
     private final int tables;
     private final int bits;
     private final int dim;
 
     /**
+     * Hyperplanes through the origin (format 1).
+     *
      * @param hyperplanes float32 {@code [tables][bits][dim]} flattened in C order (not copied)
      */
     public SimHasher(float[] hyperplanes, int tables, int bits, int dim) {
+        this(hyperplanes, null, tables, bits, dim);
+    }
+
+    /**
+     * @param hyperplanes float32 {@code [tables][bits][dim]} flattened in C order (not copied)
+     * @param offsets float32 {@code [tables][bits]} flattened in C order (not copied), or null
+     *     for all zero
+     */
+    public SimHasher(float[] hyperplanes, float[] offsets, int tables, int bits, int dim) {
         if (tables < 1 || bits < 1 || bits > 30 || dim < 1
                 || hyperplanes.length != (long) tables * bits * dim) {
             throw new IllegalArgumentException("hyperplanes must hold tables x bits x dim = " + tables + " x " + bits
                     + " x " + dim + " values, got " + hyperplanes.length);
         }
+        if (offsets != null && offsets.length != (long) tables * bits) {
+            throw new IllegalArgumentException("offsets must hold tables x bits = " + tables + " x " + bits
+                    + " values, got " + offsets.length);
+        }
         this.hyperplanes = hyperplanes;
+        this.offsets = offsets;
         this.tables = tables;
         this.bits = bits;
         this.dim = dim;
     }
 
-    /** The hasher of a bundle's hyperplanes. */
+    /** The hasher of a bundle's hyperplanes (and offsets, when the bundle has them). */
     public SimHasher(Bundle bundle) {
-        this(bundle.hyperplanesRef(), bundle.tables(), bundle.bits(), bundle.dim());
+        this(bundle.hyperplanesRef(), bundle.offsetsRef(), bundle.tables(), bundle.bits(), bundle.dim());
     }
 
     /** The bucket id of the embedding in each table, each in [0, 2^bits). */
@@ -43,14 +63,16 @@ public final class SimHasher {
         }
         int[] out = new int[tables];
         int row = 0;
+        int plane = 0;
         for (int t = 0; t < tables; t++) {
             int bucket = 0;
-            for (int h = 0; h < bits; h++, row += dim) {
+            for (int h = 0; h < bits; h++, row += dim, plane++) {
                 double dot = 0;
                 for (int i = 0; i < dim; i++) {
                     dot += (double) embedding[i] * (double) hyperplanes[row + i];
                 }
-                if (dot > 0) {
+                double offset = offsets == null ? 0.0 : (double) offsets[plane];
+                if (dot > offset) {
                     bucket |= 1 << h;
                 }
             }
@@ -69,5 +91,10 @@ public final class SimHasher {
 
     public int dim() {
         return dim;
+    }
+
+    /** Whether the hyperplanes have offsets (format 2's aligned hashing). */
+    public boolean hasOffsets() {
+        return offsets != null;
     }
 }

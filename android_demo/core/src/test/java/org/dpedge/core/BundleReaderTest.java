@@ -121,9 +121,13 @@ public class BundleReaderTest {
     @Test
     public void checksVersionAndChecksum() {
         expectOuter(o -> o.put("format", "zip"), "not a dpedge bundle: field 'format' is 'zip', expected 'dpedge-bundle'");
-        expectOuter(o -> o.put("version", TestBundles.list(2L, 0L)),
-                "bundle format version 2.0 is newer than this runtime supports (1.x); upgrade dpedge to read it");
-        expectOuter(o -> o.put("version", TestBundles.list(0L, 9L)), "bundle format version 0.9 is not supported");
+        expectOuter(o -> o.put("version", TestBundles.list(3L, 0L)),
+                "bundle format version 3.0 is newer than this runtime supports (1.x and 2.x); upgrade dpedge to read it");
+        expectOuter(o -> o.put("version", TestBundles.list(new BigInteger("18446744073709551615"), 0L)),
+                "bundle format version 18446744073709551615.0 is newer than this runtime supports");
+        expectOuter(o -> o.put("version", TestBundles.list(0L, 9L)),
+                "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x)");
+        expectOuter(o -> o.put("version", TestBundles.list(-1L, 0L)), "bundle format version -1.0 is not supported");
         expectOuter(o -> o.put("version", TestBundles.list(1L)), "field 'version' must be [major, minor], got [1]");
         expectOuter(o -> o.put("version", TestBundles.list(true, 1L)), "must be [major, minor], got [True, 1]");
         expectOuter(o -> o.put("version", "1.1"), "field 'version' is string, expected array");
@@ -200,6 +204,111 @@ public class BundleReaderTest {
         expectPayload(p -> TestBundles.sub(p, "encoder.check").put("embedding",
                 TestBundles.array("<f4", TestBundles.floats(0.6f, 0.8f, 0.5f), 3)), "finite unit 3-d embedding");
         expectPayload(p -> p.remove("exporter"), "missing field 'exporter'");
+    }
+
+    @Test
+    public void readsAFormat2Bundle() throws Exception {
+        Bundle b = BundleReader.read(TestBundles.seal2(TestBundles.payload2()));
+        assertTrue(b.usesFormat2());
+        assertArrayEquals(new float[] {0.1f, -0.2f, 0f, 0.3f}, b.offsets(), 0);
+        Bundle.ClassStats cs = b.classStats();
+        assertEquals(2, cs.k());
+        assertEquals(3, cs.dim());
+        assertArrayEquals(new float[] {0.05f, 0f, -0.05f}, cs.origin(), 0);
+        assertArrayEquals(new float[] {8f, 1f, -2f, 6f, 0.5f, -4f}, cs.sums(), 0);
+        assertArrayEquals(new float[] {10f, 7f, 0.4f}, cs.counts(), 0);
+        assertEquals(9, b.prior().length);
+        assertEquals("see runtime/scoring.py", b.scoring().get("rule"));
+        assertEquals(2, ((java.util.List<?>) b.privacy().get("releases")).size());
+        assertTrue(!BundleReader.read(TestBundles.validBundle()).usesFormat2());
+    }
+
+    @Test
+    public void acceptsOptionalFormat2FieldsAlone() throws Exception {
+        Map<String, Object> p = TestBundles.payload2();
+        p.remove("class_stats");
+        TestBundles.sub(p, "privacy").remove("releases");  // required only with class statistics
+        p.put("scoring", null);
+        Bundle b = BundleReader.read(TestBundles.seal2(p));
+        assertNull(b.classStats());
+        assertNull(b.scoring());
+        assertTrue(b.usesFormat2());
+        // A 1.x bundle's format-2 fields are read too, as Python does.
+        assertEquals(2, BundleReader.read(TestBundles.seal(TestBundles.payload2())).classStats().k());
+    }
+
+    @Test
+    public void validatesFormat2FieldsLikePython() {
+        expectPayload2(p -> TestBundles.sub(p, "lsh.offsets").put("shape", TestBundles.list(2L, 1L, 2L)),
+                "field 'lsh.offsets.shape' must be 2 non-negative integers, got [2, 1, 2]");
+        expectPayload2(p -> TestBundles.sub(p, "lsh").put("offsets",
+                TestBundles.array("<f4", TestBundles.floats(1, 2, 3, 4), 4, 1)),
+                "field 'lsh.offsets' must be finite with shape (2, 2), got (4, 1)");
+        expectPayload2(p -> TestBundles.sub(p, "lsh").put("offsets",
+                TestBundles.array("<f4", TestBundles.floats(1, Float.POSITIVE_INFINITY, 3, 4), 2, 2)),
+                "field 'lsh.offsets' must be finite with shape (2, 2), got (2, 2)");
+        expectPayload2(p -> TestBundles.sub(p, "lsh").put("offsets", null), "field 'lsh.offsets' is nil, expected map");
+        expectPayload2(p -> TestBundles.sub(p, "class_stats").remove("projection"),
+                "missing field 'class_stats.projection'");
+        expectPayload2(p -> TestBundles.sub(p, "class_stats").put("sums",
+                TestBundles.array("<f4", TestBundles.floats(8f, 1f, -2f, 6f, 0.5f, -4f), 2, 3)),
+                "field 'class_stats.sums' must be finite with shape (3, 2), got (2, 3)");
+        expectPayload2(p -> TestBundles.sub(p, "class_stats").put("counts",
+                TestBundles.array("<f4", TestBundles.floats(10f, Float.NaN, 1f), 3)),
+                "field 'class_stats.counts' must be finite with shape (3,), got (3,)");
+        expectPayload2(p -> TestBundles.sub(p, "class_stats").put("projection",
+                TestBundles.array("<f4", new byte[0], 0L, 3L)),
+                "field 'class_stats.origin' must be finite with shape (3,), got (3,)");  // k = 0
+        expectPayload2(p -> TestBundles.sub(p, "class_stats").put("projection",
+                TestBundles.array("<f4", new byte[48], 4L, 3L)),
+                "field 'class_stats.origin' must be finite with shape (3,), got (3,)");  // k > dim
+        expectPayload2(p -> TestBundles.sub(p, "privacy").remove("releases"), "missing field 'privacy.releases'");
+        expectPayload2(p -> TestBundles.sub(p, "privacy").put("releases", null),
+                "field 'privacy.releases' is nil, expected array");
+        expectPayload2(p -> TestBundles.sub(p, "privacy").put("releases", TestBundles.list("votes")),
+                "field 'privacy.releases[0]' must be a map, got string");
+        expectPayload2(p -> release(p, 1).put("epsilon", -1L),
+                "field 'privacy.releases[1].epsilon' must be positive, got -1");
+        expectPayload2(p -> release(p, 1).put("epsilon", Double.POSITIVE_INFINITY),
+                "field 'privacy.releases[1].epsilon' must be positive, got inf");
+        expectPayload2(p -> release(p, 0).put("epsilon", true),
+                "field 'privacy.releases[0].epsilon' is boolean, expected float or integer");
+        expectPayload2(p -> release(p, 0).remove("sensitivity_l1"),
+                "missing field 'privacy.releases[0].sensitivity_l1'");
+        expectPayload2(p -> release(p, 0).put("statistic", "sums"),
+                "field 'privacy.releases' must list every released statistic, got ['sums', 'votes']");
+        expectPayload2(p -> release(p, 0).put("epsilon", 7.0),
+                "the releases spend epsilon 8.6, more than the bundle's epsilon 8.0");
+        expectPayload2(p -> TestBundles.sub(p, "prior").put("embeddings",
+                TestBundles.array("<f4", new byte[24], 2L, 3L)),
+                "field 'prior.embeddings' must be finite with shape (3, 3), got (2, 3)");
+        expectPayload2(p -> p.put("prior", "x"), "field 'prior' is string, expected map");
+        expectPayload2(p -> TestBundles.sub(p, "scoring").put("votes", -0.5),
+                "field 'scoring' must map names to finite non-negative numbers");
+        expectPayload2(p -> TestBundles.sub(p, "scoring").put("votes", -1L), "finite non-negative numbers");
+        expectPayload2(p -> TestBundles.sub(p, "scoring").put("prior", false), "finite non-negative numbers");
+        expectPayload2(p -> TestBundles.sub(p, "scoring").put("x", TestBundles.list(1L)), "finite non-negative numbers");
+        expectPayload2(p -> p.put("scoring", "blend"), "field 'scoring' is string, expected map");
+    }
+
+    @Test
+    public void releasesAreCheckedWithoutClassStatisticsWhenPresent() {
+        expectPayload2(p -> {
+            p.remove("class_stats");
+            release(p, 1).put("epsilon", 2.0);
+        }, "the releases spend epsilon 8.4, more than the bundle's epsilon 8.0");
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> release(Map<String, Object> p, int i) {
+        return (Map<String, Object>) ((java.util.List<Object>) TestBundles.sub(p, "privacy").get("releases")).get(i);
+    }
+
+    private static void expectPayload2(Consumer<Map<String, Object>> edit, String phrase) {
+        Map<String, Object> p = TestBundles.payload2();
+        edit.accept(p);
+        byte[] data = TestBundles.seal2(p);
+        expectError(() -> BundleReader.read(data), phrase);
     }
 
     @Test

@@ -30,25 +30,34 @@ import org.junit.Test;
  * tests are skipped when it is not set, and fail when it is set but unreadable.
  *
  * <p>For every case: the token ids must be equal; the buckets computed from the golden
- * embedding must be equal; the scores must agree within 1e-9 (they are integer sums) and the
- * label must be equal, both from the golden embedding and through the full
- * {@link Classifier#predict} with a {@link TextEncoder} stub that returns the golden embedding
- * for the golden token ids (the native encoder cannot run on the JVM here). Every malformed
- * bundle must be refused with a {@link BundleException} containing the given phrase.
+ * embedding must be equal; the scores must agree within 1e-9 relative (integer sums for a
+ * format-1 bundle, the blend of votes, centroids and prior for format 2) and the label must
+ * be equal, both from the golden embedding and through the full {@link Classifier#predict}
+ * with a {@link TextEncoder} stub that returns the golden embedding for the golden token ids
+ * (the native encoder cannot run on the JVM here). The "scored" bundles (format-2 bundles
+ * derived from a real one, each exercising one part of the blend) must give the same buckets,
+ * scores and label for each golden embedding. Every malformed bundle must be refused with a
+ * {@link BundleException} containing the given phrase, and every valid variant must load.
  */
 public class GoldenConformanceTest {
     private static final int MAX_REPORTED = 20;
+    /** Scores must agree within this, relative to max(1, |python score|). */
+    private static final double TOLERANCE = 1e-9;
 
     private static File dir;
     private static final List<GoldenBundle> bundles = new ArrayList<>();
     private static List<?> malformed;
     private static List<?> variants;
+    private static List<?> scored;
 
     private static int tokenCases;
     private static int bucketCases;
     private static int labelCases;
     private static int malformedRejected;
     private static int variantsLoaded;
+    private static int scoredCases;
+    private static int format2Bundles;
+    private static double maxScoreDifference;
 
     /** One bundle of the golden set with its cases. */
     private static final class GoldenBundle {
@@ -75,6 +84,9 @@ public class GoldenConformanceTest {
             Map<?, ?> entry = (Map<?, ?>) b;
             String file = (String) entry.get("file");
             GoldenBundle gb = new GoldenBundle(file, BundleReader.read(new File(dir, file)));
+            if (gb.bundle.usesFormat2()) {
+                format2Bundles++;
+            }
             for (Object c : (List<?>) entry.get("cases")) {
                 gb.cases.add((Map<?, ?>) c);
             }
@@ -82,6 +94,7 @@ public class GoldenConformanceTest {
         }
         malformed = (List<?>) golden.get("malformed");
         variants = golden.containsKey("variants") ? (List<?>) golden.get("variants") : new ArrayList<>();
+        scored = golden.containsKey("scored") ? (List<?>) golden.get("scored") : new ArrayList<>();
         assertTrue("golden data has no bundles", !bundles.isEmpty());
         assertNotNull("golden data has no malformed list", malformed);
     }
@@ -91,7 +104,9 @@ public class GoldenConformanceTest {
         if (dir != null) {
             System.out.println("golden: " + tokenCases + " token cases, " + bucketCases + " bucket cases, "
                     + labelCases + " label cases passed; " + malformedRejected + " malformed bundles rejected; "
-                    + variantsLoaded + " valid variants loaded");
+                    + variantsLoaded + " valid variants loaded; " + scoredCases + " scored format-2 cases passed; "
+                    + format2Bundles + " of " + bundles.size() + " bundles use format 2; largest score difference "
+                    + maxScoreDifference);
         }
     }
 
@@ -201,7 +216,56 @@ public class GoldenConformanceTest {
         report("malformed bundles not rejected as expected", failures);
     }
 
-    /** Valid bundles in other shapes the format allows (per-person privacy, format 1.0): they must load. */
+    /**
+     * Format-2 bundles derived from a real one (other weights and temperatures, small epsilon,
+     * no prior, no class statistics, offsets alone, counts below the floor, stripped to 1.2):
+     * the buckets, scores and label of each golden embedding must be Python's.
+     */
+    @Test
+    public void scoredFormat2BundlesMatchPython() throws Exception {
+        List<String> failures = new ArrayList<>();
+        for (Object o : scored) {
+            Map<?, ?> m = (Map<?, ?>) o;
+            String file = (String) m.get("file");
+            Bundle bundle = BundleReader.read(new File(dir, file));
+            SimHasher hasher = new SimHasher(bundle);
+            Classifier clf = new Classifier(bundle, ids -> {
+                throw new AssertionError("the scored cases give embeddings, not texts");
+            });
+            boolean plain = (Boolean) m.get("plain_votes");
+            if (clf.scorer().plainVotes() != plain) {
+                failures.add(file + ": plain votes " + clf.scorer().plainVotes() + ", python " + plain);
+                continue;
+            }
+            int i = 0;
+            for (Object c : (List<?>) m.get("cases")) {
+                Map<?, ?> cm = (Map<?, ?>) c;
+                float[] emb = embedding(cm);
+                int[] expected = ints((List<?>) cm.get("buckets"));
+                int[] actual = hasher.buckets(emb);
+                String problem = null;
+                if (!Arrays.equals(expected, actual)) {
+                    problem = "buckets: python " + Arrays.toString(expected) + ", java " + Arrays.toString(actual);
+                }
+                Prediction p = clf.predictEmbedding(emb);
+                if (problem == null) {
+                    problem = compareScores(bundle.labels(), (List<?>) cm.get("scores"), p);
+                }
+                if (problem == null && !cm.get("label").equals(p.label())) {
+                    problem = "label " + p.label() + ", python " + cm.get("label");
+                }
+                if (problem == null) {
+                    scoredCases++;
+                } else {
+                    failures.add(file + " embedding " + i + ": " + problem);
+                }
+                i++;
+            }
+        }
+        report("scored format-2 cases differ", failures);
+    }
+
+    /** Valid bundles in other shapes the format allows (per-person privacy, format 1.0, format 2.x): they must load. */
     @Test
     public void validVariantsLoad() throws Exception {
         List<String> failures = new ArrayList<>();
@@ -252,7 +316,11 @@ public class GoldenConformanceTest {
         for (int i = 0; i < expected.size(); i++) {
             double e = ((Number) expected.get(i)).doubleValue();
             double a = actual.get(labels.get(i));
-            if (Math.abs(e - a) > 1e-9) {
+            double diff = Math.abs(e - a) / Math.max(1.0, Math.abs(e));
+            synchronized (GoldenConformanceTest.class) {
+                maxScoreDifference = Math.max(maxScoreDifference, diff);
+            }
+            if (!(diff <= TOLERANCE)) {
                 return "score of " + labels.get(i) + ": python " + e + ", java " + a;
             }
         }

@@ -2,8 +2,12 @@ package org.dpedge.core;
 
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
 
 import java.util.Arrays;
+import java.util.Map;
 
 import org.junit.Test;
 
@@ -49,6 +53,130 @@ public class ScorerTest {
         long[] sums = new Scorer(votes, tables, 1, 2).voteSums(new int[tables]);
         assertEquals(-32768L * tables, sums[0]);
         assertEquals(32767L * tables, sums[1]);
+    }
+
+    /** runtime/centroids.py's doctest: sums [[4, 0], [0, 2]], counts [2, 2]. */
+    @Test
+    public void centredMeansMirrorThePythonDoctest() {
+        double[] mu = new double[2];
+        double[] c = Scorer.centredMeans(new float[] {4, 0, 0, 2}, new float[] {2, 2}, 2, 2, mu);
+        assertArrayEquals(new double[] {1.0, -0.5, -1.0, 0.5}, c, 0);
+        assertArrayEquals(new double[] {1.0, 0.5}, mu, 0);
+        // counts below 1 are read as 1, also in the overall mean's denominator
+        c = Scorer.centredMeans(new float[] {4, 0, 0, 2}, new float[] {-3, 0.5f}, 2, 2, mu);
+        assertArrayEquals(new double[] {2.0, 1.0}, mu, 0);
+        assertArrayEquals(new double[] {2.0, -1.0, -2.0, 1.0}, c, 0);
+    }
+
+    private static Bundle format2(java.util.function.Consumer<Map<String, Object>> edit) throws Exception {
+        Map<String, Object> p = TestBundles.payload2();
+        edit.accept(p);
+        return BundleReader.read(TestBundles.seal2(p));
+    }
+
+    @Test
+    public void blendIsTheSumOfItsComponents() throws Exception {
+        Bundle b = format2(p -> { });
+        Scorer blend = new Scorer(b);
+        assertFalse(blend.plainVotes());
+        float[] x = {0.6f, -0.8f, 0.1f};
+        int[] buckets = new SimHasher(b).buckets(x);
+        double[] votesOnly = new Scorer(format2(p -> {
+            TestBundles.sub(p, "scoring").put("centroids", 0L);
+            TestBundles.sub(p, "scoring").put("prior", 0L);
+        })).scores(x, buckets);
+        double[] c = new Scorer(b, Scorer.Mode.CENTROIDS).scores(x, buckets);
+        double[] pr = new Scorer(b, Scorer.Mode.PRIOR).scores(x, buckets);
+        double[] all = blend.scores(x, buckets);
+        // the query's cells, negative noisy votes read as 0
+        short[] votes = b.votes();
+        double[] positive = new double[3];
+        double total = 0;
+        for (int t = 0; t < 2; t++) {
+            for (int i = 0; i < 3; i++) {
+                positive[i] += Math.max(0, votes[(t * 4 + buckets[t]) * 3 + i]);
+            }
+        }
+        for (double v : positive) {
+            total += v;
+        }
+        double probs = 0;
+        double priorProbs = 0;
+        for (int i = 0; i < 3; i++) {
+            assertEquals(positive[i] / total, votesOnly[i], 1e-15);
+            assertEquals(votesOnly[i] + c[i] + pr[i], all[i], 1e-15);  // epsilon 8: no prior boost
+            probs += c[i];
+            priorProbs += pr[i];
+        }
+        assertEquals(1.0, probs, 1e-15);
+        assertEquals(1.0, priorProbs, 1e-15);
+        assertEquals(1.0, blend.priorBoost(), 0);
+        assertArrayEquals(new int[] {1, 1}, buckets);  // offsets 0.1, -0.2 (table 0) and 0, 0.3 (table 1)
+        assertArrayEquals(new double[] {0, 1, 0}, votesOnly, 0);
+    }
+
+    @Test
+    public void priorWeightGrowsBelowEpsilonOne() throws Exception {
+        Bundle b = format2(p -> {
+            TestBundles.sub(p, "privacy").put("epsilon", 0.25);
+            TestBundles.sub(p, "privacy").put("releases", TestBundles.list(
+                    release("class_stats", 0.2), release("votes", 0.05)));
+        });
+        assertEquals(4.0, new Scorer(b).priorBoost(), 0);
+    }
+
+    private static Map<String, Object> release(String statistic, double epsilon) {
+        Map<String, Object> r = new java.util.LinkedHashMap<>();
+        r.put("statistic", statistic);
+        r.put("epsilon", epsilon);
+        r.put("mechanism", "m");
+        r.put("sensitivity_l1", 2L);
+        return r;
+    }
+
+    @Test
+    public void weightsComeFromTheScoringMap() throws Exception {
+        Scorer.Weights w = new Scorer(format2(p -> {
+            TestBundles.sub(p, "scoring").put("votes", 2L);
+            TestBundles.sub(p, "scoring").put("prior_temperature", 0.5);
+            TestBundles.sub(p, "scoring").remove("centroids");
+        })).weights();
+        assertEquals(2.0, w.votes, 0);
+        assertEquals(1.0, w.centroids, 0);
+        assertEquals(0.5, w.priorTemperature, 0);
+        assertEquals(0.05, new Scorer(format2(p -> p.remove("scoring"))).weights().centroidTemperature, 0);
+    }
+
+    @Test
+    public void withoutCentroidsOrPriorTheScoresAreTheVoteSums() throws Exception {
+        Bundle b = format2(p -> {
+            p.remove("class_stats");
+            p.remove("prior");
+        });
+        Scorer s = new Scorer(b);
+        assertTrue(s.plainVotes());
+        assertArrayEquals(new double[] {-3, -1, -32769}, s.scores(new float[] {0.2f, 0.2f, 0.2f}, new int[] {1, 3}), 0);
+        try {
+            new Scorer(b, Scorer.Mode.CENTROIDS);
+            fail("centroids mode without class statistics");
+        } catch (IllegalArgumentException e) {
+            assertEquals("this bundle has no class statistics to score with centroids", e.getMessage());
+        }
+    }
+
+    @Test(expected = IllegalStateException.class)
+    public void bucketOnlyScoresRefuseABlend() throws Exception {
+        new Scorer(format2(p -> { })).scores(new int[] {0, 0});
+    }
+
+    @Test(expected = IllegalArgumentException.class)
+    public void aStringWeightIsRefused() throws Exception {
+        new Scorer(format2(p -> TestBundles.sub(p, "scoring").put("votes", "0.5")));
+    }
+
+    @Test
+    public void argmaxTreatsNaNAsNumpyDoes() {
+        assertEquals(1, Scorer.argmax(new double[] {1, Double.NaN, 5, Double.NaN}));
     }
 
     @Test(expected = IllegalArgumentException.class)

@@ -47,6 +47,27 @@ public class SimHasherTest {
         assertArrayEquals(new int[] {1}, h.buckets(new float[] {1, 1, 1}));
     }
 
+    /** Format 2: bit h is 1 iff dot > offset_h (strictly); offsets are per table and bit. */
+    @Test
+    public void offsetsMoveTheThreshold() {
+        float[] planes = {1, 0, 0, 1};  // 1 table, 2 bits, 2-d
+        SimHasher h = new SimHasher(planes, new float[] {0.5f, -0.25f}, 1, 2, 2);
+        assertArrayEquals(new int[] {0b10}, h.buckets(new float[] {0.4f, 0f}));
+        assertArrayEquals(new int[] {0b11}, h.buckets(new float[] {0.6f, 0f}));
+        assertArrayEquals(new int[] {0b00}, h.buckets(new float[] {0.5f, -0.25f}));  // equal: bit 0
+        assertArrayEquals(new int[] {0b00}, h.buckets(new float[] {Float.NaN, Float.NaN}));
+        SimHasher zero = new SimHasher(planes, new float[] {0f, 0f}, 1, 2, 2);
+        SimHasher none = new SimHasher(planes, 1, 2, 2);
+        float[] x = {0.3f, -0.7f};
+        assertArrayEquals(none.buckets(x), zero.buckets(x));
+        assertEquals(false, none.hasOffsets());
+    }
+
+    @Test(expected = IllegalArgumentException.class)
+    public void refusesOffsetsOfTheWrongSize() {
+        new SimHasher(new float[] {1, 0, 0, 1}, new float[] {0f}, 1, 2, 2);
+    }
+
     @Test(expected = IllegalArgumentException.class)
     public void refusesAWrongDimension() {
         new SimHasher(new float[] {1, 0}, 1, 1, 2).buckets(new float[] {1, 0, 0});

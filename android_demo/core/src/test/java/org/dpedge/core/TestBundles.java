@@ -110,6 +110,52 @@ final class TestBundles {
         return p;
     }
 
+    /**
+     * A valid format-2 payload: {@link #payload()} plus offsets, class statistics in a 2-d
+     * subspace (the x and y axes), a prior, a scoring map and the releases.
+     */
+    static Map<String, Object> payload2() {
+        Map<String, Object> p = payload();
+        sub(p, "lsh").put("offsets", array("<f4", floats(0.1f, -0.2f, 0f, 0.3f), TABLES, BITS));
+        Map<String, Object> cs = new LinkedHashMap<>();
+        cs.put("origin", array("<f4", floats(0.05f, 0f, -0.05f), DIM));
+        cs.put("projection", array("<f4", floats(1, 0, 0, 0, 1, 0), 2, DIM));
+        cs.put("sums", array("<f4", floats(8f, 1f, -2f, 6f, 0.5f, -4f), 3, 2));
+        cs.put("counts", array("<f4", floats(10f, 7f, 0.4f), 3));
+        p.put("class_stats", cs);
+        Map<String, Object> prior = new LinkedHashMap<>();
+        prior.put("embeddings", array("<f4", floats(1, 0, 0, 0, 1, 0, 0, 0.6f, 0.8f), 3, DIM));
+        prior.put("source", "the label descriptions");
+        p.put("prior", prior);
+        Map<String, Object> scoring = new LinkedHashMap<>();
+        scoring.put("votes", 1.0);
+        scoring.put("centroids", 1.0);
+        scoring.put("prior", 1.0);
+        scoring.put("centroid_temperature", 0.05);
+        scoring.put("prior_temperature", 0.05);
+        scoring.put("rule", "see runtime/scoring.py");
+        p.put("scoring", scoring);
+        Map<String, Object> stats = new LinkedHashMap<>();
+        stats.put("statistic", "class_stats");
+        stats.put("epsilon", 6.4);
+        stats.put("mechanism", "discrete Laplace");
+        stats.put("sensitivity_l1", 400L);
+        Map<String, Object> votes = new LinkedHashMap<>();
+        votes.put("statistic", "votes");
+        votes.put("epsilon", 1.6);
+        votes.put("mechanism", "discrete Laplace");
+        votes.put("sensitivity_l1", (long) TABLES);
+        sub(p, "privacy").put("releases", list(stats, votes));
+        return p;
+    }
+
+    /** A sealed format-2 bundle (version [2, 0]) of a payload. */
+    static byte[] seal2(Map<String, Object> payload) {
+        Map<String, Object> o = outer(pack(payload));
+        o.put("version", list(2L, 0L));
+        return pack(o);
+    }
+
     /** The outer map around a payload, with a correct checksum. */
     static Map<String, Object> outer(byte[] body) {
         Map<String, Object> o = new LinkedHashMap<>();
