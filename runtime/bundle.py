@@ -565,7 +565,7 @@ def _validate_payload(p: _Fields) -> Bundle:
         labels=tuple(labels),
         label_descriptions=None if descriptions is None else tuple(descriptions),
         privacy=privacy.m,
-        lsh={k: v for k, v in lsh.m.items() if k != "hyperplanes"},
+        lsh={k: v for k, v in lsh.m.items() if k not in ("hyperplanes", "offsets")},
         hyperplanes=hyperplanes,
         votes=votes,
         encoder=encoder,

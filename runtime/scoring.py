@@ -69,6 +69,12 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def _rowwise(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """x @ m one row at a time: BLAS may round a many-row product differently from a one-row
+    product, and a text's scores must not depend on the batch it arrives in."""
+    return np.stack([row @ m for row in x]) if len(x) else np.zeros((0, m.shape[1]))
+
+
 def _unit_rows(a: np.ndarray) -> np.ndarray:
     return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
 
@@ -133,11 +139,11 @@ class Scorer:
 
     def centroid_probs(self, x: np.ndarray) -> np.ndarray:
         proj_t, shift, dirs = self._stats
-        z = _unit_rows(x @ proj_t - shift)
-        return _softmax((z @ dirs) / self.weights.centroid_temperature)
+        z = _unit_rows(_rowwise(x, proj_t) - shift)
+        return _softmax(_rowwise(z, dirs) / self.weights.centroid_temperature)
 
     def prior_probs(self, x: np.ndarray) -> np.ndarray:
-        return _softmax((_unit_rows(x) @ self._prior.T) / self.weights.prior_temperature)
+        return _softmax(_rowwise(_unit_rows(x), self._prior.T) / self.weights.prior_temperature)
 
     def scores(self, embeddings: np.ndarray) -> np.ndarray:
         """Per-class scores, shape (n, classes), float64; the label is the argmax."""

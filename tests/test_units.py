@@ -81,7 +81,9 @@ def test_per_person_build_keeps_k_per_person_and_says_so(exported_encoder, tmp_p
     assert b.votes.sum() == 8 * 4 * 8  # 8 people x 4 records, in each of 8 tables
     assert report.units.units == 8 and report.units.records_dropped == 560 - 32
     p = b.privacy
-    assert (p["max_records_per_unit"], p["sensitivity_l1"], p["noise_scale"]) == (4, 32, 4.0)
+    assert (p["max_records_per_unit"], p["sensitivity_l1"]) == (4, 32)
+    assert p["noise_scale"] == pytest.approx(4 * 8 / (p["releases"][1]["epsilon"]))
+    assert p["releases"][0]["sensitivity_l1"] == 4 * 400  # the class statistics scale with K too
     assert p["privacy_unit"] == "one person, up to 4 records" and "'user_id'" in p["neighbour_relation"]
 
 
