@@ -281,7 +281,7 @@ class PrecomputedEmbeddings:
 def child(kind: str, train: Path, out: Path, sources: Path | None, records: int, progress: bool) -> dict[str, Any]:
     from runtime import bundle as bundle_format
 
-    opts = BuildOptions(train=train, labels=LABELS, epsilon=EPSILON, out=out, seed=HYPERPLANE_SEED,
+    opts = BuildOptions(train=train, labels=LABELS, epsilon=EPSILON, out=out, seed=HYPERPLANE_SEED, hashing="random",
                         models_dir=ROOT / "models", progress=progress)
     stand_in = None
     if kind == "precomputed":

@@ -35,11 +35,16 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     sizes = {
         "encoder": len(b.encoder.model) + len(b.encoder.tokenizer_json.encode()),
         "votes": b.votes.nbytes,
-        "hyperplanes": b.hyperplanes.nbytes,
+        "hyperplanes": b.hyperplanes.nbytes + (0 if b.offsets is None else b.offsets.nbytes),
     }
+    if b.class_stats is not None:
+        cs = b.class_stats
+        sizes["class_stats"] = cs.origin.nbytes + cs.projection.nbytes + cs.sums.nbytes + cs.counts.nbytes
+    if b.prior is not None:
+        sizes["prior"] = b.prior.nbytes
     if path is not None:
         sizes["file"] = path.stat().st_size
-        sizes["metadata"] = max(0, sizes["file"] - sizes["encoder"] - sizes["votes"] - sizes["hyperplanes"])
+        sizes["metadata"] = max(0, sizes["file"] - sum(sizes.values()) + sizes["file"])
     return {
         "bundle": None if path is None else str(path),
         "labels": list(b.labels),

@@ -41,6 +41,14 @@ def dp_bundle(exported_encoder, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def random_bundle(exported_encoder, tmp_path_factory) -> Path:
+    """A real DP bundle with --hashing random (format 1.2: random hyperplanes, Algorithm 2)."""
+    out = tmp_path_factory.mktemp("bundles") / "assistant-random.dpedge"
+    build(build_options(out, hashing="random"))
+    return out
+
+
+@pytest.fixture(scope="session")
 def exact_bundle(exported_encoder, tmp_path_factory) -> Path:
     """The same data with zero noise through the test-only hook: exact counts, to check hashing."""
     out = tmp_path_factory.mktemp("bundles") / "assistant-exact.dpedge"

@@ -108,21 +108,29 @@ def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_en
     outer = msgpack.unpackb(dp_bundle.read_bytes(), raw=False)
     payload = msgpack.unpackb(outer["payload"], raw=False)
     assert set(outer) == {"format", "version", "checksum", "payload"}
-    assert set(payload) == {"labels", "label_descriptions", "privacy", "lsh", "votes", "encoder", "exporter"}
+    assert set(payload) == {"labels", "label_descriptions", "privacy", "lsh", "votes", "encoder", "exporter",
+                            "class_stats", "prior", "scoring"}  # class_stats: the second noisy release
     assert set(payload["encoder"]) == {"format", "model", "tokenizer_json", "max_length", "dim", "pooling",
                                        "normalized", "inputs", "output", "facts", "check"}
     # the encoder is the public export, byte for byte: it was not touched by the records
     assert payload["encoder"]["model"] == (exported_encoder.directory / "model.onnx").read_bytes()
     assert payload["encoder"]["check"]["text"] == exported_encoder.facts["check"]["text"]
-    assert set(payload["lsh"]) == {"family", "tables", "bits", "dim", "seed", "distribution", "bit_rule", "hyperplanes"}
+    assert set(payload["lsh"]) == {"family", "tables", "bits", "dim", "seed", "distribution", "bit_rule", "hyperplanes",
+                                   "offsets", "bits_rule"}  # offsets: post-processing of the class statistics
     assert set(payload["exporter"]) == {"name", "version", "created"}
 
     clf = Classifier.load(dp_bundle, threads=1)
     labels = read_labels(DATA / "labels.txt")
     records = list(read_records(DATA / "train.jsonl", labels))
     n = len(records)
-    # the hyperplanes are the seeded public draw, not fitted to the data
-    assert np.array_equal(clf.bundle.hyperplanes, draw_hyperplanes(1234, clf.bundle.tables, clf.bundle.bits, 384))
+    # the hyperplanes are a seeded draw inside the span of the *released* noisy class
+    # statistics (post-processing), not fitted to the records
+    from exporter.hyperplanes import aligned_hyperplanes
+    from exporter.public_basis import PublicBasis
+    cs = clf.bundle.class_stats
+    planes, offsets = aligned_hyperplanes(1234, clf.bundle.tables, clf.bundle.bits, PublicBasis(cs.origin, cs.projection),
+                                          cs.sums, cs.counts)
+    assert np.allclose(planes, clf.bundle.hyperplanes, atol=1e-4) and np.allclose(offsets, clf.bundle.offsets, atol=1e-4)
     # the released votes are not the exact counts (noise on every cell, empty ones included)
     counter = VoteCounter(clf.bundle.tables, clf.bundle.bits, len(labels))
     counter.add(clf.scorer.hasher.buckets(clf.embed([r.text for r in records])), np.array([r.label for r in records]))
@@ -130,7 +138,7 @@ def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_en
     assert np.mean(votes != counter.counts) > 0.5 and np.mean(votes[counter.counts == 0] != 0) > 0.5
     assert counter.counts.astype("<i2").tobytes() not in outer["payload"]
     # no record count anywhere in the metadata (the votes' own total is a noisy statistic)
-    metadata = msgpack.packb({k: v for k, v in payload.items() if k not in ("votes", "lsh", "encoder")})
+    metadata = msgpack.packb({k: v for k, v in payload.items() if k not in ("votes", "lsh", "encoder", "class_stats", "prior")})
     assert str(n).encode() not in metadata and msgpack.packb(n) not in msgpack.packb(payload["privacy"])
     # no record embedding: nothing in the payload is a record's embedding (the only vector
     # besides the hyperplanes is the check text's)

@@ -99,7 +99,7 @@ def test_stand_in_stream_counts_exactly_what_it_embeds(sources, corpus, tmp_path
     tok = TextTokenizer(spec.tokenizer_json, spec.max_length)
     n = count_lines(corpus)
     out = tmp_path / "exact.dpedge"
-    report = build(build_options(out, train=corpus), noise_for_tests=ConstantNoise(0),
+    report = build(build_options(out, train=corpus, hashing="random"), noise_for_tests=ConstantNoise(0),
                    embed_for_benchmarks=export_scale.PrecomputedEmbeddings(sources, n, tok))
     assert report.stats.records == n == 5000
 
@@ -133,7 +133,7 @@ def test_progress_bar_ends_at_its_total_after_trailing_skipped_lines(tmp_path, c
     lines = (DATA / "train.jsonl").read_text().splitlines()[:300]
     train = tmp_path / "t.jsonl"
     train.write_text("\n".join(lines) + "\n\n\n" + json.dumps({"text": "hi", "label": "nope"}))  # no final newline
-    build(build_options(tmp_path / "t.dpedge", train=train, progress=True, skip_unknown_labels=True))
+    build(build_options(tmp_path / "t.dpedge", train=train, progress=True, skip_unknown_labels=True, hashing="random"))
     err = capsys.readouterr().err
     assert "/303 [" in err and "303/303 [" in err, err
 
@@ -177,11 +177,11 @@ def test_keyboard_interrupt_in_the_record_stream_writes_nothing(tmp_path, corpus
 
     monkeypatch.setattr(build_module, "read_records", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build(build_options(out, train=corpus))
+        build(build_options(out, train=corpus, hashing="random"))
     assert _sha(out) == before and _leftovers(tmp_path, {"app.dpedge"}) == []
     new = tmp_path / "new.dpedge"
     with pytest.raises(KeyboardInterrupt):
-        build(build_options(new, train=corpus))
+        build(build_options(new, train=corpus, hashing="random"))
     assert not new.exists() and _leftovers(tmp_path, {"app.dpedge"}) == []
 
 
@@ -195,7 +195,7 @@ def test_keyboard_interrupt_while_writing_keeps_the_previous_bundle(tmp_path, pr
 
     monkeypatch.setattr(os, "fsync", interrupted_fsync)
     with pytest.raises(KeyboardInterrupt):
-        build(build_options(out))
+        build(build_options(out, hashing="random"))
     assert _sha(out) == before and _leftovers(tmp_path, {"app.dpedge"}) == []
 
 

@@ -30,9 +30,9 @@ except ImportError:  # pragma: no cover - hypothesis is in the dev extra
 
 
 @pytest.fixture(scope="module")
-def tiny(dp_bundle) -> fz.Base:
+def tiny(random_bundle) -> fz.Base:
     """The real test bundle with a two-byte model and a short tokenizer (unpack runs neither)."""
-    return fz.make_base("tiny", fz.tiny_bundle(dp_bundle.read_bytes()))
+    return fz.make_base("tiny", fz.tiny_bundle(random_bundle.read_bytes()))
 
 
 LIMITS = fz.Limits(max_seconds=2.0, mem_ratio=4.0, mem_slack=4 << 20)
@@ -43,8 +43,8 @@ def outcome(blob: bytes) -> fz.Outcome:
     return fz.run_one(blob, LIMITS)
 
 
-def test_real_bundles_are_valid(dp_bundle, tiny):
-    fz.check_valid(fmt.load(dp_bundle))
+def test_real_bundles_are_valid(random_bundle, tiny):
+    fz.check_valid(fmt.load(random_bundle))
     fz.check_valid(fmt.unpack(tiny.data))
 
 
@@ -68,9 +68,9 @@ else:  # pragma: no cover
         pytest.skip("hypothesis is not installed (pip install -e '.[dev]')")
 
 
-def test_fuzz_script_runs_clean(dp_bundle, tmp_path):
+def test_fuzz_script_runs_clean(random_bundle, tmp_path):
     """The benchmark script itself, briefly: both bases, load() on files, and the special files."""
-    r = subprocess.run([sys.executable, "benchmarks/fuzz_bundle.py", "--bundle", str(dp_bundle), "--inputs", "400",
+    r = subprocess.run([sys.executable, "benchmarks/fuzz_bundle.py", "--bundle", str(random_bundle), "--inputs", "400",
                         "--seed", "3", "--full-every", "100", "--load-every", "10", "--findings", str(tmp_path)],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
@@ -81,7 +81,7 @@ def test_fuzz_script_runs_clean(dp_bundle, tmp_path):
         assert "BundleError" in line and "FINDING" not in line, line
 
 
-def test_a_finding_is_reported_and_fails_the_run(dp_bundle, tmp_path, monkeypatch):
+def test_a_finding_is_reported_and_fails_the_run(random_bundle, tmp_path, monkeypatch):
     """The harness is not blind: a reader that leaks a ValueError is caught as 'other'."""
     def broken(data):
         raise ValueError("boom")
