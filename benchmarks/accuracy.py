@@ -34,13 +34,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder, knn_accuracy  # noqa: E402
 
-from exporter.build import DEFAULT_CLASS_SHARE, bits_for  # noqa: E402
-from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats  # noqa: E402
+from exporter.build import DEFAULT_CLASS_SHARE, release_aligned  # noqa: E402
+from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter  # noqa: E402
 from exporter.counting import VoteCounter  # noqa: E402
-from exporter.hyperplanes import aligned_hyperplanes, draw_hyperplanes  # noqa: E402
+from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.public_basis import DEFAULT_DIM, PublicBasis, fit_public_basis, public_texts  # noqa: E402
 from exporter.release import release_votes  # noqa: E402
-from runtime.scoring import ClassStats, Scorer  # noqa: E402
+from runtime.scoring import Scorer  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 METHODS = ("blend", "votes", "centroids", "random", "paper", "prior")
@@ -91,17 +91,15 @@ def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, e
     """One default-bundle release (class statistics, then aligned vote tables), scored three ways."""
     counter = ClassStatsCounter(basis, len(ds.labels), args.clip_l1)
     counter.add(ds.train.embeddings, ds.train.labels)
-    stats = release_class_stats(counter, eps * args.class_share)
-    bits = args.bits or bits_for(float(stats.counts.sum()))
-    planes, offsets = aligned_hyperplanes(seed, args.tables, bits, basis, stats.sums, stats.counts,
-                                          args.public_directions)
-    votes = release_votes(_counts(planes, offsets, ds), eps * (1 - args.class_share)).votes
-    cs = ClassStats(basis.origin, basis.projection, stats.sums.astype(np.float32), stats.counts.astype(np.float32))
+    r = release_aligned(counter, basis, eps, seed=seed, tables=args.tables, bits=args.bits,
+                        class_share=args.class_share, public_directions=args.public_directions)
+    planes, offsets, cs = r.planes, r.offsets, r.stats.for_bundle(basis)
+    votes = release_votes(_counts(planes, offsets, ds), r.votes_epsilon).votes
     out = {}
     for mode in ("blend", "votes", "centroids"):
         out[mode] = _accuracy(Scorer(planes, votes, offsets=offsets, class_stats=cs, prior=prior, epsilon=eps,
                                      mode=mode), ds)
-    out["bits"] = bits
+    out["bits"] = int(planes.shape[1])
     return out
 
 

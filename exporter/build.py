@@ -22,18 +22,18 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats
+from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, ClassStatsRelease, release_class_stats
 from exporter.counting import VoteCounter
 from exporter.dataset import LabelSet, ReadStats, Record, count_lines, read_labels, read_records
 from exporter.encoder_export import export_encoder
 from exporter.hyperplanes import aligned_hyperplanes, draw_hyperplanes, new_seed
-from exporter.public_basis import DEFAULT_DIM as DEFAULT_BASIS_DIM, fit_public_basis, public_texts
+from exporter.public_basis import DEFAULT_DIM as DEFAULT_BASIS_DIM, PublicBasis, fit_public_basis, public_texts
 from exporter.noise import NoiseSource
 from exporter.release import check_epsilon, release_votes
 from exporter.units import UnitBound, UnitStats
 from runtime import __version__
 from runtime.bundle import Bundle, save
-from runtime.scoring import ClassStats, Weights
+from runtime.scoring import Weights
 from runtime.encoder import TextEncoder
 from runtime.simhash import SimHasher
 from runtime.tokenize import TextTokenizer
@@ -51,6 +51,10 @@ HASHINGS = ("aligned", "random")
 DEFAULT_CLASS_SHARE = 0.8
 
 
+#: The range `bits_for` chooses from; the table-size check before a build assumes the top.
+AUTO_BITS = (4, 8)
+
+
 def bits_for(records: float) -> int:
     """H from the released (noisy) record count: about 100 records per bucket, 4..8 bits.
 
@@ -61,7 +65,35 @@ def bits_for(records: float) -> int:
         >>> [bits_for(n) for n in (500, 1775, 8000, 10**6)]
         [4, 4, 6, 8]
     """
-    return int(min(8, max(4, np.floor(np.log2(max(records, 1.0) / 100)))))
+    low, high = AUTO_BITS
+    return int(min(high, max(low, np.floor(np.log2(max(records, 1.0) / 100)))))
+
+
+@dataclass(frozen=True)
+class AlignedRelease:
+    """The class statistics released, and the hashing derived from them (post-processing)."""
+
+    stats: ClassStatsRelease
+    planes: np.ndarray
+    offsets: np.ndarray
+    votes_epsilon: float  # what is left of the budget for the vote tables
+
+
+def release_aligned(counter: ClassStatsCounter, basis: PublicBasis, epsilon: float, *, seed: int, tables: int,
+                    bits: int | None = None, class_share: float = DEFAULT_CLASS_SHARE, public_directions: int = 0,
+                    max_records_per_unit: int = 1, noise_for_tests: NoiseSource | None = None) -> AlignedRelease:
+    """First release of an aligned build: noisy class statistics (``class_share`` of epsilon),
+    then H from their noisy count and the hyperplanes along their class directions.
+
+    The exporter and benchmarks/accuracy.py both call this, so the benchmark measures the
+    build's own budget split and hashing choices.
+    """
+    class_eps = epsilon * class_share
+    stats = release_class_stats(counter, class_eps, max_records_per_unit=max_records_per_unit,
+                                noise_for_tests=noise_for_tests)
+    planes, offsets = aligned_hyperplanes(seed, tables, bits or bits_for(float(stats.counts.sum())), basis,
+                                          stats.sums, stats.counts, public_directions)
+    return AlignedRelease(stats, planes, offsets, epsilon - class_eps)
 CHUNK_RECORDS = 256
 
 #: Turns one chunk of records into their unit embeddings, shape (len(chunk), dim), float32.
@@ -263,7 +295,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         raise BuildError(str(exc)) from None
     labels: LabelSet = read_labels(opts.labels)
     check_hashing(opts)
-    check_shape(opts.tables, opts.bits or (8 if opts.hashing == "aligned" else DEFAULT_BITS), len(labels),
+    check_shape(opts.tables, opts.bits or (AUTO_BITS[1] if opts.hashing == "aligned" else DEFAULT_BITS), len(labels),
                 opts.max_table_mib)
     check_unit(opts.unit_field, opts.max_records_per_unit)
     check_engine(opts, embed_for_benchmarks)
@@ -339,13 +371,11 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
             t = timer.add("read", t)
             if stats.records == 0:
                 raise BuildError(f"{opts.train}: no records to count (nothing was written)")
-            class_eps = eps * opts.class_share
-            released = release_class_stats(stats_counter, class_eps, max_records_per_unit=k_unit,
-                                           noise_for_tests=noise_for_tests)
+            aligned = release_aligned(stats_counter, basis, eps, seed=seed, tables=opts.tables, bits=opts.bits,
+                                      class_share=opts.class_share, public_directions=opts.public_directions,
+                                      max_records_per_unit=k_unit, noise_for_tests=noise_for_tests)
             del stats_counter
-            bits = opts.bits or bits_for(float(released.counts.sum()))
-            planes, offsets = aligned_hyperplanes(seed, opts.tables, bits, basis, released.sums, released.counts,
-                                                  opts.public_directions)
+            planes, offsets, bits = aligned.planes, aligned.offsets, aligned.planes.shape[1]
             t = timer.add("noise", t)
             counter = VoteCounter(opts.tables, bits, len(labels))
             hasher = SimHasher(planes, offsets)
@@ -356,9 +386,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
                 counter.add(hasher.buckets(a[:, :dim]), a[:, dim].astype(np.int64))
             t = timer.add("hash+count", t)
         prior = None if labels.descriptions is None else embed_texts(list(labels.descriptions))
-        extra = {"offsets": offsets, "released_stats": released, "basis": basis, "prior": prior,
-                 "class_eps": class_eps}
-        counts, votes_eps = counter.counts, eps - class_eps
+        extra = {"offsets": offsets, "released_stats": aligned.stats, "basis": basis, "prior": prior}
+        counts, votes_eps = counter.counts, aligned.votes_epsilon
 
     return _release_and_save(opts, labels, eps, counts, stats, encoder_spec, seed, planes, timer, t,
                              noise_for_tests, embed_for_benchmarks, bound, votes_eps=votes_eps, **extra)
@@ -389,8 +418,7 @@ def _release_and_save(opts: BuildOptions, labels: LabelSet, eps: float, counts: 
                       encoder_spec: Any, seed: int, planes: np.ndarray, timer: _Timer, t: float,
                       noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None,
                       bound: UnitBound | None, *, votes_eps: float | None = None, offsets: np.ndarray | None = None,
-                      released_stats: Any = None, basis: Any = None, prior: np.ndarray | None = None,
-                      class_eps: float | None = None) -> BuildReport:
+                      released_stats: Any = None, basis: Any = None, prior: np.ndarray | None = None) -> BuildReport:
     """Noise once on the dense total, then the bundle: shared by the local and the Ray engine."""
     release = release_votes(counts, eps if votes_eps is None else votes_eps, unit=opts.unit_field,
                             max_records_per_unit=opts.max_records_per_unit if opts.unit_field else 1,
@@ -410,9 +438,7 @@ def _release_and_save(opts: BuildOptions, labels: LabelSet, eps: float, counts: 
                    bits_rule="given" if opts.bits else "bits_for(sum of the noisy class counts)")
         format_2 = dict(
             offsets=offsets,
-            class_stats=ClassStats(origin=basis.origin, projection=basis.projection,
-                                   sums=released_stats.sums.astype(np.float32),
-                                   counts=released_stats.counts.astype(np.float32)),
+            class_stats=released_stats.for_bundle(basis),
             prior=None if prior is None else np.asarray(prior, np.float32),
             scoring={**Weights().__dict__, "rule": "see runtime/scoring.py: normalized positive votes + centroid "
                                                    "softmax + max(1, 1/epsilon) * prior softmax"},

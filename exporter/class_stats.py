@@ -22,6 +22,7 @@ import numpy as np
 
 from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
 from exporter.public_basis import PublicBasis
+from runtime.scoring import ClassStats
 
 #: Grid steps per unit of the projected embedding: 0.01 resolution, far below the noise, and
 #: int32 sums hold about 7 million records per class at the largest clip.
@@ -70,6 +71,11 @@ class ClassStatsRelease:
     sums: np.ndarray
     counts: np.ndarray
     facts: dict[str, Any]
+
+    def for_bundle(self, basis: PublicBasis) -> ClassStats:
+        """What the bundle (and the runtime's Scorer) holds: the release with its public basis."""
+        return ClassStats(origin=basis.origin, projection=basis.projection,
+                          sums=self.sums.astype(np.float32), counts=self.counts.astype(np.float32))
 
 
 def release_class_stats(counter: ClassStatsCounter, epsilon: float, *, max_records_per_unit: int = 1,

@@ -43,8 +43,9 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     if b.prior is not None:
         sizes["prior"] = b.prior.nbytes
     if path is not None:
+        arrays = sum(sizes.values())
         sizes["file"] = path.stat().st_size
-        sizes["metadata"] = max(0, sizes["file"] - sum(sizes.values()) + sizes["file"])
+        sizes["metadata"] = max(0, sizes["file"] - arrays)
     return {
         "bundle": None if path is None else str(path),
         "labels": list(b.labels),

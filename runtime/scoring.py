@@ -115,6 +115,9 @@ class Scorer:
         if mode == "prior" and prior is None:
             raise ValueError("this bundle has no label descriptions to score with a prior")
         self.votes, self.mode = votes, mode
+        # The blend reads negative noisy cells as 0; clipping the table once keeps that off
+        # the per-query path (post-processing of the release, like the rest).
+        self._positive_votes = None if self.plain_votes_only(class_stats, prior, mode) else np.maximum(votes, 0)
         self.weights = weights or Weights()
         self.prior_boost = 1.0 if epsilon is None else max(1.0, 1.0 / float(epsilon))
         self._prior = None if prior is None else _unit_rows(np.asarray(prior, np.float64))
@@ -128,14 +131,17 @@ class Scorer:
 
     @classmethod
     def from_bundle(cls, b: Any, mode: str = "blend") -> "Scorer":
-        cs = b.class_stats
-        return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=cs, prior=b.prior,
+        return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=b.class_stats, prior=b.prior,
                    weights=Weights.from_map(b.scoring), epsilon=float(b.privacy["epsilon"]), mode=mode)
+
+    @staticmethod
+    def plain_votes_only(class_stats: Any, prior: Any, mode: str) -> bool:
+        return mode == "votes" or (mode == "blend" and class_stats is None and prior is None)
 
     @property
     def plain_votes(self) -> bool:
         """True when the scores are Algorithm 2's summed votes (no centroids or prior to blend)."""
-        return self.mode == "votes" or (self.mode == "blend" and self._stats is None and self._prior is None)
+        return self.plain_votes_only(self._stats, self._prior, self.mode)
 
     def centroid_probs(self, x: np.ndarray) -> np.ndarray:
         proj_t, shift, dirs = self._stats
@@ -156,8 +162,7 @@ class Scorer:
         if self.plain_votes:
             return vote_sums(buckets, self.votes).astype(np.float64)
         w = self.weights
-        tables = np.arange(self.votes.shape[0])
-        positive = np.maximum(self.votes[tables[None, :], buckets], 0).sum(axis=1, dtype=np.float64)
+        positive = vote_sums(buckets, self._positive_votes).astype(np.float64)
         out = w.votes * positive / np.maximum(positive.sum(axis=1, keepdims=True), 1e-12)
         if self._stats is not None:
             out += w.centroids * self.centroid_probs(x)
