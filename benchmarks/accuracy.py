@@ -40,7 +40,7 @@ from exporter.counting import VoteCounter  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.public_basis import DEFAULT_DIM, PublicBasis, fit_public_basis, public_texts  # noqa: E402
 from exporter.release import release_votes  # noqa: E402
-from runtime.scoring import Scorer  # noqa: E402
+from runtime.scoring import CENTROID_RULES, Scorer, Weights  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 METHODS = ("blend", "votes", "centroids", "random", "paper", "prior")
@@ -95,10 +95,12 @@ def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, e
                         class_share=args.class_share, public_directions=args.public_directions)
     planes, offsets, cs = r.planes, r.offsets, r.stats.for_bundle(basis)
     votes = release_votes(_counts(planes, offsets, ds), r.votes_epsilon).votes
+    # The weights a bundle of these settings ships, or the format-2.0 cosine rule to compare.
+    weights = Weights.measured(args.clip_l1) if args.centroid_rule == "gaussian" else Weights()
     out = {}
     for mode in ("blend", "votes", "centroids"):
         out[mode] = _accuracy(Scorer(planes, votes, offsets=offsets, class_stats=cs, prior=prior, epsilon=eps,
-                                     mode=mode), ds)
+                                     weights=weights, mode=mode), ds)
     out["bits"] = int(planes.shape[1])
     return out
 
@@ -118,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--basis-dim", type=int, default=DEFAULT_DIM)
     ap.add_argument("--clip-l1", type=float, default=DEFAULT_CLIP_L1)
     ap.add_argument("--public-directions", type=int, default=0)
+    ap.add_argument("--centroid-rule", choices=CENTROID_RULES, default="gaussian",
+                    help="gaussian (what the exporter ships) or cosine (format-2.0 bundles), to compare")
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))

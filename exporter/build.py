@@ -440,8 +440,7 @@ def _release_and_save(opts: BuildOptions, labels: LabelSet, eps: float, counts: 
             offsets=offsets,
             class_stats=released_stats.for_bundle(basis),
             prior=None if prior is None else np.asarray(prior, np.float32),
-            scoring={**Weights().__dict__, "rule": "see runtime/scoring.py: normalized positive votes + centroid "
-                                                   "softmax + max(1, 1/epsilon) * prior softmax"},
+            scoring=Weights.measured(opts.clip_l1).as_map(),
         )
 
     bundle = Bundle(

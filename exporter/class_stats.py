@@ -5,12 +5,19 @@ hashing its directions and the runtime its centroid scores.
 
 Sensitivity. Each record's projected embedding z = P (x - origin) is clipped to L1 norm at
 most ``clip_l1`` (B) and put on an integer grid of QUANTUM steps per unit, rounding toward
-zero so the clip still holds after rounding. A record then changes its class's sum by at
-most Q*B in L1 and its class's count by Q (the count is kept on the same grid), so the whole
-release has L1 sensitivity Q*(B+1) under add/remove-one-record, or K*Q*(B+1) when a person
-may contribute K records; discrete Laplace noise of that scale / epsilon_1 on every
-coordinate (every class, also classes with no records) is pure epsilon_1-DP. Integer noise
-keeps OpenDP's exact sampler (see exporter.noise) for this release too.
+zero so the clip still holds after rounding. Each count is kept on a grid of COUNT_STEPS per
+record (w = COUNT_STEPS / Q = 1/4 of a unit). A record then changes its class's sum by at
+most Q*B in L1 and its class's count by Q*w, so the whole release has L1 sensitivity
+Q*(B+w) under add/remove-one-record, or K*Q*(B+w) when a person may contribute K records;
+discrete Laplace noise of that scale / epsilon_1 on every coordinate (every class, also
+classes with no records) is pure epsilon_1-DP. Integer noise keeps OpenDP's exact sampler
+(see exporter.noise) for this release too.
+
+Why w = 1/4: the sums carry the signal, the counts only scale it. Weighting the count as a
+full unit (w = 1) spends a sixth of the sensitivity on it at B = 5; at w = 1/4 the sums'
+noise drops by 12.5% and a count's noise grows to (B+w)/(w*epsilon_1) records, a few percent
+of any class the sums could resolve. Measured in docs/accuracy.md (prototype, eps = 1, B = 3:
+4.7 vs 5.8 points of average drop).
 """
 
 from __future__ import annotations
@@ -23,11 +30,14 @@ import numpy as np
 from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
 from exporter.public_basis import PublicBasis
 from runtime.scoring import ClassStats
+from runtime.scoring import clip_l1 as clip_to_l1
 
 #: Grid steps per unit of the projected embedding: 0.01 resolution, far below the noise, and
 #: int32 sums hold about 7 million records per class at the largest clip.
 QUANTUM = 100
-DEFAULT_CLIP_L1 = 3.0
+#: Grid steps per record in the counts (w = COUNT_STEPS / QUANTUM, see the module doc).
+COUNT_STEPS = 25
+DEFAULT_CLIP_L1 = 5.0
 _INT32_MAX = 2**31 - 1
 _EPSILON_SLACK = 1e-9
 
@@ -42,10 +52,8 @@ def clip_and_quantize(z: np.ndarray, clip_l1: float) -> np.ndarray:
         >>> clip_and_quantize(np.array([[3.0, -4.0]]), 1.0)      # L1 7 -> 1
         array([[ 42, -57]])
     """
-    z = np.asarray(z, np.float64)
-    l1 = np.abs(z).sum(axis=1, keepdims=True)
-    scale = np.minimum(1.0, clip_l1 / np.maximum(l1, 1e-300))
-    return np.trunc(z * scale * QUANTUM).astype(np.int64)
+    # The runtime's clip: the Gaussian centroid rule clips a query exactly like a record.
+    return np.trunc(clip_to_l1(np.asarray(z, np.float64), clip_l1) * QUANTUM).astype(np.int64)
 
 
 class ClassStatsCounter:
@@ -80,20 +88,20 @@ class ClassStatsRelease:
 
 def release_class_stats(counter: ClassStatsCounter, epsilon: float, *, max_records_per_unit: int = 1,
                         noise_for_tests: NoiseSource | None = None) -> ClassStatsRelease:
-    """Noise of scale K*Q*(B+1)/epsilon on every sum coordinate and count (see module doc).
+    """Noise of scale K*Q*(B+w)/epsilon on every sum coordinate and count (see module doc).
 
     Example:
         >>> r = release_class_stats(counter, epsilon=0.8)          # doctest: +SKIP
         >>> r.sums.shape, r.facts["sensitivity_l1"]                 # doctest: +SKIP
-        ((4, 128), 400)
+        ((4, 128), 525)
     """
     if not (epsilon > 0 and np.isfinite(epsilon)):
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
     k = int(max_records_per_unit)
     clip_steps = int(np.floor(QUANTUM * counter.clip_l1))
-    sensitivity = k * (clip_steps + QUANTUM)
+    sensitivity = k * (clip_steps + COUNT_STEPS)
     scale = sensitivity / epsilon
-    flat = np.concatenate([counter.sums.reshape(-1), counter.counts * QUANTUM])
+    flat = np.concatenate([counter.sums.reshape(-1), counter.counts * COUNT_STEPS])
     if np.abs(flat).max(initial=0) > _INT32_MAX // 2:
         raise ValueError("too many records in one class for the class statistics' int32 grid "
                          f"(over {_INT32_MAX // 2 // QUANTUM:,}); lower --clip-l1")
@@ -101,7 +109,7 @@ def release_class_stats(counter: ClassStatsCounter, epsilon: float, *, max_recor
     spent = source.epsilon_spent(scale, sensitivity)
     if spent > epsilon * (1 + _EPSILON_SLACK):
         raise RuntimeError(f"noise of scale {scale} costs epsilon {spent}, more than the share {epsilon}")
-    noisy = source.add_noise(flat.astype(np.int32), scale).astype(np.float64) / QUANTUM
+    noisy = source.add_noise(flat.astype(np.int32), scale).astype(np.float64)
     c, d = counter.sums.shape
     facts = {
         "statistic": "class_stats",
@@ -110,8 +118,12 @@ def release_class_stats(counter: ClassStatsCounter, epsilon: float, *, max_recor
         "sensitivity_l1": sensitivity,
         "noise_scale": scale,
         "grid": QUANTUM,
+        "count_grid": COUNT_STEPS,
         "clip_l1": counter.clip_l1,
         "dim": d,
-        "note": "sums and counts are in grid units / 100; sensitivity and scale are in grid units",
+        "note": f"sums are released in grid units of 1/{QUANTUM}, counts in units of 1/{COUNT_STEPS} record; "
+                "the bundle stores both divided back (embedding units, records); sensitivity and scale "
+                "are in grid units",
     }
-    return ClassStatsRelease(sums=noisy[:c * d].reshape(c, d), counts=noisy[c * d:], facts=facts)
+    return ClassStatsRelease(sums=noisy[:c * d].reshape(c, d) / QUANTUM, counts=noisy[c * d:] / COUNT_STEPS,
+                             facts=facts)

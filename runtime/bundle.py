@@ -33,7 +33,7 @@ import msgpack
 import numpy as np
 
 from runtime.errors import BundleError
-from runtime.scoring import ClassStats
+from runtime.scoring import CENTROID_RULES, SCORING_NUMBERS, ClassStats
 
 FORMAT_NAME = "dpedge-bundle"
 # 1.1 added the "tflite" encoder format and the optional encoder.check probe (fields only
@@ -46,7 +46,11 @@ FORMAT_NAME = "dpedge-bundle"
 # weights) and privacy.releases (each released statistic with its share). A 1.x reader
 # would hash such a bundle wrongly, so the major version changed and 1.x readers refuse it.
 # Bundles that use none of these are still written as 1.2.
-FORMAT_VERSION = (2, 0)
+# 2.1 added scoring.centroid_rule ("gaussian": the query clipped like the records, logits
+# <z, m_c> - |m_c|^2/2) and scoring.centroid_clip_l1; without them a bundle means the 2.0
+# cosine rule. A 2.0 reader ignores both and scores centroids by cosine at the bundle's
+# temperature: still post-processing of the same release, only less accurate than measured.
+FORMAT_VERSION = (2, 1)
 FORMAT_VERSION_PLAIN = (1, 2)
 SUPPORTED_MAJORS = (1, 2)
 CHECKSUM_ALGORITHM = "sha256"
@@ -532,6 +536,8 @@ def _validate_payload(p: _Fields) -> Bundle:
     if scoring is not None and not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                                        and v >= 0 for v in scoring.values() if not isinstance(v, str)):
         raise BundleError("field 'scoring' must map names to finite non-negative numbers")
+    if scoring is not None:
+        _check_scoring(scoring)
 
     enc = p.sub("encoder")
     fmt = enc.get("format", str)
@@ -575,6 +581,22 @@ def _validate_payload(p: _Fields) -> Bundle:
         prior=prior,
         scoring=scoring,
     )
+
+
+def _check_scoring(scoring: dict[str, Any]) -> None:
+    """Format 2.1: the names the runtime reads must hold what it can use (a number where a
+    number is meant, a known centroid rule, positive temperatures and clip)."""
+    for name in SCORING_NUMBERS:
+        if name in scoring and isinstance(scoring[name], str):
+            raise BundleError(f"field 'scoring.{name}' must be a number, got str")
+    rule = scoring.get("centroid_rule", "cosine")
+    if rule not in CENTROID_RULES:
+        raise BundleError(f"field 'scoring.centroid_rule' must be one of {', '.join(CENTROID_RULES)}, got {_show(rule)}")
+    for name in ("centroid_temperature", "prior_temperature"):
+        if scoring.get(name) == 0:
+            raise BundleError(f"field 'scoring.{name}' must be positive, got 0")
+    if rule == "gaussian" and not scoring.get("centroid_clip_l1"):
+        raise BundleError("field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule")
 
 
 def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:

@@ -8,14 +8,25 @@ A format-1 bundle (or one with only vote tables) is scored by the paper's Algori
 class with the largest summed noisy votes. A format-2 bundle blends three probability-like
 vectors per query:
 
-    score = w_v * votes / sum(votes)  +  w_c * softmax(cos(z, centroids) / tau_c)
+    score = w_v * votes / sum(votes)  +  w_c * softmax(centroid logits / tau_c)
             + w_p * max(1, 1/epsilon) * softmax(cos(x, descriptions) / tau_p)
 
 where votes are the per-class sums of the query's buckets with negative noisy cells read as
-0, z is the query in the public subspace relative to the released overall mean, and the
-prior's weight grows at small epsilon, where the released statistics are mostly noise and
-the public descriptions are the better evidence. The weights were chosen by measurement
-(docs/accuracy.md) and ship in the bundle's ``scoring`` map.
+0, and the prior's weight grows at small epsilon, where the released statistics are mostly
+noise and the public descriptions are the better evidence. The centroid logits follow the
+bundle's ``centroid_rule``:
+
+- "gaussian" (format 2.1, the default since): the query is projected and clipped exactly
+  as the exporter clipped the records (L1 norm at most ``centroid_clip_l1``), the released
+  overall mean m is subtracted, and logit_c = <z, m_c> - |m_c|^2 / 2 with m_c the centred
+  class means: nearest class mean in Euclidean distance, the linear discriminant of Gaussian
+  classes with a shared isotropic covariance. Unlike cosine it keeps how far each
+  noisy mean sits from the centre, and clipping the query puts it on the means' scale.
+- "cosine" (format 2.0 bundles, which carry no rule): logit_c = cos(z, m_c), z the unclipped
+  query relative to m.
+
+The weights, temperatures and rule were chosen by measurement (docs/accuracy.md) and ship
+in the bundle's ``scoring`` map.
 """
 
 from __future__ import annotations
@@ -31,6 +42,10 @@ from runtime.simhash import SimHasher
 #: What `Scorer` can return: the blend, or one component alone (for benchmarks and
 #: `python -m runtime.classify --score`).
 MODES = ("blend", "votes", "centroids", "prior")
+#: How the centroid component turns a query into logits (see the module doc).
+CENTROID_RULES = ("cosine", "gaussian")
+#: The ``scoring`` names that hold numbers (the bundle reader checks them).
+SCORING_NUMBERS = ("votes", "centroids", "prior", "centroid_temperature", "prior_temperature", "centroid_clip_l1")
 
 
 @dataclass(frozen=True)
@@ -42,11 +57,51 @@ class Weights:
     prior: float = 1.0
     centroid_temperature: float = 0.05
     prior_temperature: float = 0.05
+    #: The defaults above and "cosine" are what a format-2.0 bundle (no rule in its map) means.
+    centroid_rule: str = "cosine"
+    centroid_clip_l1: float = 0.0
+
+    @classmethod
+    def measured(cls, clip_l1: float) -> "Weights":
+        """What the exporter ships (format 2.1): the Gaussian centroid rule on the records' clip.
+
+        Example:
+            >>> Weights.measured(5.0).centroid_rule, Weights.measured(5.0).centroid_temperature
+            ('gaussian', 0.003)
+        """
+        return cls(centroid_rule="gaussian", centroid_clip_l1=float(clip_l1), centroid_temperature=0.003)
 
     @classmethod
     def from_map(cls, m: Mapping[str, Any] | None) -> "Weights":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: float(v) for k, v in (m or {}).items() if k in known})
+        """The defaults overridden by a bundle's ``scoring`` map (unknown names are ignored).
+
+        Example:
+            >>> Weights.from_map({"votes": 2, "rule": "text"}).votes
+            2.0
+            >>> Weights.from_map({"centroid_rule": "median"})
+            Traceback (most recent call last):
+            ...
+            ValueError: unknown centroid_rule 'median' (one of cosine, gaussian)
+        """
+        known = {f.name: f.type for f in fields(cls)}
+        kw: dict[str, Any] = {}
+        for k, v in (m or {}).items():
+            if k == "centroid_rule":
+                if v not in CENTROID_RULES:
+                    raise ValueError(f"unknown centroid_rule {v!r} (one of {', '.join(CENTROID_RULES)})")
+                kw[k] = v
+            elif k in known:
+                kw[k] = float(v)
+        w = cls(**kw)
+        if w.centroid_rule == "gaussian" and not (w.centroid_clip_l1 > 0 and np.isfinite(w.centroid_clip_l1)):
+            raise ValueError(f"the gaussian centroid rule needs a positive centroid_clip_l1, got {w.centroid_clip_l1}")
+        return w
+
+    def as_map(self) -> dict[str, Any]:
+        """The bundle's ``scoring`` map for these weights (plus a human-readable rule)."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)},
+                "rule": "see runtime/scoring.py: normalized positive votes + centroid softmax "
+                        "+ max(1, 1/epsilon) * prior softmax"}
 
 
 def vote_sums(buckets: np.ndarray, votes: np.ndarray) -> np.ndarray:
@@ -73,6 +128,18 @@ def _rowwise(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     """x @ m one row at a time: BLAS may round a many-row product differently from a one-row
     product, and a text's scores must not depend on the batch it arrives in."""
     return np.stack([row @ m for row in x]) if len(x) else np.zeros((0, m.shape[1]))
+
+
+def clip_l1(z: np.ndarray, bound: float) -> np.ndarray:
+    """Rows scaled down to L1 norm at most ``bound`` (the exporter clips records the same way
+    before quantizing them: exporter.class_stats.clip_and_quantize).
+
+    Example:
+        >>> clip_l1(np.array([[3.0, -4.0], [0.1, 0.2]]), 1.0).round(3).tolist()
+        [[0.429, -0.571], [0.1, 0.2]]
+    """
+    l1 = np.abs(z).sum(axis=1, keepdims=True)
+    return z * np.minimum(1.0, bound / np.maximum(l1, 1e-300))
 
 
 def _unit_rows(a: np.ndarray) -> np.ndarray:
@@ -125,9 +192,12 @@ class Scorer:
         if class_stats is not None:
             centred, mu = centred_means(class_stats.sums, class_stats.counts)
             proj = np.asarray(class_stats.projection, np.float64)
-            # z = P (x - origin) - mu = P x - (P origin + mu): one matmul per query.
-            self._stats = (proj.T.copy(), proj @ np.asarray(class_stats.origin, np.float64) + mu,
-                           _unit_rows(centred).T.copy())
+            # P (x - origin) = P x - P origin: one matmul per query.
+            p_origin = proj @ np.asarray(class_stats.origin, np.float64)
+            if self.weights.centroid_rule == "gaussian":
+                self._stats = (proj.T.copy(), p_origin, mu, centred.T.copy(), 0.5 * (centred**2).sum(axis=1))
+            else:
+                self._stats = (proj.T.copy(), p_origin + mu, None, _unit_rows(centred).T.copy(), None)
 
     @classmethod
     def from_bundle(cls, b: Any, mode: str = "blend") -> "Scorer":
@@ -144,9 +214,14 @@ class Scorer:
         return self.plain_votes_only(self._stats, self._prior, self.mode)
 
     def centroid_probs(self, x: np.ndarray) -> np.ndarray:
-        proj_t, shift, dirs = self._stats
-        z = _unit_rows(_rowwise(x, proj_t) - shift)
-        return _softmax(_rowwise(z, dirs) / self.weights.centroid_temperature)
+        proj_t, shift, mu, means_t, half_norms = self._stats
+        z = _rowwise(x, proj_t) - shift
+        if mu is None:  # cosine
+            logits = _rowwise(_unit_rows(z), means_t)
+        else:           # gaussian: clip as the exporter clipped the records, then centre
+            z = clip_l1(z, self.weights.centroid_clip_l1) - mu
+            logits = _rowwise(z, means_t) - half_norms
+        return _softmax(logits / self.weights.centroid_temperature)
 
     def prior_probs(self, x: np.ndarray) -> np.ndarray:
         return _softmax(_rowwise(_unit_rows(x), self._prior.T) / self.weights.prior_temperature)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import DATA, build_options
 from exporter.build import build, bits_for
-from exporter.class_stats import QUANTUM, ClassStatsCounter, clip_and_quantize, release_class_stats
+from exporter.class_stats import COUNT_STEPS, QUANTUM, ClassStatsCounter, clip_and_quantize, release_class_stats
 from exporter.dataset import read_labels, read_records
 from exporter.hyperplanes import aligned_hyperplanes
 from exporter.public_basis import PublicBasis, public_texts
@@ -53,12 +53,13 @@ def test_one_record_moves_the_release_by_at_most_its_sensitivity():
     hook = ConstantNoise(0)
     base = release_class_stats(a, 1.0, noise_for_tests=hook)
     sensitivity = base.facts["sensitivity_l1"]
-    assert sensitivity == QUANTUM * 1.5 + QUANTUM
+    assert sensitivity == QUANTUM * 1.5 + COUNT_STEPS
     for extreme in (np.full(12, 1e9), -np.full(12, 1e9), np.zeros(12), RNG.standard_normal(12)):
         b = ClassStatsCounter(basis, 3, clip_l1=1.5)
         b.add(np.vstack([x, extreme]), np.append(y, 2))
         after = release_class_stats(b, 1.0, noise_for_tests=hook)
-        moved = QUANTUM * (np.abs(after.sums - base.sums).sum() + np.abs(after.counts - base.counts).sum())
+        moved = (QUANTUM * np.abs(after.sums - base.sums).sum()
+                 + COUNT_STEPS * np.abs(after.counts - base.counts).sum())
         assert moved <= sensitivity + 1e-6
 
 
@@ -66,8 +67,8 @@ def test_release_scale_counts_the_person_bound_and_refuses_overspending():
     c = ClassStatsCounter(_basis(), 2, clip_l1=3.0)
     c.add(RNG.standard_normal((10, 12)), RNG.integers(0, 2, 10))
     r = release_class_stats(c, 0.5, max_records_per_unit=4, noise_for_tests=ConstantNoise(0))
-    assert r.facts["sensitivity_l1"] == 4 * (300 + QUANTUM)
-    assert r.facts["noise_scale"] == pytest.approx(4 * 400 / 0.5)
+    assert r.facts["sensitivity_l1"] == 4 * (300 + COUNT_STEPS)
+    assert r.facts["noise_scale"] == pytest.approx(4 * 325 / 0.5)
     assert np.allclose(r.sums, c.sums / QUANTUM) and np.allclose(r.counts, c.counts)
     with pytest.raises(RuntimeError, match="more than the share"):
         release_class_stats(c, 0.5, noise_for_tests=OverspendingNoise(0))
@@ -77,7 +78,7 @@ def test_real_release_is_noisy_and_centred_on_the_exact_values():
     c = ClassStatsCounter(_basis(), 2, clip_l1=1.0)
     c.add(RNG.standard_normal((50, 12)), RNG.integers(0, 2, 50))
     draws = np.array([release_class_stats(c, 4.0).counts for _ in range(200)])
-    assert draws.std() > 0  # real OpenDP noise, scale 200/4 grid steps = 0.5 records
+    assert draws.std() > 0  # real OpenDP noise, scale 125/4 count steps = 1.25 records
     assert abs(draws.mean(axis=0) - c.counts).max() < 0.3
 
 
@@ -116,7 +117,7 @@ def test_public_texts_are_vocabulary_and_descriptions_only(exported_encoder):
 
 def test_default_build_is_format_2_with_exact_statistics_under_the_hook(exact_bundle, exported_encoder):
     raw = msgpack.unpackb(exact_bundle.read_bytes(), raw=False)
-    assert raw["version"] == [2, 0]
+    assert raw["version"] == [2, 1]
     b = fmt.load(exact_bundle)
     labels = read_labels(DATA / "labels.txt")
     records = list(read_records(DATA / "train.jsonl", labels))
@@ -158,7 +159,8 @@ def test_blend_is_better_than_chance_and_agrees_with_its_parts(dp_bundle):
     assert acc > 0.6, acc
     x = clf.embed(texts[:20])
     parts = {m: Scorer.from_bundle(clf.bundle, m).scores(x) for m in ("votes", "centroids", "prior")}
-    w, s = Weights(), Scorer.from_bundle(clf.bundle)
+    w, s = Weights.from_map(clf.bundle.scoring), Scorer.from_bundle(clf.bundle)
+    assert w == Weights.measured(5.0)          # the build ships the measured rule on its own clip
     pos = np.maximum(clf.bundle.votes[np.arange(clf.bundle.tables)[None, :], s.hasher.buckets(x)], 0).sum(axis=1)
     expected = pos / pos.sum(axis=1, keepdims=True) + w.centroids * parts["centroids"] + w.prior * parts["prior"]
     assert np.allclose(s.scores(x), expected)  # epsilon 8 >= 1: the prior is not boosted
@@ -174,6 +176,10 @@ def test_blend_is_better_than_chance_and_agrees_with_its_parts(dp_bundle):
     (lambda p: p["privacy"]["releases"][0].__setitem__("epsilon", 100.0), "more than the bundle's epsilon"),
     (lambda p: p["privacy"]["releases"].pop(0), "every released statistic"),
     (lambda p: p["scoring"].__setitem__("votes", -1.0), "scoring"),
+    (lambda p: p["scoring"].__setitem__("votes", "2"), "scoring.votes' must be a number"),
+    (lambda p: p["scoring"].__setitem__("centroid_rule", "median"), "scoring.centroid_rule' must be one of"),
+    (lambda p: p["scoring"].pop("centroid_clip_l1"), "scoring.centroid_clip_l1' must be positive"),
+    (lambda p: p["scoring"].__setitem__("prior_temperature", 0), "scoring.prior_temperature' must be positive"),
     (lambda p: p["prior"]["embeddings"].__setitem__("shape", [1, 384]), "prior.embeddings"),
 ])
 def test_invalid_format_2_fields(dp_bundle, tmp_path, mutate, message):
@@ -207,3 +213,44 @@ def test_scorer_blend_on_a_hand_example():
     soft = lambda v, t: np.exp(v / t) / np.exp(v / t).sum()              # noqa: E731
     expected = np.array([1, 3]) / 4 + soft(dirs @ z, 0.05) + 2.0 * soft(np.array([0.6, 0.8]), 0.05)
     assert np.allclose(s.scores(x)[0], expected)
+
+
+def test_scorer_gaussian_centroids_on_a_hand_example():
+    """The Gaussian rule clips the query like a record, centres it on the released mean and
+    scores <z, m_c> - |m_c|^2 / 2 (nearest class mean), at the measured temperature."""
+    planes = np.array([[[1.0, 0.0]]], np.float32)
+    votes = np.array([[[5, -3], [1, 3]]], np.int16)
+    cs = ClassStats(np.zeros(2, np.float32), np.eye(2, dtype=np.float32),
+                    np.array([[2.0, 0.0], [0.0, 2.0]], np.float32), np.array([2.0, 2.0], np.float32))
+    s = Scorer(planes, votes, offsets=np.array([[0.5]], np.float32), class_stats=cs,
+               weights=Weights.measured(1.0), mode="centroids")
+    x = np.array([[0.6, 0.8]])                        # L1 1.4 -> clipped to [3/7, 4/7]
+    z = np.array([3 / 7, 4 / 7]) - 0.5                 # minus the mean [0.5, 0.5]
+    means = np.array([[0.5, -0.5], [-0.5, 0.5]])       # centred class means, |m_c|^2 = 0.5
+    logits = (means @ z - 0.25) / 0.003
+    expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    assert np.allclose(s.scores(x)[0], expected)
+    assert s.scores(x)[0].argmax() == 1
+
+
+def test_a_2_0_bundle_keeps_its_cosine_centroids(dp_bundle, tmp_path):
+    """A bundle written before the Gaussian rule (version 2.0, no rule in its scoring map) loads
+    and scores its centroids by cosine, as it did when it was measured."""
+    def as_2_0(p):
+        for k in ("centroid_rule", "centroid_clip_l1"):
+            p["scoring"].pop(k)
+        p["scoring"]["centroid_temperature"] = 0.05
+    path = tmp_path / "old.dpedge"
+    path.write_bytes(rewrite(dp_bundle.read_bytes(), mutate_payload=as_2_0,
+                             mutate_outer=lambda o: o.__setitem__("version", [2, 0])))
+    old, new = fmt.load(path), fmt.load(dp_bundle)
+    assert Weights.from_map(old.scoring) == Weights()
+    x = np.random.default_rng(3).standard_normal((5, old.hyperplanes.shape[-1]))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    cs = old.class_stats
+    centred = cs.sums / np.maximum(cs.counts, 1)[:, None] - cs.sums.sum(0) / cs.counts.sum()
+    z = (x - cs.origin) @ cs.projection.T - cs.sums.sum(0) / cs.counts.sum()
+    cos = (z / np.linalg.norm(z, axis=1, keepdims=True)) @ (centred / np.linalg.norm(centred, axis=1, keepdims=True)).T
+    expected = np.exp(cos / 0.05) / np.exp(cos / 0.05).sum(axis=1, keepdims=True)
+    assert np.allclose(Scorer.from_bundle(old, "centroids").scores(x), expected, atol=1e-6)
+    assert not np.allclose(Scorer.from_bundle(new, "centroids").scores(x), expected, atol=1e-3)

@@ -83,7 +83,7 @@ def test_per_person_build_keeps_k_per_person_and_says_so(exported_encoder, tmp_p
     p = b.privacy
     assert (p["max_records_per_unit"], p["sensitivity_l1"]) == (4, 32)
     assert p["noise_scale"] == pytest.approx(4 * 8 / (p["releases"][1]["epsilon"]))
-    assert p["releases"][0]["sensitivity_l1"] == 4 * 400  # the class statistics scale with K too
+    assert p["releases"][0]["sensitivity_l1"] == 4 * 525  # the class statistics (B 5, count 1/4) scale with K too
     assert p["privacy_unit"] == "one person, up to 4 records" and "'user_id'" in p["neighbour_relation"]
 
 
