@@ -14,11 +14,15 @@ assistant test set) it records the Python runtime's token ids, the encoder's emb
 bucket id per table, the per-label scores and the label. From the first format-2 bundle it
 derives "scored" bundles that exercise each part of the format-2 scorer (other weights and
 temperatures, a small epsilon, no prior, no class statistics, offsets alone, counts below
-the floor, the fields stripped to 1.2) and records the Python scorer's buckets, scores and
-label for a set of embeddings. It also writes malformed variants (of the first bundle, and
+the floor, the fields stripped to 1.2, and both centroid rules: the format-2.1 Gaussian rule
+the exporter writes, also with a clip small enough to clip nearly every query, and the
+cosine rule of a bundle rewritten as format 2.0 wrote it) and records the Python scorer's
+buckets, scores and label for a set of embeddings. It also writes malformed variants (of the first bundle, and
 format-2 ones of the first format-2 bundle), each with a phrase its error message must
-contain, and checks that the Python reader rejects each with that phrase, so both readers
-are held to the same cases. Every expected value comes from the Python runtime.
+contain (format 2.1's scoring checks among them: a string where a number is meant, an unknown
+centroid rule, a zero temperature, the Gaussian rule without a clip, and which error wins
+when several apply), and checks that the Python reader rejects each with that phrase, so
+both readers are held to the same cases. Every expected value comes from the Python runtime.
 
 Everything goes into DIR: golden.msgpack (layout in android_demo/README.md), the bundles,
 scored/*.dpedge, variants/*.dpedge and malformed/*.dpedge. The Java tests
@@ -279,8 +283,37 @@ def _overspend(p: dict[str, Any]) -> None:
     p["privacy"]["releases"][0]["epsilon"] = 1.5 * float(p["privacy"]["epsilon"])
 
 
+def _all(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        for e in edits:
+            e(p)
+    return edit
+
+
+def _scoring(**weights: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        p["scoring"] = {**p["scoring"], **weights}
+    return edit
+
+
+def _scoring_without(*names: str) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        for name in names:
+            p["scoring"].pop(name, None)
+    return edit
+
+
+def _as_2_0(p: dict[str, Any]) -> None:
+    """The scoring map a format-2.0 bundle carried: no rule or clip (the cosine rule) and the
+    2.0 centroid temperature."""
+    _scoring_without("centroid_rule", "centroid_clip_l1")(p)
+    p["scoring"]["centroid_temperature"] = 0.05
+
+
 #: Format-2 cases, made from a bundle with offsets, class statistics, prior and scoring
-#: (name -> (how to make it, phrase the error must contain)).
+#: (name -> (how to make it, phrase the error must contain)). The "scoring-" cases after
+#: "scoring-not-a-map" are format 2.1's checks (runtime/bundle.py _check_scoring), including
+#: which error wins when a map breaks several rules.
 MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "offsets-wrong-shape": (_payload_edit(_swap_shape("lsh.offsets")), "field 'lsh.offsets' must be finite with shape"),
     "offsets-nan": (_payload_edit(_floats("lsh.offsets", lambda a: a.__setitem__(3, np.nan))),
@@ -326,13 +359,45 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                     "must map names to finite non-negative numbers"),
     "scoring-nil-value": (_payload_edit(_set("scoring.extra", None)), "must map names to finite non-negative numbers"),
     "scoring-not-a-map": (_payload_edit(_set("scoring", [1.0])), "field 'scoring' is array, expected map"),
+    "scoring-votes-string": (_payload_edit(_scoring(votes="2")), "field 'scoring.votes' must be a number, got str"),
+    "scoring-clip-string": (_payload_edit(_scoring(centroid_clip_l1="5")),
+                            "field 'scoring.centroid_clip_l1' must be a number, got str"),
+    # the names are checked in SCORING_NUMBERS' order, not the map's
+    "scoring-strings-out-of-order": (_payload_edit(_set("scoring", {"centroid_clip_l1": "5", "prior_temperature": "1",
+                                                                    "centroid_rule": "gaussian"})),
+                                     "field 'scoring.prior_temperature' must be a number, got str"),
+    "scoring-string-before-rule": (_payload_edit(_scoring(centroids="1", centroid_rule="median")),
+                                   "field 'scoring.centroids' must be a number, got str"),
+    "scoring-rule-unknown": (_payload_edit(_scoring(centroid_rule="median")),
+                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'"),
+    "scoring-rule-quoted": (_payload_edit(_scoring(centroid_rule="Gaussian's")),
+                            "field 'scoring.centroid_rule' must be one of cosine, gaussian, got \"Gaussian's\""),
+    "scoring-rule-integer": (_payload_edit(_scoring(centroid_rule=1)),
+                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 1"),
+    "scoring-rule-float": (_payload_edit(_scoring(centroid_rule=2.5)),
+                           "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 2.5"),
+    "scoring-rule-before-temperature": (_payload_edit(_scoring(centroid_rule="median", centroid_temperature=0)),
+                                        "field 'scoring.centroid_rule' must be one of cosine, gaussian"),
+    "scoring-centroid-temperature-zero": (_payload_edit(_scoring(centroid_temperature=0)),
+                                          "field 'scoring.centroid_temperature' must be positive, got 0"),
+    "scoring-prior-temperature-zero-float": (_payload_edit(_scoring(prior_temperature=0.0)),
+                                             "field 'scoring.prior_temperature' must be positive, got 0"),
+    "scoring-prior-temperature-negative-zero": (_payload_edit(_scoring(prior_temperature=-0.0)),
+                                                "field 'scoring.prior_temperature' must be positive, got 0"),
+    "scoring-both-temperatures-zero": (_payload_edit(_scoring(centroid_temperature=0.0, prior_temperature=0)),
+                                       "field 'scoring.centroid_temperature' must be positive, got 0"),
+    "scoring-gaussian-without-clip": (_payload_edit(_all(_scoring(centroid_rule="gaussian"),
+                                                         _scoring_without("centroid_clip_l1"))),
+                                      "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid "
+                                      "rule"),
+    "scoring-gaussian-clip-zero": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=0)),
+                                   "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule"),
+    "scoring-gaussian-clip-negative-zero": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=-0.0)),
+                                            "field 'scoring.centroid_clip_l1' must be positive for the gaussian"),
+    "scoring-temperature-before-clip": (_payload_edit(_all(_scoring(centroid_rule="gaussian", prior_temperature=0),
+                                                           _scoring_without("centroid_clip_l1"))),
+                                        "field 'scoring.prior_temperature' must be positive, got 0"),
 }
-
-
-def _scoring(**weights: Any) -> Callable[[dict[str, Any]], None]:
-    def edit(p: dict[str, Any]) -> None:
-        p["scoring"] = {**p["scoring"], **weights}
-    return edit
 
 
 def _small_epsilon(p: dict[str, Any]) -> None:
@@ -362,13 +427,6 @@ def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
-def _all(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-    def edit(p: dict[str, Any]) -> None:
-        for e in edits:
-            e(p)
-    return edit
-
-
 #: name -> how to make it from a full format-2 bundle: valid bundles whose scores (not only
 #: whose acceptance) the Java scorer must reproduce, each exercising one part of the blend.
 SCORED: dict[str, Callable[[bytes], bytes]] = {
@@ -385,6 +443,14 @@ SCORED: dict[str, Callable[[bytes], bytes]] = {
     "offsets-only": _payload_edit(_only("offsets")),
     "counts-below-floor": _payload_edit(_counts_below_floor),
     "stripped-to-1.2": lambda d: _outer_edit(_set("version", [1, 2]))(_payload_edit(_only())(d)),
+    # The as-built bundle scores centroids by the Gaussian rule (format 2.1; at its clip of 5
+    # most golden queries are clipped, a few are not); these check both rules: a bundle as
+    # format 2.0 wrote it (cosine), the cosine rule named in a 2.1 map, and the Gaussian rule
+    # named with a clip of 1 (an integer), which clips every golden query.
+    "cosine-2.0": lambda d: _outer_edit(_set("version", [2, 0]))(_payload_edit(_as_2_0)(d)),
+    "cosine-named": _payload_edit(_scoring(centroid_rule="cosine", centroid_temperature=0.05)),
+    "gaussian-clip-1": _payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=1,
+                                              centroid_temperature=0.003)),
 }
 
 
@@ -448,6 +514,10 @@ VARIANTS_2: dict[str, Callable[[bytes], bytes]] = {
     "format-2-releases-integer-epsilon": _payload_edit(_all(
         _set("privacy.epsilon", 8), _release(0, "epsilon", 6), _release(1, "epsilon", 2))),
     "format-2-prior-without-source": _payload_edit(_delete("prior.source")),
+    # format 2.1: the cosine rule needs no clip; a clip above int64 (a msgpack uint64) is a number
+    "format-2-cosine-without-clip": _payload_edit(_scoring(centroid_rule="cosine", centroid_clip_l1=0)),
+    "format-2-gaussian-uint64-clip": _payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=2**64 - 1)),
+    "format-2.0-cosine": lambda d: _outer_edit(_set("version", [2, 0]))(_payload_edit(_as_2_0)(d)),
 }
 
 

@@ -30,6 +30,9 @@ import org.dpedge.core.Fields.Kind;
  * in the same order. Unknown fields are ignored (minor versions only add fields). The format-2
  * fields ({@code lsh.offsets}, {@code class_stats}, {@code prior}, {@code scoring},
  * {@code privacy.releases}) are optional and, as in Python, read whatever the major version.
+ * Format 2.1 added {@code scoring.centroid_rule} and {@code scoring.centroid_clip_l1} (the
+ * Gaussian centroid rule, {@link Scorer}); a bundle without them means the 2.0 cosine rule, and
+ * the scoring map's values are checked as Python's {@code _check_scoring} does.
  *
  * <p>Every array's byte count is checked against its dtype and declared shape, in overflow-
  * safe long arithmetic, before any array is allocated, so a declared size never drives an
@@ -278,6 +281,7 @@ public final class BundleReader {
                     throw new BundleException("field 'scoring' must map names to finite non-negative numbers");
                 }
             }
+            checkScoring((Map<?, ?>) scoringV);
         }
 
         Bundle.Encoder encoder = readEncoder(p.sub("encoder"), dimV);
@@ -353,6 +357,47 @@ public final class BundleReader {
             throw new BundleException("the releases spend epsilon " + Msgpack.pyFloat(total)
                     + ", more than the bundle's epsilon " + Msgpack.pyFloat(eps));
         }
+    }
+
+    /**
+     * Format 2.1's {@code scoring} checks ({@code _check_scoring} in Python), after every value
+     * was found to be a string or a finite non-negative number, in Python's order: a name the
+     * scorer reads as a number ({@link Scorer#SCORING_NUMBERS}, in that order) must not be a
+     * string; {@code centroid_rule} (default "cosine") must be one of
+     * {@link Scorer#CENTROID_RULES}; neither temperature may be 0; and the Gaussian rule needs a
+     * positive {@code centroid_clip_l1}.
+     *
+     * <p>Why in the reader rather than only in the scorer: a temperature of 0 would divide the
+     * logits by 0, a Gaussian rule without a clip would compare an unclipped query with means
+     * released on the clipped scale, and an unknown rule cannot be scored at all; refusing such
+     * a bundle at load, with Python's message, keeps a phone from accepting a file the laptop
+     * refuses (and from failing later, at the first query).
+     */
+    private static void checkScoring(Map<?, ?> scoring) throws BundleException {
+        for (String name : Scorer.SCORING_NUMBERS) {
+            if (scoring.get(name) instanceof String) {
+                throw new BundleException("field 'scoring." + name + "' must be a number, got str");
+            }
+        }
+        Object rule = scoring.containsKey("centroid_rule") ? scoring.get("centroid_rule") : Scorer.COSINE;
+        if (!Scorer.CENTROID_RULES.contains(rule)) {
+            throw new BundleException("field 'scoring.centroid_rule' must be one of "
+                    + String.join(", ", Scorer.CENTROID_RULES) + ", got " + Msgpack.repr(rule));
+        }
+        for (String name : new String[] {"centroid_temperature", "prior_temperature"}) {
+            if (isZero(scoring.get(name))) {
+                throw new BundleException("field 'scoring." + name + "' must be positive, got 0");
+            }
+        }
+        if (Scorer.GAUSSIAN.equals(rule) && (!scoring.containsKey("centroid_clip_l1")
+                || isZero(scoring.get("centroid_clip_l1")))) {
+            throw new BundleException("field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule");
+        }
+    }
+
+    /** Python's {@code v == 0} for a value that passed the scoring checks: 0, 0.0 or -0.0 (null: absent). */
+    private static boolean isZero(Object v) {
+        return v instanceof Long && (Long) v == 0 || v instanceof Double && (Double) v == 0;
     }
 
     private static boolean allFinite(float[] values) {

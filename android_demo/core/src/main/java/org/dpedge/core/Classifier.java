@@ -29,7 +29,8 @@ public final class Classifier {
      * A classifier scoring as the bundle says (the blend for format 2, Algorithm 2 otherwise).
      *
      * @throws BundleException if the bundle's tokenizer cannot be loaded
-     * @throws IllegalArgumentException if the bundle's scoring map gives a weight as a string
+     * @throws IllegalArgumentException if the bundle's scoring map is one {@link Scorer.Weights#fromMap}
+     *     refuses (never for a bundle from {@link BundleReader}, which refuses such a map first)
      */
     public Classifier(Bundle bundle, TextEncoder encoder) throws BundleException {
         this(bundle, encoder, Scorer.Mode.BLEND);

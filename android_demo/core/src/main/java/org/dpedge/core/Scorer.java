@@ -1,6 +1,9 @@
 package org.dpedge.core;
 
 import java.math.BigInteger;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -18,17 +21,34 @@ import java.util.Map;
  *
  * <pre>
  *   w_votes * pos / sum(pos)
- *   + w_centroids * softmax(cos(z, centred class means) / tau_c)
+ *   + w_centroids * softmax(centroid logits / tau_c)
  *   + w_prior * max(1, 1/epsilon) * softmax(cos(x, prior rows) / tau_p)
  * </pre>
  *
- * where {@code pos[c]} sums the query's cells with negative noisy votes read as 0,
- * {@code z = unit(P x - (P origin + mu))}, the centred means and {@code mu} come from the class
- * sums and counts (counts floored at 1, {@code runtime/centroids.py}), and the weights are
- * {@link Weights}' defaults overridden by the bundle's {@code scoring} map. A component whose
- * field is absent is left out. Everything is computed in double from the stored float32
- * values; sums run in plain loops where Python uses BLAS, so scores agree to about 1e-12.
- * The label is the argmax, ties going to the lower class index, as numpy's argmax does.
+ * where {@code pos[c]} sums the query's cells with negative noisy votes read as 0, the centred
+ * class means {@code m_c} and the overall mean {@code mu} come from the class sums and counts
+ * (counts floored at 1, {@code runtime/centroids.py}), and the weights are {@link Weights}'
+ * defaults overridden by the bundle's {@code scoring} map. The centroid logits follow the
+ * map's {@code centroid_rule}:
+ *
+ * <ul>
+ *   <li>"gaussian" (format 2.1, what the exporter writes since): {@code zraw = P x - P origin}
+ *       is clipped to L1 norm at most {@code B = centroid_clip_l1}, exactly as the exporter
+ *       clipped each record before summing it ({@link #clipL1}), then {@code z = clipped - mu}
+ *       and {@code logit_c = <z, m_c> - |m_c|^2 / 2} with the means not normalized: the nearest
+ *       class mean in Euclidean distance. Why: unlike cosine it keeps how far each noisy mean
+ *       sits from the centre, and the clip puts the query on the scale the means were
+ *       released at, so a query is compared with the means the way a record was counted.</li>
+ *   <li>"cosine" (a format-2.0 bundle, whose map names no rule, and the default):
+ *       {@code logit_c = cos(P x - (P origin + mu), m_c)}, the query not clipped. Kept so a
+ *       bundle scores as it did when it was measured.</li>
+ * </ul>
+ *
+ * A component whose field is absent is left out. Everything is computed in double from the
+ * stored float32 values; sums run in plain loops where Python uses BLAS, so scores agree to
+ * about 1e-12 (the Gaussian logits are divided by a temperature of 0.003, which magnifies a
+ * rounding difference in them about 300 times in the softmax, still far inside 1e-9). The
+ * label is the argmax, ties going to the lower class index, as numpy's argmax does.
  */
 public final class Scorer {
     /** What {@link #scores} returns: the blend, or one component alone (Python's MODES). */
@@ -37,6 +57,21 @@ public final class Scorer {
     /** Counts below this are read as this ({@code runtime/centroids.py} MIN_COUNT). */
     static final double MIN_COUNT = 1.0;
     private static final double TINY = 1e-12;
+    /** The L1 clip's floor on a norm, so a zero query divides by this rather than by 0 (Python's 1e-300). */
+    private static final double CLIP_TINY = 1e-300;
+
+    /** The centroid rule of a format-2.0 bundle (no {@code centroid_rule} in its scoring map). */
+    public static final String COSINE = "cosine";
+    /** The centroid rule of format 2.1: clipped query, nearest class mean (see the class doc). */
+    public static final String GAUSSIAN = "gaussian";
+    /** The centroid rules a bundle may name, in Python's order ({@code runtime/scoring.py} CENTROID_RULES). */
+    public static final List<String> CENTROID_RULES = Collections.unmodifiableList(Arrays.asList(COSINE, GAUSSIAN));
+    /**
+     * The {@code scoring} names that hold numbers, in the order the reader checks them
+     * ({@code runtime/scoring.py} SCORING_NUMBERS).
+     */
+    public static final List<String> SCORING_NUMBERS = Collections.unmodifiableList(Arrays.asList(
+            "votes", "centroids", "prior", "centroid_temperature", "prior_temperature", "centroid_clip_l1"));
 
     private final short[] votes;
     private final int tables;
@@ -47,11 +82,18 @@ public final class Scorer {
     private final double priorBoost;
     /** Unit rows of the prior, {@code [classes][dim]}, or null. */
     private final double[] prior;
-    /** The class statistics, prepared once: projection {@code [k][dim]}, shift {@code [k]},
-     * unit centred means {@code [classes][k]}; null without class statistics. */
+    /**
+     * The class statistics, prepared once: projection {@code [k][dim]}; shift {@code [k]}, which
+     * is {@code P origin + mu} under the cosine rule and {@code P origin} under the Gaussian one;
+     * the centred means {@code [classes][k]}, unit rows under the cosine rule and as released
+     * under the Gaussian one; null without class statistics.
+     */
     private final double[] projection;
     private final double[] shift;
     private final double[] directions;
+    /** The Gaussian rule's overall mean {@code mu} {@code [k]} and {@code |m_c|^2 / 2} {@code [classes]}; null under cosine. */
+    private final double[] mu;
+    private final double[] halfNorms;
     private final int k;
     private final int dim;
 
@@ -77,6 +119,8 @@ public final class Scorer {
         this.projection = null;
         this.shift = null;
         this.directions = null;
+        this.mu = null;
+        this.halfNorms = null;
         this.k = 0;
         this.dim = 0;
     }
@@ -90,7 +134,8 @@ public final class Scorer {
      * The scorer of a bundle in the given mode.
      *
      * @throws IllegalArgumentException if the mode needs a field the bundle lacks (as Python's
-     *     ValueError), or a known weight in the bundle's scoring map is a string
+     *     ValueError), or the bundle's scoring map is one {@link Weights#fromMap} refuses (the
+     *     reader refuses those first, so only for a map it did not check)
      */
     public Scorer(Bundle bundle, Mode mode) {
         this.votes = bundle.votesRef();
@@ -126,6 +171,8 @@ public final class Scorer {
             this.projection = null;
             this.shift = null;
             this.directions = null;
+            this.mu = null;
+            this.halfNorms = null;
             this.k = 0;
         } else {
             this.k = cs.k();
@@ -135,19 +182,42 @@ public final class Scorer {
             for (int i = 0; i < proj.length; i++) {
                 projection[i] = proj[i];
             }
-            double[] mu = new double[k];
-            double[] centred = centredMeans(cs.sumsRef(), cs.countsRef(), classes, k, mu);
-            // z = P (x - origin) - mu = P x - (P origin + mu)
-            this.shift = new double[k];
+            double[] overall = new double[k];
+            double[] centred = centredMeans(cs.sumsRef(), cs.countsRef(), classes, k, overall);
+            // P (x - origin) = P x - P origin: one product per query.
+            double[] pOrigin = new double[k];
             for (int j = 0; j < k; j++) {
                 double s = 0;
                 for (int i = 0; i < dim; i++) {
                     s += projection[j * dim + i] * (double) origin[i];
                 }
-                shift[j] = s + mu[j];
+                pOrigin[j] = s;
             }
-            unitRows(centred, classes, k);
-            this.directions = centred;
+            if (weights.gaussian()) {
+                // The mean is subtracted after the clip, so it stays apart from the shift.
+                this.shift = pOrigin;
+                this.mu = overall;
+                this.halfNorms = new double[classes];
+                for (int c = 0; c < classes; c++) {
+                    double sq = 0;
+                    for (int j = 0; j < k; j++) {
+                        double v = centred[c * k + j];
+                        sq += v * v;
+                    }
+                    halfNorms[c] = 0.5 * sq;
+                }
+                this.directions = centred;
+            } else {
+                // z = P (x - origin) - mu = P x - (P origin + mu), unclipped
+                for (int j = 0; j < k; j++) {
+                    pOrigin[j] += overall[j];
+                }
+                this.shift = pOrigin;
+                this.mu = null;
+                this.halfNorms = null;
+                unitRows(centred, classes, k);
+                this.directions = centred;
+            }
         }
     }
 
@@ -254,7 +324,11 @@ public final class Scorer {
         return out;
     }
 
-    /** softmax(cos(z, centred class means) / tau_c); needs class statistics. */
+    /**
+     * softmax(centroid logits / tau_c), the logits by the bundle's centroid rule (see the class
+     * doc): {@code <clip(z), m_c> - |m_c|^2 / 2} under "gaussian", {@code cos(z, m_c)} under
+     * "cosine"; needs class statistics.
+     */
     public double[] centroidProbs(float[] embedding) {
         if (directions == null) {
             throw new IllegalStateException("this bundle has no class statistics");
@@ -268,12 +342,22 @@ public final class Scorer {
             }
             z[j] = s - shift[j];
         }
-        unitRows(z, 1, k);
+        if (mu == null) {  // cosine
+            unitRows(z, 1, k);
+        } else {           // gaussian: clip as the exporter clipped the records, then centre
+            clipL1(z, weights.centroidClipL1);
+            for (int j = 0; j < k; j++) {
+                z[j] -= mu[j];
+            }
+        }
         double[] logits = new double[classes];
         for (int c = 0; c < classes; c++) {
             double s = 0;
             for (int j = 0; j < k; j++) {
                 s += z[j] * directions[c * k + j];
+            }
+            if (halfNorms != null) {
+                s -= halfNorms[c];
             }
             logits[c] = s / weights.centroidTemperature;
         }
@@ -382,6 +466,23 @@ public final class Scorer {
         return out;
     }
 
+    /**
+     * A vector scaled down, in place, to L1 norm at most {@code bound}: multiplied by
+     * {@code min(1, bound / max(L1, 1e-300))}, as {@code runtime/scoring.py}'s clip_l1 (the
+     * exporter clips each record the same way before quantizing it, so the Gaussian rule puts
+     * a query on the scale of the released sums).
+     */
+    static void clipL1(double[] z, double bound) {
+        double l1 = 0;
+        for (double v : z) {
+            l1 += Math.abs(v);
+        }
+        double scale = Math.min(1.0, bound / Math.max(l1, CLIP_TINY));
+        for (int j = 0; j < z.length; j++) {
+            z[j] *= scale;
+        }
+    }
+
     /** Each row divided by max(its L2 norm, 1e-12), in place. */
     static void unitRows(double[] a, int rows, int cols) {
         for (int r = 0; r < rows; r++) {
@@ -416,9 +517,13 @@ public final class Scorer {
     }
 
     /**
-     * The blend's weights and temperatures ({@code runtime/scoring.py} Weights): the defaults,
-     * overridden by the numbers the bundle's {@code scoring} map gives for these names (other
-     * entries, such as the "rule" text, are ignored).
+     * The blend's weights, temperatures and centroid rule ({@code runtime/scoring.py} Weights):
+     * the defaults, overridden by the values the bundle's {@code scoring} map gives for these
+     * names (other entries, such as the "rule" text, are ignored). The defaults are what a
+     * format-2.0 bundle means: weights 1, temperatures 0.05, the cosine rule, no clip. A
+     * format-2.1 bundle names the Gaussian rule with its clip (the records' clip, 5.0 by
+     * default) and a centroid temperature of 0.003: its logits are squared distances in
+     * embedding units, far smaller than a cosine's range of 2.
      */
     public static final class Weights {
         public final double votes;
@@ -426,34 +531,71 @@ public final class Scorer {
         public final double prior;
         public final double centroidTemperature;
         public final double priorTemperature;
+        /** {@link #COSINE} or {@link #GAUSSIAN}. */
+        public final String centroidRule;
+        /** The Gaussian rule's L1 clip of the projected query (0, unused, under cosine). */
+        public final double centroidClipL1;
 
-        /** The defaults: weights 1, temperatures 0.05. */
+        /** The defaults: weights 1, temperatures 0.05, the cosine rule (a format-2.0 bundle). */
         public Weights() {
             this(1.0, 1.0, 1.0, 0.05, 0.05);
         }
 
+        /** These weights and temperatures with the cosine rule. */
         public Weights(double votes, double centroids, double prior, double centroidTemperature,
                        double priorTemperature) {
+            this(votes, centroids, prior, centroidTemperature, priorTemperature, COSINE, 0.0);
+        }
+
+        /**
+         * @throws IllegalArgumentException if the rule is not one of {@link #CENTROID_RULES}, or
+         *     the rule is Gaussian and the clip is not a positive finite number (Python's
+         *     ValueError: the clip is what puts the query on the means' scale)
+         */
+        public Weights(double votes, double centroids, double prior, double centroidTemperature,
+                       double priorTemperature, String centroidRule, double centroidClipL1) {
+            if (!CENTROID_RULES.contains(centroidRule)) {
+                throw new IllegalArgumentException("unknown centroid_rule " + Msgpack.repr(centroidRule)
+                        + " (one of " + String.join(", ", CENTROID_RULES) + ")");
+            }
+            if (GAUSSIAN.equals(centroidRule) && !(centroidClipL1 > 0 && !Double.isInfinite(centroidClipL1))) {
+                throw new IllegalArgumentException("the gaussian centroid rule needs a positive centroid_clip_l1, got "
+                        + Msgpack.pyFloat(centroidClipL1));
+            }
             this.votes = votes;
             this.centroids = centroids;
             this.prior = prior;
             this.centroidTemperature = centroidTemperature;
             this.priorTemperature = priorTemperature;
+            this.centroidRule = centroidRule;
+            this.centroidClipL1 = centroidClipL1;
+        }
+
+        /** Whether the centroid logits follow the Gaussian rule (else cosine). */
+        public boolean gaussian() {
+            return GAUSSIAN.equals(centroidRule);
         }
 
         /**
          * The defaults overridden by a bundle's scoring map (null: the defaults).
          *
-         * @throws IllegalArgumentException if a known name maps to something other than a number
-         *     (the reader lets strings through, as Python's does; Python would then call float()
-         *     on it, which this port does not imitate)
+         * @throws IllegalArgumentException if a known number name maps to something other than
+         *     a number, the rule is unknown or not a string, or the Gaussian rule comes without a
+         *     positive clip (the reader refuses all of these first, with Python's messages; this
+         *     is for a map it did not check)
          */
         public static Weights fromMap(Map<String, Object> m) {
             if (m == null) {
                 return new Weights();
             }
+            Object rule = m.containsKey("centroid_rule") ? m.get("centroid_rule") : COSINE;
+            if (!(rule instanceof String)) {
+                throw new IllegalArgumentException("unknown centroid_rule " + Msgpack.repr(rule) + " (one of "
+                        + String.join(", ", CENTROID_RULES) + ")");
+            }
             return new Weights(number(m, "votes", 1.0), number(m, "centroids", 1.0), number(m, "prior", 1.0),
-                    number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05));
+                    number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05), (String) rule,
+                    number(m, "centroid_clip_l1", 0.0));
         }
 
         private static double number(Map<String, Object> m, String key, double fallback) {
@@ -471,7 +613,8 @@ public final class Scorer {
         @Override
         public String toString() {
             return "Weights{votes=" + votes + ", centroids=" + centroids + ", prior=" + prior
-                    + ", centroid_temperature=" + centroidTemperature + ", prior_temperature=" + priorTemperature + "}";
+                    + ", centroid_temperature=" + centroidTemperature + ", prior_temperature=" + priorTemperature
+                    + ", centroid_rule=" + centroidRule + ", centroid_clip_l1=" + centroidClipL1 + "}";
         }
     }
 }

@@ -291,6 +291,75 @@ public class BundleReaderTest {
         expectPayload2(p -> p.put("scoring", "blend"), "field 'scoring' is string, expected map");
     }
 
+    /** Format 2.1's scoring checks, in Python's order (runtime/bundle.py _check_scoring). */
+    @Test
+    public void validatesFormat21ScoringLikePython() throws Exception {
+        expectPayload2(p -> scoring(p).put("votes", "2"), "field 'scoring.votes' must be a number, got str");
+        expectPayload2(p -> scoring(p).put("centroid_clip_l1", "5"),
+                "field 'scoring.centroid_clip_l1' must be a number, got str");
+        expectPayload2(p -> {  // SCORING_NUMBERS' order, not the map's
+            scoring(p).put("centroid_clip_l1", "5");
+            scoring(p).remove("prior_temperature");
+            scoring(p).put("prior_temperature", "1");
+        }, "field 'scoring.prior_temperature' must be a number, got str");
+        expectPayload2(p -> {
+            scoring(p).put("centroid_rule", "median");
+            scoring(p).put("centroids", "1");
+        }, "field 'scoring.centroids' must be a number, got str");
+        expectPayload2(p -> scoring(p).put("centroid_rule", "median"),
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
+        expectPayload2(p -> scoring(p).put("centroid_rule", "Gaussian's"),
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got \"Gaussian's\"");
+        expectPayload2(p -> scoring(p).put("centroid_rule", 1L),
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 1");
+        expectPayload2(p -> scoring(p).put("centroid_rule", 2.5),
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 2.5");
+        expectPayload2(p -> {
+            scoring(p).put("centroid_temperature", 0L);
+            scoring(p).put("centroid_rule", "median");
+        }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
+        expectPayload2(p -> scoring(p).put("centroid_temperature", 0L),
+                "field 'scoring.centroid_temperature' must be positive, got 0");
+        expectPayload2(p -> scoring(p).put("prior_temperature", 0.0),
+                "field 'scoring.prior_temperature' must be positive, got 0");
+        expectPayload2(p -> scoring(p).put("prior_temperature", -0.0),
+                "field 'scoring.prior_temperature' must be positive, got 0");
+        expectPayload2(p -> {
+            scoring(p).put("prior_temperature", 0L);
+            scoring(p).put("centroid_temperature", 0.0);
+        }, "field 'scoring.centroid_temperature' must be positive, got 0");
+        String noClip = "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule";
+        expectPayload2(p -> scoring(p).put("centroid_rule", "gaussian"), noClip);
+        expectPayload2(p -> {
+            scoring(p).put("centroid_rule", "gaussian");
+            scoring(p).put("centroid_clip_l1", 0L);
+        }, noClip);
+        expectPayload2(p -> {
+            scoring(p).put("centroid_rule", "gaussian");
+            scoring(p).put("centroid_clip_l1", -0.0);
+        }, noClip);
+        expectPayload2(p -> {
+            scoring(p).put("centroid_rule", "gaussian");
+            scoring(p).put("prior_temperature", 0L);
+        }, "field 'scoring.prior_temperature' must be positive, got 0");
+
+        // What loads: the cosine rule without a clip, the Gaussian rule with one (also a uint64),
+        // strings under other names.
+        Map<String, Object> p = TestBundles.payload2();
+        scoring(p).put("centroid_rule", "cosine");
+        scoring(p).put("centroid_clip_l1", 0L);
+        assertEquals("cosine", BundleReader.read(TestBundles.seal2(p)).scoring().get("centroid_rule"));
+        scoring(p).put("centroid_rule", "gaussian");
+        scoring(p).put("centroid_clip_l1", new BigInteger("18446744073709551615"));
+        scoring(p).put("note", "any text");
+        assertEquals(1.8446744073709552e19,
+                new Scorer(BundleReader.read(TestBundles.seal2(p))).weights().centroidClipL1, 0);
+    }
+
+    private static Map<String, Object> scoring(Map<String, Object> p) {
+        return TestBundles.sub(p, "scoring");
+    }
+
     @Test
     public void releasesAreCheckedWithoutClassStatisticsWhenPresent() {
         expectPayload2(p -> {

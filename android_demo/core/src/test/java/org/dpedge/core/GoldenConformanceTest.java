@@ -218,8 +218,10 @@ public class GoldenConformanceTest {
 
     /**
      * Format-2 bundles derived from a real one (other weights and temperatures, small epsilon,
-     * no prior, no class statistics, offsets alone, counts below the floor, stripped to 1.2):
-     * the buckets, scores and label of each golden embedding must be Python's.
+     * no prior, no class statistics, offsets alone, counts below the floor, stripped to 1.2,
+     * and both centroid rules: format 2.1's Gaussian rule, also with a small clip, and the
+     * cosine rule of a bundle rewritten as format 2.0): the buckets, scores and label of each
+     * golden embedding must be Python's.
      */
     @Test
     public void scoredFormat2BundlesMatchPython() throws Exception {

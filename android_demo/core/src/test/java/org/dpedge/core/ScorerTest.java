@@ -145,6 +145,16 @@ public class ScorerTest {
         assertEquals(1.0, w.centroids, 0);
         assertEquals(0.5, w.priorTemperature, 0);
         assertEquals(0.05, new Scorer(format2(p -> p.remove("scoring"))).weights().centroidTemperature, 0);
+        assertEquals(Scorer.COSINE, w.centroidRule);  // no rule in the map: format 2.0's cosine
+        assertEquals(0.0, w.centroidClipL1, 0);
+        Scorer.Weights g = new Scorer(format2(p -> {
+            TestBundles.sub(p, "scoring").put("centroid_rule", "gaussian");
+            TestBundles.sub(p, "scoring").put("centroid_clip_l1", 5.0);
+            TestBundles.sub(p, "scoring").put("centroid_temperature", 0.003);
+        })).weights();
+        assertEquals(Scorer.GAUSSIAN, g.centroidRule);
+        assertEquals(5.0, g.centroidClipL1, 0);
+        assertEquals(0.003, g.centroidTemperature, 0);
     }
 
     @Test
@@ -169,9 +179,136 @@ public class ScorerTest {
         new Scorer(format2(p -> { })).scores(new int[] {0, 0});
     }
 
-    @Test(expected = IllegalArgumentException.class)
-    public void aStringWeightIsRefused() throws Exception {
-        new Scorer(format2(p -> TestBundles.sub(p, "scoring").put("votes", "0.5")));
+    /** The reader refuses a string weight first (BundleReaderTest); a map it did not check is refused here. */
+    @Test
+    public void aStringWeightIsRefused() {
+        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("votes", "0.5");
+        try {
+            Scorer.Weights.fromMap(m);
+            fail("a string weight");
+        } catch (IllegalArgumentException e) {
+            assertEquals("the bundle's scoring weight 'votes' is string, expected a number", e.getMessage());
+        }
+    }
+
+    @Test
+    public void weightsRefuseAnUnknownRuleAndAGaussianRuleWithoutAClip() {
+        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("centroid_rule", "median");
+        expectIllegal(m, "unknown centroid_rule 'median' (one of cosine, gaussian)");
+        m.put("centroid_rule", "gaussian");
+        expectIllegal(m, "the gaussian centroid rule needs a positive centroid_clip_l1, got 0.0");
+        m.put("centroid_clip_l1", Double.POSITIVE_INFINITY);
+        expectIllegal(m, "the gaussian centroid rule needs a positive centroid_clip_l1, got inf");
+        m.put("centroid_clip_l1", 5L);
+        Scorer.Weights w = Scorer.Weights.fromMap(m);
+        assertTrue(w.gaussian());
+        assertEquals(5.0, w.centroidClipL1, 0);
+        m.put("centroid_rule", "cosine");
+        m.put("centroid_clip_l1", 0L);
+        assertFalse(Scorer.Weights.fromMap(m).gaussian());  // the cosine rule needs no clip
+    }
+
+    private static void expectIllegal(Map<String, Object> m, String message) {
+        try {
+            Scorer.Weights.fromMap(m);
+            fail("accepted " + m);
+        } catch (IllegalArgumentException e) {
+            assertEquals(message, e.getMessage());
+        }
+    }
+
+    /** runtime/scoring.py's clip_l1 doctest: [3, -4] to L1 1 is [3/7, -4/7]; [0.1, 0.2] is inside. */
+    @Test
+    public void clipL1MirrorsThePythonDoctest() {
+        double[] z = {3.0, -4.0};
+        Scorer.clipL1(z, 1.0);
+        assertArrayEquals(new double[] {3.0 / 7, -4.0 / 7}, z, 1e-15);
+        z = new double[] {0.1, 0.2};
+        Scorer.clipL1(z, 1.0);
+        assertArrayEquals(new double[] {0.1, 0.2}, z, 0);
+        z = new double[] {0.0, 0.0};  // L1 0: divided by 1e-300, not by 0
+        Scorer.clipL1(z, 1.0);
+        assertArrayEquals(new double[] {0.0, 0.0}, z, 0);
+    }
+
+    /**
+     * The Gaussian rule by hand on the test bundle: x = (0.6, -0.8, 0.1), projection the x and y
+     * axes, origin (0.05, 0, -0.05), so P x - P origin = (0.55, -0.8), L1 1.35, clipped to L1 1;
+     * then minus mu, and logits {@code <z, m_c> - |m_c|^2 / 2} over the temperature.
+     */
+    @Test
+    public void gaussianCentroidsOnAHandExample() throws Exception {
+        Bundle b = format2(p -> {
+            TestBundles.sub(p, "scoring").put("centroid_rule", "gaussian");
+            TestBundles.sub(p, "scoring").put("centroid_clip_l1", 1L);
+            TestBundles.sub(p, "scoring").put("centroid_temperature", 0.003);
+        });
+        Scorer s = new Scorer(b, Scorer.Mode.CENTROIDS);
+        assertTrue(s.weights().gaussian());
+        float[] x = {0.6f, -0.8f, 0.1f};
+        // counts 10, 7, 0.4 (floored to 1): total 18
+        double[] mu = {(8.0 - 2.0 + 0.5) / 18, (1.0 + 6.0 - 4.0) / 18};
+        double[][] means = {{8.0 / 10 - mu[0], 1.0 / 10 - mu[1]}, {-2.0 / 7 - mu[0], 6.0 / 7 - mu[1]},
+            {0.5 - mu[0], -4.0 - mu[1]}};
+        double px = (double) 0.6f - (double) 0.05f;
+        double py = (double) -0.8f;
+        double l1 = Math.abs(px) + Math.abs(py);
+        double[] z = {px / l1 - mu[0], py / l1 - mu[1]};
+        double[] logits = new double[3];
+        double max = Double.NEGATIVE_INFINITY;
+        for (int c = 0; c < 3; c++) {
+            logits[c] = (z[0] * means[c][0] + z[1] * means[c][1]
+                    - 0.5 * (means[c][0] * means[c][0] + means[c][1] * means[c][1])) / 0.003;
+            max = Math.max(max, logits[c]);
+        }
+        double sum = 0;
+        double[] expected = new double[3];
+        for (int c = 0; c < 3; c++) {
+            expected[c] = Math.exp(logits[c] - max);
+            sum += expected[c];
+        }
+        for (int c = 0; c < 3; c++) {
+            expected[c] /= sum;
+        }
+        assertArrayEquals(expected, s.centroidProbs(x), 1e-12);
+        // A clip large enough to leave the query alone gives other scores than the clip of 1.
+        double[] unclipped = new Scorer(format2(p -> {
+            TestBundles.sub(p, "scoring").put("centroid_rule", "gaussian");
+            TestBundles.sub(p, "scoring").put("centroid_clip_l1", 1e6);
+            TestBundles.sub(p, "scoring").put("centroid_temperature", 0.003);
+        }), Scorer.Mode.CENTROIDS).centroidProbs(x);
+        assertFalse(Arrays.equals(expected, unclipped));
+    }
+
+    /** A bundle that names no rule (format 2.0) keeps the cosine rule, whatever clip it gives. */
+    @Test
+    public void withoutARuleTheCentroidsAreCosine() throws Exception {
+        float[] x = {0.6f, -0.8f, 0.1f};
+        double[] plain = new Scorer(format2(p -> { }), Scorer.Mode.CENTROIDS).centroidProbs(x);
+        double[] withClip = new Scorer(format2(p -> TestBundles.sub(p, "scoring").put("centroid_clip_l1", 1L)),
+                Scorer.Mode.CENTROIDS).centroidProbs(x);
+        double[] named = new Scorer(format2(p -> TestBundles.sub(p, "scoring").put("centroid_rule", "cosine")),
+                Scorer.Mode.CENTROIDS).centroidProbs(x);
+        assertArrayEquals(plain, withClip, 0);
+        assertArrayEquals(plain, named, 0);
+        // cos(z, m_c) / 0.05 by hand, z = P x - (P origin + mu)
+        double[] mu = {6.5 / 18, 3.0 / 18};
+        double[][] means = {{0.8 - mu[0], 0.1 - mu[1]}, {-2.0 / 7 - mu[0], 6.0 / 7 - mu[1]}, {0.5 - mu[0], -4.0 - mu[1]}};
+        double[] z = {(double) 0.6f - (double) 0.05f - mu[0], (double) -0.8f - mu[1]};
+        double zn = Math.hypot(z[0], z[1]);
+        double[] e = new double[3];
+        double sum = 0;
+        for (int c = 0; c < 3; c++) {
+            double cos = (z[0] * means[c][0] + z[1] * means[c][1]) / (zn * Math.hypot(means[c][0], means[c][1]));
+            e[c] = Math.exp(cos / 0.05);
+            sum += e[c];
+        }
+        for (int c = 0; c < 3; c++) {
+            e[c] /= sum;
+        }
+        assertArrayEquals(e, plain, 1e-12);
     }
 
     @Test
