@@ -42,7 +42,8 @@ _INT32_MAX = 2**31 - 1
 _EPSILON_SLACK = 1e-9
 
 MECHANISM = ("discrete Laplace noise on every coordinate of the per-class sums of the clipped, projected "
-             "embeddings and on every class count (integer grid of 1/100)")
+             "embeddings (integer grid of 1/100) and on every class count (weighted 1/4: 25 grid steps per "
+             "record)")
 
 
 def clip_and_quantize(z: np.ndarray, clip_l1: float) -> np.ndarray:
