@@ -57,12 +57,12 @@ def _counts(planes: np.ndarray, offsets: np.ndarray | None, ds: Dataset) -> np.n
     return counter.counts
 
 
-def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int) -> float:
+def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int, probe_weight: float = 0.0) -> float:
     """Algorithm 2 on random hyperplanes with the whole epsilon (format 1.2 bundles)."""
     planes = draw_hyperplanes(seed, tables, bits, ds.train.embeddings.shape[1])
     if bits <= 12:
         votes = release_votes(_counts(planes, None, ds), eps).votes
-        return _accuracy(Scorer(planes, votes), ds)
+        return _accuracy(Scorer(planes, votes, probe_weight=probe_weight), ds)
     # The paper's H = 24 has 2^24 buckets per table: noising all 4 x 16.7M x C cells with the
     # exact sampler takes many minutes and gigabytes. Only the cells the test queries read can
     # change a prediction, and noise is independent per cell, so those cells alone get OpenDP
@@ -100,7 +100,7 @@ def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, e
     out = {}
     for mode in ("blend", "votes", "centroids"):
         out[mode] = _accuracy(Scorer(planes, votes, offsets=offsets, class_stats=cs, prior=prior, epsilon=eps,
-                                     weights=weights, mode=mode), ds)
+                                     weights=weights, mode=mode, probe_weight=args.probe_weight), ds)
     out["bits"] = int(planes.shape[1])
     return out
 
@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--basis-dim", type=int, default=DEFAULT_DIM)
     ap.add_argument("--clip-l1", type=float, default=DEFAULT_CLIP_L1)
     ap.add_argument("--public-directions", type=int, default=0)
+    ap.add_argument("--probe-weight", type=float, default=0.0,
+                    help="also read each table's buckets at Hamming distance 1 with this weight (default 0: off)")
     ap.add_argument("--centroid-rule", choices=CENTROID_RULES, default="gaussian",
                     help="gaussian (what the exporter ships) or cosine (format-2.0 bundles), to compare")
     ap.add_argument("--tables", type=int, default=32)
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                         if m in methods:
                             r["runs"][m][str(eps)].append(a[m])
                 if "random" in methods:
-                    r["runs"]["random"][str(eps)].append(random_release(ds, 6, 32, eps, seed))
+                    r["runs"]["random"][str(eps)].append(random_release(ds, 6, 32, eps, seed, args.probe_weight))
                 if "paper" in methods:
                     r["runs"]["paper"][str(eps)].append(random_release(ds, 24, 4, eps, seed))
         results[ds.name] = r

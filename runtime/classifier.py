@@ -76,7 +76,7 @@ class Classifier:
     """
 
     def __init__(self, b: Bundle, *, backend: str = "auto", threads: int | None = None, workers: int = 1,
-                 path: Path | None = None, score: str = "blend"):
+                 path: Path | None = None, score: str = "blend", probe_weight: float = 0.0):
         self.bundle = b
         self.path = path
         self.labels = b.labels
@@ -88,23 +88,26 @@ class Classifier:
         if b.encoder.check_text is not None:
             self.check_cosine = self.encoder.verify(self.tokenizer.encode([b.encoder.check_text])[0])
         try:
-            self.scorer = Scorer.from_bundle(b, mode=score)
+            self.scorer = Scorer.from_bundle(b, mode=score, probe_weight=probe_weight)
         except ValueError as exc:  # e.g. --score centroids on a bundle without class statistics
             raise InputError(str(exc)) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
-             workers: int = 1, score: str = "blend") -> "Classifier":
+             workers: int = 1, score: str = "blend", probe_weight: float = 0.0) -> "Classifier":
         """Read, validate and prepare a bundle (raises BundleError if it is unusable).
 
         ``backend``: "auto" (the first installed engine for the bundle's encoder format) or
         a name from runtime.encoder.BACKENDS; ``threads``: the engine's threads per text
         (None: all cores); ``workers``: texts embedded at once in `predict` (results are
         identical either way); ``score``: "blend" (the bundle's default) or one component
-        alone, "votes", "centroids" or "prior" (runtime.scoring.MODES).
+        alone, "votes", "centroids" or "prior" (runtime.scoring.MODES); ``probe_weight``: also
+        read each table's buckets at Hamming distance 1 with this weight (0, the measured
+        default, reads only the query's own bucket; docs/accuracy.md).
         """
         p = Path(path)
-        return cls(bundle_format.load(p), backend=backend, threads=threads, workers=workers, path=p, score=score)
+        return cls(bundle_format.load(p), backend=backend, threads=threads, workers=workers, path=p, score=score,
+                   probe_weight=probe_weight)
 
     @property
     def privacy(self) -> dict[str, Any]:

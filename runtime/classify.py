@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--score", choices=MODES, default="blend",
                     help="blend (default: votes, centroids and label-description prior, as the bundle says) "
                          "or one component alone")
+    ap.add_argument("--probe-weight", type=float, default=0.0, metavar="W",
+                    help="also read each table's buckets at Hamming distance 1 with weight W (default 0: off, "
+                         "the measured best with aligned hashing)")
     ap.add_argument("--info", action="store_true", help="show labels, privacy facts and sizes, then exit")
     return ap
 
@@ -114,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                 info["backend"] = f"none ({exc})"
             print(json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info))
             return 0
-        clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score)
+        clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score,
+                              probe_weight=args.probe_weight)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

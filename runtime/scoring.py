@@ -118,6 +118,23 @@ def vote_sums(buckets: np.ndarray, votes: np.ndarray) -> np.ndarray:
     return votes[tables[None, :], buckets].sum(axis=1, dtype=np.int64)
 
 
+def probed_vote_sums(buckets: np.ndarray, votes: np.ndarray, bits: int, weight: float) -> np.ndarray:
+    """vote_sums plus ``weight`` times the votes of every bucket at Hamming distance 1 (the
+    buckets whose code differs in one bit): a query near a hyperplane also reads the bucket
+    across it. Post-processing of the released tables, like every reading of them.
+
+    Example:
+        >>> votes = np.array([[[1, 0], [0, 3]]], dtype=np.int16)      # 1 table, 1 bit
+        >>> probed_vote_sums(np.array([[0]]), votes, 1, 0.5).tolist()
+        [[1.0, 1.5]]
+    """
+    out = vote_sums(buckets, votes).astype(np.float64)
+    if weight:
+        for h in range(bits):
+            out += weight * vote_sums(buckets ^ (1 << h), votes)
+    return out
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)
@@ -170,7 +187,8 @@ class Scorer:
 
     def __init__(self, hyperplanes: np.ndarray, votes: np.ndarray, *, offsets: np.ndarray | None = None,
                  class_stats: ClassStats | None = None, prior: np.ndarray | None = None,
-                 weights: Weights | None = None, epsilon: float | None = None, mode: str = "blend"):
+                 weights: Weights | None = None, epsilon: float | None = None, mode: str = "blend",
+                 probe_weight: float = 0.0):
         self.hasher = SimHasher(hyperplanes, offsets)
         if votes.shape[:2] != (self.hasher.tables, 2**self.hasher.bits):
             raise ValueError(f"votes shape {votes.shape} does not match {self.hasher.tables} tables of "
@@ -181,7 +199,9 @@ class Scorer:
             raise ValueError("this bundle has no class statistics to score with centroids")
         if mode == "prior" and prior is None:
             raise ValueError("this bundle has no label descriptions to score with a prior")
-        self.votes, self.mode = votes, mode
+        if not (np.isfinite(probe_weight) and probe_weight >= 0):
+            raise ValueError(f"the probe weight must be a finite number >= 0, got {probe_weight}")
+        self.votes, self.mode, self.probe_weight = votes, mode, float(probe_weight)
         # The blend reads negative noisy cells as 0; clipping the table once keeps that off
         # the per-query path (post-processing of the release, like the rest).
         self._positive_votes = None if self.plain_votes_only(class_stats, prior, mode) else np.maximum(votes, 0)
@@ -200,9 +220,10 @@ class Scorer:
                 self._stats = (proj.T.copy(), p_origin + mu, None, _unit_rows(centred).T.copy(), None)
 
     @classmethod
-    def from_bundle(cls, b: Any, mode: str = "blend") -> "Scorer":
+    def from_bundle(cls, b: Any, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
         return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=b.class_stats, prior=b.prior,
-                   weights=Weights.from_map(b.scoring), epsilon=float(b.privacy["epsilon"]), mode=mode)
+                   weights=Weights.from_map(b.scoring), epsilon=float(b.privacy["epsilon"]), mode=mode,
+                   probe_weight=probe_weight)
 
     @staticmethod
     def plain_votes_only(class_stats: Any, prior: Any, mode: str) -> bool:
@@ -235,9 +256,11 @@ class Scorer:
             return self.prior_probs(x)
         buckets = self.hasher.buckets(x)
         if self.plain_votes:
+            if self.probe_weight:
+                return probed_vote_sums(buckets, self.votes, self.hasher.bits, self.probe_weight)
             return vote_sums(buckets, self.votes).astype(np.float64)
         w = self.weights
-        positive = vote_sums(buckets, self._positive_votes).astype(np.float64)
+        positive = probed_vote_sums(buckets, self._positive_votes, self.hasher.bits, self.probe_weight)
         out = w.votes * positive / np.maximum(positive.sum(axis=1, keepdims=True), 1e-12)
         if self._stats is not None:
             out += w.centroids * self.centroid_probs(x)

@@ -254,3 +254,26 @@ def test_a_2_0_bundle_keeps_its_cosine_centroids(dp_bundle, tmp_path):
     expected = np.exp(cos / 0.05) / np.exp(cos / 0.05).sum(axis=1, keepdims=True)
     assert np.allclose(Scorer.from_bundle(old, "centroids").scores(x), expected, atol=1e-6)
     assert not np.allclose(Scorer.from_bundle(new, "centroids").scores(x), expected, atol=1e-3)
+
+
+def test_probing_reads_the_buckets_one_bit_away():
+    """probe_weight w adds w x the votes of every bucket whose code differs in one bit."""
+    planes = np.array([[[1.0, 0.0], [0.0, 1.0]]], np.float32)           # 1 table, 2 bits
+    votes = np.array([[[1, 0], [2, 0], [0, 4], [8, 8]]], np.int16)       # buckets 0..3
+    x = np.array([[-1.0, -1.0]])                                         # bucket 0; neighbours 1 and 2
+    assert Scorer(planes, votes).scores(x).tolist() == [[1.0, 0.0]]
+    assert Scorer(planes, votes, probe_weight=0.5).scores(x).tolist() == [[1.0 + 0.5 * 2, 0.5 * 4]]
+    with pytest.raises(ValueError, match="probe weight"):
+        Scorer(planes, votes, probe_weight=-1)
+
+
+def test_cli_probe_weight_changes_only_the_vote_reading(dp_bundle, capsys):
+    from runtime.classify import main
+    rows = []
+    for w in ("0", "0.5"):
+        assert main(["--bundle", str(dp_bundle), "--json", "--score", "votes", "--probe-weight", w,
+                     "set an alarm for seven"]) == 0
+        rows.append(json.loads(capsys.readouterr().out))
+    assert rows[0]["scores"] != rows[1]["scores"]
+    assert main(["--bundle", str(dp_bundle), "--probe-weight", "-1", "hello"]) == 2
+    assert "probe weight" in capsys.readouterr().err
