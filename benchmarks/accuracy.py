@@ -24,6 +24,7 @@ epsilon.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Dataset, Embedder, knn_accuracy  # noqa: E402
+from common import Dataset, Embedder, Split, knn_accuracy  # noqa: E402
 
 from exporter.build import DEFAULT_CLASS_SHARE, release_aligned  # noqa: E402
 from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter  # noqa: E402
@@ -97,6 +98,8 @@ def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, e
     votes = release_votes(_counts(planes, offsets, ds), r.votes_epsilon).votes
     # The weights a bundle of these settings ships, or the format-2.0 cosine rule to compare.
     weights = Weights.measured(args.clip_l1) if args.centroid_rule == "gaussian" else Weights()
+    if args.prior_records_per_class is not None:
+        weights = dataclasses.replace(weights, prior_records_per_class=args.prior_records_per_class)
     out = {}
     for mode in ("blend", "votes", "centroids"):
         out[mode] = _accuracy(Scorer(planes, votes, offsets=offsets, class_stats=cs, prior=prior, epsilon=eps,
@@ -124,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="also read each table's buckets at Hamming distance 1 with this weight (default 0: off)")
     ap.add_argument("--centroid-rule", choices=CENTROID_RULES, default="gaussian",
                     help="gaussian (what the exporter ships) or cosine (format-2.0 bundles), to compare")
+    ap.add_argument("--prior-records-per-class", type=float, default=None, metavar="R",
+                    help="the prior boost's records-per-class term (default: what the exporter ships; 0: off)")
+    ap.add_argument("--train-records", type=int, default=0, metavar="N",
+                    help="use a random N-record subset of each training split (kNN10 too): how the "
+                         "default holds up on small datasets (default 0: all records)")
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))
@@ -141,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     for folder in args.data:
         t0 = time.perf_counter()
         ds = embedder.dataset(folder)
+        if 0 < args.train_records < len(ds.train.labels):
+            # A fixed subset (numpy's generator is fine here: it picks records, it is no noise).
+            keep = np.sort(np.random.default_rng(0).choice(len(ds.train.labels), args.train_records, replace=False))
+            ds = Dataset(ds.name, ds.labels, Split(ds.train.embeddings[keep], ds.train.labels[keep]), ds.test)
         descriptions = ds.labels.descriptions
         prior = None if descriptions is None else embed_texts(list(descriptions))
         basis = fit_public_basis(embed_texts, public_texts(tokenizer_json, descriptions), args.basis_dim)

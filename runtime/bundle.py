@@ -33,7 +33,7 @@ import msgpack
 import numpy as np
 
 from runtime.errors import BundleError
-from runtime.scoring import CENTROID_RULES, SCORING_NUMBERS, ClassStats
+from runtime.scoring import CENTROID_RULES, SCORING_MAX, SCORING_NUMBERS, TEMPERATURE_MIN, ClassStats
 
 FORMAT_NAME = "dpedge-bundle"
 # 1.1 added the "tflite" encoder format and the optional encoder.check probe (fields only
@@ -585,16 +585,20 @@ def _validate_payload(p: _Fields) -> Bundle:
 
 def _check_scoring(scoring: dict[str, Any]) -> None:
     """Format 2.1: the names the runtime reads must hold what it can use (a number where a
-    number is meant, a known centroid rule, positive temperatures and clip)."""
+    number is meant, a known centroid rule, positive temperatures and clip), within bounds
+    that keep the blend finite (SCORING_MAX, TEMPERATURE_MIN)."""
     for name in SCORING_NUMBERS:
         if name in scoring and isinstance(scoring[name], str):
             raise BundleError(f"field 'scoring.{name}' must be a number, got str")
     rule = scoring.get("centroid_rule", "cosine")
     if rule not in CENTROID_RULES:
         raise BundleError(f"field 'scoring.centroid_rule' must be one of {', '.join(CENTROID_RULES)}, got {_show(rule)}")
+    for name in SCORING_NUMBERS:
+        if name in scoring and scoring[name] > SCORING_MAX:
+            raise BundleError(f"field 'scoring.{name}' must be at most 1e6")
     for name in ("centroid_temperature", "prior_temperature"):
-        if scoring.get(name) == 0:
-            raise BundleError(f"field 'scoring.{name}' must be positive, got 0")
+        if name in scoring and scoring[name] < TEMPERATURE_MIN:
+            raise BundleError(f"field 'scoring.{name}' must be at least 1e-6")
     if rule == "gaussian" and not scoring.get("centroid_clip_l1"):
         raise BundleError("field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule")
 
@@ -626,6 +630,7 @@ def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None
         names.append(f.get("statistic", str))
         share = f.get("epsilon", (float, int))
         f.get("sensitivity_l1", int)
+        f.get("noise_scale", (float, int))
         f.get("mechanism", str)
         if not (share > 0 and math.isfinite(share)):
             raise BundleError(f"field 'privacy.releases[{i}].epsilon' must be positive, got {share}")

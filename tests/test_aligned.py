@@ -162,8 +162,12 @@ def test_blend_is_better_than_chance_and_agrees_with_its_parts(dp_bundle):
     w, s = Weights.from_map(clf.bundle.scoring), Scorer.from_bundle(clf.bundle)
     assert w == Weights.measured(5.0)          # the build ships the measured rule on its own clip
     pos = np.maximum(clf.bundle.votes[np.arange(clf.bundle.tables)[None, :], s.hasher.buckets(x)], 0).sum(axis=1)
-    expected = pos / pos.sum(axis=1, keepdims=True) + w.centroids * parts["centroids"] + w.prior * parts["prior"]
-    assert np.allclose(s.scores(x), expected)  # epsilon 8 >= 1: the prior is not boosted
+    # epsilon 8, but 560 records in 7 classes: the prior's boost is 1000 * 7 / (8 * noisy N) > 1
+    n, c = float(clf.bundle.class_stats.counts.sum()), len(clf.labels)
+    assert s.prior_boost == pytest.approx(max(1.0, 1000 * c / (8 * n))) and s.prior_boost > 1
+    expected = (pos / pos.sum(axis=1, keepdims=True) + w.centroids * parts["centroids"]
+                + w.prior * s.prior_boost * parts["prior"])
+    assert np.allclose(s.scores(x), expected)
 
 
 # --------------------------------------------------------------------------- format 2 validation
@@ -179,7 +183,10 @@ def test_blend_is_better_than_chance_and_agrees_with_its_parts(dp_bundle):
     (lambda p: p["scoring"].__setitem__("votes", "2"), "scoring.votes' must be a number"),
     (lambda p: p["scoring"].__setitem__("centroid_rule", "median"), "scoring.centroid_rule' must be one of"),
     (lambda p: p["scoring"].pop("centroid_clip_l1"), "scoring.centroid_clip_l1' must be positive"),
-    (lambda p: p["scoring"].__setitem__("prior_temperature", 0), "scoring.prior_temperature' must be positive"),
+    (lambda p: p["scoring"].__setitem__("prior_temperature", 0), "scoring.prior_temperature' must be at least 1e-6"),
+    (lambda p: p["scoring"].__setitem__("centroid_temperature", 5e-324), "scoring.centroid_temperature' must be at least"),
+    (lambda p: p["scoring"].__setitem__("votes", 1e308), "scoring.votes' must be at most 1e6"),
+    (lambda p: p["privacy"]["releases"][0].__setitem__("noise_scale", "n/a"), "noise_scale' is string"),
     (lambda p: p["prior"]["embeddings"].__setitem__("shape", [1, 384]), "prior.embeddings"),
 ])
 def test_invalid_format_2_fields(dp_bundle, tmp_path, mutate, message):
@@ -237,7 +244,7 @@ def test_a_2_0_bundle_keeps_its_cosine_centroids(dp_bundle, tmp_path):
     """A bundle written before the Gaussian rule (version 2.0, no rule in its scoring map) loads
     and scores its centroids by cosine, as it did when it was measured."""
     def as_2_0(p):
-        for k in ("centroid_rule", "centroid_clip_l1"):
+        for k in ("centroid_rule", "centroid_clip_l1", "prior_records_per_class"):
             p["scoring"].pop(k)
         p["scoring"]["centroid_temperature"] = 0.05
     path = tmp_path / "old.dpedge"
@@ -277,3 +284,15 @@ def test_cli_probe_weight_changes_only_the_vote_reading(dp_bundle, capsys):
     assert rows[0]["scores"] != rows[1]["scores"]
     assert main(["--bundle", str(dp_bundle), "--probe-weight", "-1", "hello"]) == 2
     assert "probe weight" in capsys.readouterr().err
+
+
+def test_prior_boost_follows_epsilon_and_the_noisy_records_per_class():
+    """The prior leans in where the release holds little signal per class: small epsilon, or
+    few (noisy) records per class; never more than SCORING_MAX (a finite blend)."""
+    from runtime.scoring import SCORING_MAX, prior_boost
+    assert prior_boost(None, 1000.0, np.array([10.0])) == 1.0
+    assert prior_boost(0.1, 0.0, np.array([10.0, 10.0])) == pytest.approx(10.0)       # 2.0: 1/eps only
+    assert prior_boost(1.0, 1000.0, np.array([5000.0, 5000.0])) == 1.0                  # plenty of data
+    assert prior_boost(1.0, 1000.0, np.array([100.0, 150.0, 250.0])) == pytest.approx(6.0)
+    assert prior_boost(2.0, 1000.0, np.array([-30.0, 10.0])) == pytest.approx(1000.0)  # count floored at 1
+    assert prior_boost(1e-300, 1000.0, np.array([1.0])) == SCORING_MAX
