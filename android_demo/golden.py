@@ -14,15 +14,19 @@ assistant test set) it records the Python runtime's token ids, the encoder's emb
 bucket id per table, the per-label scores and the label. From the first format-2 bundle it
 derives "scored" bundles that exercise each part of the format-2 scorer (other weights and
 temperatures, a small epsilon, no prior, no class statistics, offsets alone, counts below
-the floor, the fields stripped to 1.2, and both centroid rules: the format-2.1 Gaussian rule
+the floor, the fields stripped to 1.2, both centroid rules: the format-2.1 Gaussian rule
 the exporter writes, also with a clip small enough to clip nearly every query, and the
-cosine rule of a bundle rewritten as format 2.0 wrote it) and records the Python scorer's
-buckets, scores and label for a set of embeddings. It also writes malformed variants (of the first bundle, and
-format-2 ones of the first format-2 bundle), each with a phrase its error message must
-contain (format 2.1's scoring checks among them: a string where a number is meant, an unknown
-centroid rule, a zero temperature, the Gaussian rule without a clip, and which error wins
-when several apply), and checks that the Python reader rejects each with that phrase, so
-both readers are held to the same cases. Every expected value comes from the Python runtime.
+cosine rule of a bundle rewritten as format 2.0 wrote it; and the prior's boost: the count
+term of prior_records_per_class, which decides the as-built boost of a bundle this small,
+larger and smaller, at its cap of 1e6, and without it as format 2.0 scored, max(1, 1/epsilon))
+and records the Python scorer's prior boost and its buckets, scores and label for a set of
+embeddings. It also writes malformed variants (of the first bundle, and format-2 ones of the
+first format-2 bundle), each with a phrase its error message must contain (format 2.1's
+scoring checks among them: a string where a number is meant, an unknown centroid rule, a
+number above 1e6, a temperature below 1e-6, the Gaussian rule without a clip, and which error
+wins when several apply; and a release without a numeric noise_scale), and checks that the
+Python reader rejects each with that phrase, so both readers are held to the same cases.
+Every expected value comes from the Python runtime.
 
 Everything goes into DIR: golden.msgpack (layout in android_demo/README.md), the bundles,
 scored/*.dpedge, variants/*.dpedge and malformed/*.dpedge. The Java tests
@@ -49,7 +53,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from runtime import BundleError, Classifier  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
-from runtime.scoring import Scorer  # noqa: E402
+from runtime.scoring import SCORING_MAX, Scorer  # noqa: E402
 
 DATA = ROOT / "data" / "assistant"
 
@@ -304,16 +308,17 @@ def _scoring_without(*names: str) -> Callable[[dict[str, Any]], None]:
 
 
 def _as_2_0(p: dict[str, Any]) -> None:
-    """The scoring map a format-2.0 bundle carried: no rule or clip (the cosine rule) and the
-    2.0 centroid temperature."""
-    _scoring_without("centroid_rule", "centroid_clip_l1")(p)
+    """The scoring map a format-2.0 bundle carried: no rule or clip (the cosine rule), no
+    prior_records_per_class (the boost is max(1, 1/epsilon)) and the 2.0 centroid temperature."""
+    _scoring_without("centroid_rule", "centroid_clip_l1", "prior_records_per_class")(p)
     p["scoring"]["centroid_temperature"] = 0.05
 
 
 #: Format-2 cases, made from a bundle with offsets, class statistics, prior and scoring
 #: (name -> (how to make it, phrase the error must contain)). The "scoring-" cases after
 #: "scoring-not-a-map" are format 2.1's checks (runtime/bundle.py _check_scoring), including
-#: which error wins when a map breaks several rules.
+#: which error wins when a map breaks several rules: strings, the rule, every number at most
+#: 1e6 (in SCORING_NUMBERS' order), the temperatures at least 1e-6, the Gaussian clip.
 MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "offsets-wrong-shape": (_payload_edit(_swap_shape("lsh.offsets")), "field 'lsh.offsets' must be finite with shape"),
     "offsets-nan": (_payload_edit(_floats("lsh.offsets", lambda a: a.__setitem__(3, np.nan))),
@@ -347,6 +352,22 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                   "field 'privacy.releases[1].sensitivity_l1' is float, expected integer"),
     "release-missing-mechanism": (_payload_edit(lambda p: p["privacy"]["releases"][0].pop("mechanism")),
                                   "missing field 'privacy.releases[0].mechanism'"),
+    # noise_scale: a float or integer, checked after sensitivity_l1 and before mechanism
+    "release-noise-scale-string": (_payload_edit(_release(1, "noise_scale", "20.0")),
+                                   "field 'privacy.releases[1].noise_scale' is string, expected float or integer"),
+    "release-noise-scale-nil": (_payload_edit(_release(0, "noise_scale", None)),
+                                "field 'privacy.releases[0].noise_scale' is nil, expected float or integer"),
+    "release-noise-scale-boolean": (_payload_edit(_release(0, "noise_scale", True)),
+                                    "field 'privacy.releases[0].noise_scale' is boolean, expected float or integer"),
+    "release-missing-noise-scale": (_payload_edit(lambda p: p["privacy"]["releases"][1].pop("noise_scale")),
+                                    "missing field 'privacy.releases[1].noise_scale'"),
+    "release-sensitivity-before-noise-scale": (_payload_edit(_all(_release(0, "noise_scale", "x"),
+                                                                  _release(0, "sensitivity_l1", 1.5))),
+                                               "field 'privacy.releases[0].sensitivity_l1' is float, expected integer"),
+    "release-noise-scale-before-mechanism": (_payload_edit(_all(lambda p: p["privacy"]["releases"][0].pop("mechanism"),
+                                                                _release(0, "noise_scale", False))),
+                                             "field 'privacy.releases[0].noise_scale' is boolean, expected float or "
+                                             "integer"),
     "release-not-a-map": (_payload_edit(_set("privacy.releases", lambda r: [7, *r[1:]])),
                           "field 'privacy.releases[0]' must be a map, got integer"),
     "prior-wrong-shape": (_payload_edit(_swap_shape("prior.embeddings")),
@@ -378,14 +399,39 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                            "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 2.5"),
     "scoring-rule-before-temperature": (_payload_edit(_scoring(centroid_rule="median", centroid_temperature=0)),
                                         "field 'scoring.centroid_rule' must be one of cosine, gaussian"),
+    # at most 1e6, in SCORING_NUMBERS' order, after the strings and the rule
+    "scoring-votes-1e308": (_payload_edit(_scoring(votes=1e308)), "field 'scoring.votes' must be at most 1e6"),
+    "scoring-prior-above-max-integer": (_payload_edit(_scoring(prior=1000001)),
+                                        "field 'scoring.prior' must be at most 1e6"),
+    "scoring-records-per-class-1e308": (_payload_edit(_scoring(prior_records_per_class=1e308)),
+                                        "field 'scoring.prior_records_per_class' must be at most 1e6"),
+    "scoring-records-per-class-uint64": (_payload_edit(_scoring(prior_records_per_class=2**64 - 1)),
+                                         "field 'scoring.prior_records_per_class' must be at most 1e6"),
+    "scoring-records-per-class-string": (_payload_edit(_scoring(prior_records_per_class="1000")),
+                                         "field 'scoring.prior_records_per_class' must be a number, got str"),
+    "scoring-clip-uint64": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=2**64 - 1)),
+                            "field 'scoring.centroid_clip_l1' must be at most 1e6"),
+    "scoring-bounds-in-order": (_payload_edit(_scoring(prior_records_per_class=1e7, centroids=1.0000000001e6)),
+                                "field 'scoring.centroids' must be at most 1e6"),
+    "scoring-string-before-bound": (_payload_edit(_scoring(votes=1e308, prior_records_per_class="x")),
+                                    "field 'scoring.prior_records_per_class' must be a number, got str"),
+    "scoring-rule-before-bound": (_payload_edit(_scoring(centroid_rule="median", votes=1e308)),
+                                  "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'"),
+    "scoring-bound-before-temperature": (_payload_edit(_scoring(centroid_temperature=0, prior_temperature=1e300)),
+                                         "field 'scoring.prior_temperature' must be at most 1e6"),
+    # temperatures at least 1e-6, centroid_temperature first
     "scoring-centroid-temperature-zero": (_payload_edit(_scoring(centroid_temperature=0)),
-                                          "field 'scoring.centroid_temperature' must be positive, got 0"),
+                                          "field 'scoring.centroid_temperature' must be at least 1e-6"),
     "scoring-prior-temperature-zero-float": (_payload_edit(_scoring(prior_temperature=0.0)),
-                                             "field 'scoring.prior_temperature' must be positive, got 0"),
+                                             "field 'scoring.prior_temperature' must be at least 1e-6"),
     "scoring-prior-temperature-negative-zero": (_payload_edit(_scoring(prior_temperature=-0.0)),
-                                                "field 'scoring.prior_temperature' must be positive, got 0"),
+                                                "field 'scoring.prior_temperature' must be at least 1e-6"),
+    "scoring-prior-temperature-subnormal": (_payload_edit(_scoring(prior_temperature=5e-324)),
+                                            "field 'scoring.prior_temperature' must be at least 1e-6"),
+    "scoring-centroid-temperature-below-min": (_payload_edit(_scoring(centroid_temperature=9.9e-7)),
+                                               "field 'scoring.centroid_temperature' must be at least 1e-6"),
     "scoring-both-temperatures-zero": (_payload_edit(_scoring(centroid_temperature=0.0, prior_temperature=0)),
-                                       "field 'scoring.centroid_temperature' must be positive, got 0"),
+                                       "field 'scoring.centroid_temperature' must be at least 1e-6"),
     "scoring-gaussian-without-clip": (_payload_edit(_all(_scoring(centroid_rule="gaussian"),
                                                          _scoring_without("centroid_clip_l1"))),
                                       "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid "
@@ -396,7 +442,7 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                             "field 'scoring.centroid_clip_l1' must be positive for the gaussian"),
     "scoring-temperature-before-clip": (_payload_edit(_all(_scoring(centroid_rule="gaussian", prior_temperature=0),
                                                            _scoring_without("centroid_clip_l1"))),
-                                        "field 'scoring.prior_temperature' must be positive, got 0"),
+                                        "field 'scoring.prior_temperature' must be at least 1e-6"),
 }
 
 
@@ -412,6 +458,20 @@ def _counts_below_floor(p: dict[str, Any]) -> None:
     def change(a: np.ndarray) -> None:
         a[0], a[1], a[2] = -3.0, 0.25, 0.0
     _floats("class_stats.counts", change)(p)
+
+
+def _counts_zero(p: dict[str, Any]) -> None:
+    """Every released class count 0: the noisy record count is read as 1 in the prior's boost."""
+    _floats("class_stats.counts", lambda a: a.__setitem__(slice(None), 0.0))(p)
+
+
+def _records_per_class_deciding(p: dict[str, Any]) -> None:
+    """prior_records_per_class as an integer R whose count term, R * classes / (epsilon * N),
+    is about 4 times max(1, 1/epsilon) (at most 1e6): the count term decides the boost."""
+    eps = float(p["privacy"]["epsilon"])
+    counts = np.frombuffer(p["class_stats"]["counts"]["data"], "<f4").astype(np.float64)
+    r = 4 * max(1.0, 1.0 / eps) * eps * max(float(np.sum(counts)), 1.0) / len(counts)
+    _scoring(prior_records_per_class=int(min(max(round(r), 1), 1_000_000)))(p)
 
 
 def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
@@ -451,7 +511,27 @@ SCORED: dict[str, Callable[[bytes], bytes]] = {
     "cosine-named": _payload_edit(_scoring(centroid_rule="cosine", centroid_temperature=0.05)),
     "gaussian-clip-1": _payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=1,
                                               centroid_temperature=0.003)),
+    # The prior's boost (runtime/scoring.py prior_boost). The as-built assistant bundle ships
+    # prior_records_per_class 1000 and is small enough (7 classes, about 575 noisy records at
+    # epsilon 8) that its count term, about 1.5, decides the boost; "small-epsilon" takes it
+    # to about 24. These check the term deciding whatever the bundle's size (an integer R
+    # chosen for a boost 4 times max(1, 1/epsilon)), too small to matter (the boost stays 1),
+    # at the cap of 1e6 (counts 0, read as 1), and absent, as format 2.0 scored:
+    # max(1, 1/epsilon), at epsilon 8 and at 0.5.
+    "records-per-class-decides": _payload_edit(_records_per_class_deciding),
+    "records-per-class-below-one": _payload_edit(_scoring(prior_records_per_class=0.5)),
+    "prior-boost-capped": _payload_edit(_all(_small_epsilon, _counts_zero,
+                                             _scoring(prior_records_per_class=1000000.0))),
+    "no-records-per-class": _payload_edit(_scoring_without("prior_records_per_class")),
+    "no-records-per-class-small-epsilon": _payload_edit(_all(_small_epsilon,
+                                                             _scoring_without("prior_records_per_class"))),
 }
+
+#: The SCORED case whose prior boost must come from the count term (above max(1, 1/epsilon),
+#: below the cap), and the one whose boost must be the cap: golden.py refuses to write data
+#: that does not exercise both.
+COUNT_TERM_DECIDES = "records-per-class-decides"
+BOOST_CAPPED = "prior-boost-capped"
 
 
 def scored_embeddings(golden_cases: list[dict[str, Any]], dim: int) -> list[np.ndarray]:
@@ -483,7 +563,12 @@ def write_scored(base: Path, golden_cases: list[dict[str, Any]], out: Path) -> l
                                  "buckets": [int(v) for v in scorer.hasher.buckets(x)[0]],
                                  "scores": [float(v) for v in scores], "label": b.labels[int(np.argmax(scores))]})
         listed.append({"file": f"scored/{name}.dpedge", "plain_votes": bool(scorer.plain_votes),
-                       "cases": scored_cases})
+                       "prior_boost": float(scorer.prior_boost), "cases": scored_cases})
+        eps_boost = max(1.0, 1.0 / float(b.privacy["epsilon"]))
+        if name == COUNT_TERM_DECIDES and not eps_boost < scorer.prior_boost < SCORING_MAX:
+            raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} does not come from the count term")
+        if name == BOOST_CAPPED and scorer.prior_boost != SCORING_MAX:
+            raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} is not the cap {SCORING_MAX}")
     return listed
 
 
@@ -514,9 +599,17 @@ VARIANTS_2: dict[str, Callable[[bytes], bytes]] = {
     "format-2-releases-integer-epsilon": _payload_edit(_all(
         _set("privacy.epsilon", 8), _release(0, "epsilon", 6), _release(1, "epsilon", 2))),
     "format-2-prior-without-source": _payload_edit(_delete("prior.source")),
-    # format 2.1: the cosine rule needs no clip; a clip above int64 (a msgpack uint64) is a number
+    # format 2.1: the cosine rule needs no clip. The bounds themselves load (numbers at most
+    # 1e6, an integer clip and R at it, temperatures at least 1e-6), and a name the runtime
+    # does not read is not bounded (a uint64 above int64). (A uint64 clip, which loaded
+    # before the bounds, is now refused: MALFORMED_2's "scoring-clip-uint64".)
     "format-2-cosine-without-clip": _payload_edit(_scoring(centroid_rule="cosine", centroid_clip_l1=0)),
-    "format-2-gaussian-uint64-clip": _payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=2**64 - 1)),
+    "format-2-scoring-at-the-bounds": _payload_edit(_scoring(
+        votes=1e6, prior=1000000, centroid_rule="gaussian", centroid_clip_l1=1000000, prior_records_per_class=1000000,
+        centroid_temperature=1e-6, prior_temperature=1e6, future_weight=2**64 - 1)),
+    "format-2-scoring-integer-temperatures": _payload_edit(_scoring(centroid_temperature=1, prior_temperature=1)),
+    "format-2-release-integer-noise-scale": _payload_edit(_all(_release(0, "noise_scale", 82),
+                                                               _release(1, "noise_scale", 20))),
     "format-2.0-cosine": lambda d: _outer_edit(_set("version", [2, 0]))(_payload_edit(_as_2_0)(d)),
 }
 

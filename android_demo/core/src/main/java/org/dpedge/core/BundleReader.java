@@ -32,7 +32,10 @@ import org.dpedge.core.Fields.Kind;
  * {@code privacy.releases}) are optional and, as in Python, read whatever the major version.
  * Format 2.1 added {@code scoring.centroid_rule} and {@code scoring.centroid_clip_l1} (the
  * Gaussian centroid rule, {@link Scorer}); a bundle without them means the 2.0 cosine rule, and
- * the scoring map's values are checked as Python's {@code _check_scoring} does.
+ * the scoring map's values are checked as Python's {@code _check_scoring} does (including the
+ * bounds that keep the blend finite, and {@code scoring.prior_records_per_class}, the prior's
+ * count term). Each {@code privacy.releases} entry must give its statistic, epsilon share,
+ * {@code sensitivity_l1}, {@code noise_scale} and mechanism.
  *
  * <p>Every array's byte count is checked against its dtype and declared shape, in overflow-
  * safe long arithmetic, before any array is allocated, so a declared size never drives an
@@ -325,7 +328,9 @@ public final class BundleReader {
     /**
      * Format 2's {@code privacy.releases}: each released statistic with its share of epsilon
      * (required when the bundle has class statistics); every statistic is listed and the
-     * shares add up to at most the bundle's epsilon.
+     * shares add up to at most the bundle's epsilon. Each entry's fields are type-checked in
+     * Python's order: statistic, epsilon, sensitivity_l1, noise_scale (a float or integer, not
+     * a boolean: the scale of the noise a reader needs to judge the release), mechanism.
      */
     private static void checkReleases(Fields privacy, double eps, boolean hasClassStats) throws BundleException {
         List<?> releases = (List<?>) (hasClassStats ? privacy.get("releases", Kind.ARRAY)
@@ -340,6 +345,7 @@ public final class BundleReader {
             names.add(f.string("statistic"));
             Object share = f.get("epsilon", Kind.FLOAT, Kind.INTEGER);
             f.integer("sensitivity_l1");
+            f.get("noise_scale", Kind.FLOAT, Kind.INTEGER);
             f.string("mechanism");
             double s = Fields.toDouble(share);
             boolean positive = share instanceof BigInteger || s > 0 && !Double.isInfinite(s);  // NaN fails too
@@ -364,14 +370,18 @@ public final class BundleReader {
      * was found to be a string or a finite non-negative number, in Python's order: a name the
      * scorer reads as a number ({@link Scorer#SCORING_NUMBERS}, in that order) must not be a
      * string; {@code centroid_rule} (default "cosine") must be one of
-     * {@link Scorer#CENTROID_RULES}; neither temperature may be 0; and the Gaussian rule needs a
-     * positive {@code centroid_clip_l1}.
+     * {@link Scorer#CENTROID_RULES}; each of those numbers (again in that order) must be at most
+     * {@link Scorer#SCORING_MAX} (1e6); {@code centroid_temperature}, then
+     * {@code prior_temperature}, must be at least {@link Scorer#TEMPERATURE_MIN} (1e-6); and the
+     * Gaussian rule needs a positive {@code centroid_clip_l1}.
      *
-     * <p>Why in the reader rather than only in the scorer: a temperature of 0 would divide the
-     * logits by 0, a Gaussian rule without a clip would compare an unclipped query with means
-     * released on the clipped scale, and an unknown rule cannot be scored at all; refusing such
-     * a bundle at load, with Python's message, keeps a phone from accepting a file the laptop
-     * refuses (and from failing later, at the first query).
+     * <p>Why in the reader rather than only in the scorer: the bounds keep the blend finite (a
+     * weight or {@code prior_records_per_class} of 1e308, or a temperature of 0 or 5e-324, would
+     * overflow a score or a logit to infinity, and the softmax of infinities is NaN), a Gaussian
+     * rule without a clip would compare an unclipped query with means released on the clipped
+     * scale, and an unknown rule cannot be scored at all; refusing such a bundle at load, with
+     * Python's message, keeps a phone from accepting a file the laptop refuses (and from
+     * failing later, at the first query). The bounds sit far outside anything measured.
      */
     private static void checkScoring(Map<?, ?> scoring) throws BundleException {
         for (String name : Scorer.SCORING_NUMBERS) {
@@ -384,15 +394,44 @@ public final class BundleReader {
             throw new BundleException("field 'scoring.centroid_rule' must be one of "
                     + String.join(", ", Scorer.CENTROID_RULES) + ", got " + Msgpack.repr(rule));
         }
+        for (String name : Scorer.SCORING_NUMBERS) {
+            if (scoring.containsKey(name) && isAbove(scoring.get(name), Scorer.SCORING_MAX)) {
+                throw new BundleException("field 'scoring." + name + "' must be at most 1e6");
+            }
+        }
         for (String name : new String[] {"centroid_temperature", "prior_temperature"}) {
-            if (isZero(scoring.get(name))) {
-                throw new BundleException("field 'scoring." + name + "' must be positive, got 0");
+            if (scoring.containsKey(name) && isBelow(scoring.get(name), Scorer.TEMPERATURE_MIN)) {
+                throw new BundleException("field 'scoring." + name + "' must be at least 1e-6");
             }
         }
         if (Scorer.GAUSSIAN.equals(rule) && (!scoring.containsKey("centroid_clip_l1")
                 || isZero(scoring.get("centroid_clip_l1")))) {
             throw new BundleException("field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule");
         }
+    }
+
+    /**
+     * Python's {@code v > bound} for a value that passed the scoring checks (a Long, Double or
+     * BigInteger, finite and non-negative): exact for an integer, as Python compares an int with
+     * a float (a long converts to double monotonically and 1e6 is exact, so none rounds across
+     * it; a BigInteger is above Long.MAX_VALUE).
+     */
+    private static boolean isAbove(Object v, double bound) {
+        if (v instanceof BigInteger) {
+            return true;
+        }
+        return v instanceof Long ? (Long) v > bound : v instanceof Double && (Double) v > bound;
+    }
+
+    /**
+     * Python's {@code v < bound} for a value that passed the scoring checks, with
+     * {@code 0 < bound < 1}: an integer is below only if it is 0 (a BigInteger never is).
+     */
+    private static boolean isBelow(Object v, double bound) {
+        if (v instanceof Long) {
+            return (Long) v < bound;
+        }
+        return v instanceof Double && (Double) v < bound;
     }
 
     /** Python's {@code v == 0} for a value that passed the scoring checks: 0, 0.0 or -0.0 (null: absent). */

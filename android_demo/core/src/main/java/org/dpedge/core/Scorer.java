@@ -22,13 +22,17 @@ import java.util.Map;
  * <pre>
  *   w_votes * pos / sum(pos)
  *   + w_centroids * softmax(centroid logits / tau_c)
- *   + w_prior * max(1, 1/epsilon) * softmax(cos(x, prior rows) / tau_p)
+ *   + w_prior * boost * softmax(cos(x, prior rows) / tau_p)
  * </pre>
  *
  * where {@code pos[c]} sums the query's cells with negative noisy votes read as 0, the centred
  * class means {@code m_c} and the overall mean {@code mu} come from the class sums and counts
  * (counts floored at 1, {@code runtime/centroids.py}), and the weights are {@link Weights}'
- * defaults overridden by the bundle's {@code scoring} map. The centroid logits follow the
+ * defaults overridden by the bundle's {@code scoring} map. The prior's {@code boost} is
+ * {@link #priorBoost(double, double, float[])}: {@code max(1, 1/epsilon)}, raised to
+ * {@code R * classes / (epsilon * N)} (N the released noisy record count, R the map's
+ * {@code prior_records_per_class}) when that is larger, at most {@link #SCORING_MAX}, so a
+ * small or very private release leans on the public prior. The centroid logits follow the
  * map's {@code centroid_rule}:
  *
  * <ul>
@@ -71,7 +75,20 @@ public final class Scorer {
      * ({@code runtime/scoring.py} SCORING_NUMBERS).
      */
     public static final List<String> SCORING_NUMBERS = Collections.unmodifiableList(Arrays.asList(
-            "votes", "centroids", "prior", "centroid_temperature", "prior_temperature", "centroid_clip_l1"));
+            "votes", "centroids", "prior", "centroid_temperature", "prior_temperature", "centroid_clip_l1",
+            "prior_records_per_class"));
+    /**
+     * The largest value a {@link #SCORING_NUMBERS} entry may hold, and the cap on the prior's
+     * boost ({@code runtime/scoring.py} SCORING_MAX). Why: far above anything measured, and
+     * with weights and boost at most this (and temperatures at least {@link #TEMPERATURE_MIN})
+     * no blend of probabilities can overflow a double, so every score stays finite.
+     */
+    public static final double SCORING_MAX = 1e6;
+    /**
+     * The smallest temperature a bundle may name ({@code runtime/scoring.py} TEMPERATURE_MIN):
+     * a logit divided by less could overflow to infinity (and a softmax of infinities is NaN).
+     */
+    public static final double TEMPERATURE_MIN = 1e-6;
 
     private final short[] votes;
     private final int tables;
@@ -154,7 +171,8 @@ public final class Scorer {
         }
         this.mode = mode;
         this.weights = Weights.fromMap(bundle.scoring());
-        this.priorBoost = Math.max(1.0, 1.0 / bundle.epsilon());
+        this.priorBoost = priorBoost(bundle.epsilon(), weights.priorRecordsPerClass,
+                cs == null ? null : cs.countsRef());
         this.dim = bundle.dim();
         float[] p = bundle.priorRef();
         if (p == null) {
@@ -219,6 +237,44 @@ public final class Scorer {
                 this.directions = centred;
             }
         }
+    }
+
+    /**
+     * How much the prior's weight grows, as {@code runtime/scoring.py}'s prior_boost:
+     * {@code max(1, 1/epsilon)}; then, when {@code recordsPerClass} (R, the scoring map's
+     * {@code prior_records_per_class}) is not 0 and the bundle has class statistics,
+     * {@code max(that, R * classes / (epsilon * max(N, 1)))}, N the sum of the released noisy
+     * class counts (float32 read as double) and classes their number; at most
+     * {@link #SCORING_MAX}.
+     *
+     * <p>Why: the released statistics carry about {@code epsilon * N / classes} records' worth
+     * of signal per class; below about R of it they are mostly noise, and a blend that trusts
+     * them does worse than the public prior alone. So a release that is small (few records per
+     * class) or very private (small epsilon) leans on the public prior. Without class
+     * statistics (or with R = 0, what a format-2.0 bundle means) the count term is skipped and
+     * the boost is {@code max(1, 1/epsilon)}, as before. The cap keeps the blend finite.
+     *
+     * <p>The comparisons are written as Python's {@code max} and {@code min} evaluate them
+     * (the first argument kept unless the other is strictly larger or smaller). N is summed in
+     * index order; numpy sums pairwise from 8 values on, which can differ in the last bits
+     * only, far inside the golden tolerance.
+     *
+     * @param counts the released class counts, or null without class statistics
+     */
+    public static double priorBoost(double epsilon, double recordsPerClass, float[] counts) {
+        double boost = 1.0 / epsilon > 1.0 ? 1.0 / epsilon : 1.0;
+        if (recordsPerClass != 0 && counts != null) {  // NaN is "true" in Python too
+            double total = 0;
+            for (float c : counts) {
+                total += c;
+            }
+            double n = 1.0 > total ? 1.0 : total;
+            double term = recordsPerClass * counts.length / (epsilon * n);
+            if (term > boost) {
+                boost = term;
+            }
+        }
+        return SCORING_MAX < boost ? SCORING_MAX : boost;
     }
 
     /**
@@ -400,7 +456,10 @@ public final class Scorer {
         return weights;
     }
 
-    /** max(1, 1/epsilon): the prior's extra weight at small epsilon. */
+    /**
+     * The prior's extra weight ({@link #priorBoost(double, double, float[])}): at least 1,
+     * larger at small epsilon or few noisy records per class; 1 for a vote-tables-only scorer.
+     */
     public double priorBoost() {
         return priorBoost;
     }
@@ -523,7 +582,10 @@ public final class Scorer {
      * format-2.0 bundle means: weights 1, temperatures 0.05, the cosine rule, no clip. A
      * format-2.1 bundle names the Gaussian rule with its clip (the records' clip, 5.0 by
      * default) and a centroid temperature of 0.003: its logits are squared distances in
-     * embedding units, far smaller than a cosine's range of 2.
+     * embedding units, far smaller than a cosine's range of 2. Since the exporter's count term
+     * (see {@link Scorer#priorBoost(double, double, float[])}) a map also names
+     * {@code prior_records_per_class} (1000 as shipped); without it, 0: the count term is off
+     * and the boost is {@code max(1, 1/epsilon)}, what a format-2.0 bundle means.
      */
     public static final class Weights {
         public final double votes;
@@ -535,6 +597,11 @@ public final class Scorer {
         public final String centroidRule;
         /** The Gaussian rule's L1 clip of the projected query (0, unused, under cosine). */
         public final double centroidClipL1;
+        /**
+         * R in the prior's count term {@code R * classes / (epsilon * N)} (0: no count term, the
+         * boost is {@code max(1, 1/epsilon)}).
+         */
+        public final double priorRecordsPerClass;
 
         /** The defaults: weights 1, temperatures 0.05, the cosine rule (a format-2.0 bundle). */
         public Weights() {
@@ -547,13 +614,20 @@ public final class Scorer {
             this(votes, centroids, prior, centroidTemperature, priorTemperature, COSINE, 0.0);
         }
 
+        /** These weights, temperatures, rule and clip, without the prior's count term (R = 0). */
+        public Weights(double votes, double centroids, double prior, double centroidTemperature,
+                       double priorTemperature, String centroidRule, double centroidClipL1) {
+            this(votes, centroids, prior, centroidTemperature, priorTemperature, centroidRule, centroidClipL1, 0.0);
+        }
+
         /**
          * @throws IllegalArgumentException if the rule is not one of {@link #CENTROID_RULES}, or
          *     the rule is Gaussian and the clip is not a positive finite number (Python's
          *     ValueError: the clip is what puts the query on the means' scale)
          */
         public Weights(double votes, double centroids, double prior, double centroidTemperature,
-                       double priorTemperature, String centroidRule, double centroidClipL1) {
+                       double priorTemperature, String centroidRule, double centroidClipL1,
+                       double priorRecordsPerClass) {
             if (!CENTROID_RULES.contains(centroidRule)) {
                 throw new IllegalArgumentException("unknown centroid_rule " + Msgpack.repr(centroidRule)
                         + " (one of " + String.join(", ", CENTROID_RULES) + ")");
@@ -569,6 +643,7 @@ public final class Scorer {
             this.priorTemperature = priorTemperature;
             this.centroidRule = centroidRule;
             this.centroidClipL1 = centroidClipL1;
+            this.priorRecordsPerClass = priorRecordsPerClass;
         }
 
         /** Whether the centroid logits follow the Gaussian rule (else cosine). */
@@ -595,7 +670,7 @@ public final class Scorer {
             }
             return new Weights(number(m, "votes", 1.0), number(m, "centroids", 1.0), number(m, "prior", 1.0),
                     number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05), (String) rule,
-                    number(m, "centroid_clip_l1", 0.0));
+                    number(m, "centroid_clip_l1", 0.0), number(m, "prior_records_per_class", 0.0));
         }
 
         private static double number(Map<String, Object> m, String key, double fallback) {
@@ -614,7 +689,8 @@ public final class Scorer {
         public String toString() {
             return "Weights{votes=" + votes + ", centroids=" + centroids + ", prior=" + prior
                     + ", centroid_temperature=" + centroidTemperature + ", prior_temperature=" + priorTemperature
-                    + ", centroid_rule=" + centroidRule + ", centroid_clip_l1=" + centroidClipL1 + "}";
+                    + ", centroid_rule=" + centroidRule + ", centroid_clip_l1=" + centroidClipL1
+                    + ", prior_records_per_class=" + priorRecordsPerClass + "}";
         }
     }
 }

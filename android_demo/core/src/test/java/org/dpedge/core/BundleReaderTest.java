@@ -275,6 +275,21 @@ public class BundleReaderTest {
                 "field 'privacy.releases[0].epsilon' is boolean, expected float or integer");
         expectPayload2(p -> release(p, 0).remove("sensitivity_l1"),
                 "missing field 'privacy.releases[0].sensitivity_l1'");
+        expectPayload2(p -> release(p, 0).remove("noise_scale"), "missing field 'privacy.releases[0].noise_scale'");
+        expectPayload2(p -> release(p, 1).put("noise_scale", "2.5"),
+                "field 'privacy.releases[1].noise_scale' is string, expected float or integer");
+        expectPayload2(p -> release(p, 1).put("noise_scale", null),
+                "field 'privacy.releases[1].noise_scale' is nil, expected float or integer");
+        expectPayload2(p -> release(p, 0).put("noise_scale", true),
+                "field 'privacy.releases[0].noise_scale' is boolean, expected float or integer");
+        expectPayload2(p -> {  // after sensitivity_l1, before mechanism
+            release(p, 0).put("noise_scale", "x");
+            release(p, 0).put("sensitivity_l1", 1.5);
+        }, "field 'privacy.releases[0].sensitivity_l1' is float, expected integer");
+        expectPayload2(p -> {
+            release(p, 0).remove("mechanism");
+            release(p, 0).put("noise_scale", false);
+        }, "field 'privacy.releases[0].noise_scale' is boolean, expected float or integer");
         expectPayload2(p -> release(p, 0).put("statistic", "sums"),
                 "field 'privacy.releases' must list every released statistic, got ['sums', 'votes']");
         expectPayload2(p -> release(p, 0).put("epsilon", 7.0),
@@ -319,15 +334,38 @@ public class BundleReaderTest {
             scoring(p).put("centroid_rule", "median");
         }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
         expectPayload2(p -> scoring(p).put("centroid_temperature", 0L),
-                "field 'scoring.centroid_temperature' must be positive, got 0");
+                "field 'scoring.centroid_temperature' must be at least 1e-6");
         expectPayload2(p -> scoring(p).put("prior_temperature", 0.0),
-                "field 'scoring.prior_temperature' must be positive, got 0");
+                "field 'scoring.prior_temperature' must be at least 1e-6");
         expectPayload2(p -> scoring(p).put("prior_temperature", -0.0),
-                "field 'scoring.prior_temperature' must be positive, got 0");
+                "field 'scoring.prior_temperature' must be at least 1e-6");
+        expectPayload2(p -> scoring(p).put("prior_temperature", Double.MIN_VALUE),  // 5e-324
+                "field 'scoring.prior_temperature' must be at least 1e-6");
+        expectPayload2(p -> scoring(p).put("centroid_temperature", 9.9e-7),
+                "field 'scoring.centroid_temperature' must be at least 1e-6");
         expectPayload2(p -> {
             scoring(p).put("prior_temperature", 0L);
             scoring(p).put("centroid_temperature", 0.0);
-        }, "field 'scoring.centroid_temperature' must be positive, got 0");
+        }, "field 'scoring.centroid_temperature' must be at least 1e-6");
+        // at most 1e6, every number in SCORING_NUMBERS' order, before the temperatures' floor
+        expectPayload2(p -> scoring(p).put("votes", 1e308), "field 'scoring.votes' must be at most 1e6");
+        expectPayload2(p -> scoring(p).put("prior", 1000001L), "field 'scoring.prior' must be at most 1e6");
+        expectPayload2(p -> scoring(p).put("prior_records_per_class", new BigInteger("18446744073709551615")),
+                "field 'scoring.prior_records_per_class' must be at most 1e6");
+        expectPayload2(p -> scoring(p).put("prior_records_per_class", "1000"),
+                "field 'scoring.prior_records_per_class' must be a number, got str");
+        expectPayload2(p -> {
+            scoring(p).put("prior_records_per_class", 1e7);
+            scoring(p).put("centroids", 1.0000000001e6);
+        }, "field 'scoring.centroids' must be at most 1e6");
+        expectPayload2(p -> {
+            scoring(p).put("centroid_temperature", 1e300);
+            scoring(p).put("prior_temperature", 0L);
+        }, "field 'scoring.centroid_temperature' must be at most 1e6");
+        expectPayload2(p -> {
+            scoring(p).put("centroid_rule", "median");
+            scoring(p).put("votes", 1e308);
+        }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
         String noClip = "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule";
         expectPayload2(p -> scoring(p).put("centroid_rule", "gaussian"), noClip);
         expectPayload2(p -> {
@@ -341,19 +379,30 @@ public class BundleReaderTest {
         expectPayload2(p -> {
             scoring(p).put("centroid_rule", "gaussian");
             scoring(p).put("prior_temperature", 0L);
-        }, "field 'scoring.prior_temperature' must be positive, got 0");
+        }, "field 'scoring.prior_temperature' must be at least 1e-6");
+        expectPayload2(p -> {  // the clip's bound comes before the Gaussian rule's clip check
+            scoring(p).put("centroid_rule", "gaussian");
+            scoring(p).put("centroid_clip_l1", new BigInteger("18446744073709551615"));
+        }, "field 'scoring.centroid_clip_l1' must be at most 1e6");
 
-        // What loads: the cosine rule without a clip, the Gaussian rule with one (also a uint64),
-        // strings under other names.
+        // What loads: the cosine rule without a clip, the Gaussian rule with one (also an
+        // integer at the bound), the bounds themselves, strings and large values under other names.
         Map<String, Object> p = TestBundles.payload2();
         scoring(p).put("centroid_rule", "cosine");
         scoring(p).put("centroid_clip_l1", 0L);
         assertEquals("cosine", BundleReader.read(TestBundles.seal2(p)).scoring().get("centroid_rule"));
         scoring(p).put("centroid_rule", "gaussian");
-        scoring(p).put("centroid_clip_l1", new BigInteger("18446744073709551615"));
+        scoring(p).put("centroid_clip_l1", 1000000L);
         scoring(p).put("note", "any text");
-        assertEquals(1.8446744073709552e19,
-                new Scorer(BundleReader.read(TestBundles.seal2(p))).weights().centroidClipL1, 0);
+        scoring(p).put("future_weight", new BigInteger("18446744073709551615"));
+        scoring(p).put("votes", 1e6);
+        scoring(p).put("prior_records_per_class", 1000000L);
+        scoring(p).put("centroid_temperature", 1e-6);
+        scoring(p).put("prior_temperature", 1L);
+        Scorer.Weights w = new Scorer(BundleReader.read(TestBundles.seal2(p))).weights();
+        assertEquals(1e6, w.centroidClipL1, 0);
+        assertEquals(1e6, w.priorRecordsPerClass, 0);
+        assertEquals(1e-6, w.centroidTemperature, 0);
     }
 
     private static Map<String, Object> scoring(Map<String, Object> p) {

@@ -219,9 +219,10 @@ public class GoldenConformanceTest {
     /**
      * Format-2 bundles derived from a real one (other weights and temperatures, small epsilon,
      * no prior, no class statistics, offsets alone, counts below the floor, stripped to 1.2,
-     * and both centroid rules: format 2.1's Gaussian rule, also with a small clip, and the
-     * cosine rule of a bundle rewritten as format 2.0): the buckets, scores and label of each
-     * golden embedding must be Python's.
+     * both centroid rules: format 2.1's Gaussian rule, also with a small clip, and the cosine
+     * rule of a bundle rewritten as format 2.0; and the prior's boost with and without the
+     * count term, up to its cap): the prior's boost, and the buckets, scores and label of each
+     * golden embedding, must be Python's.
      */
     @Test
     public void scoredFormat2BundlesMatchPython() throws Exception {
@@ -238,6 +239,14 @@ public class GoldenConformanceTest {
             if (clf.scorer().plainVotes() != plain) {
                 failures.add(file + ": plain votes " + clf.scorer().plainVotes() + ", python " + plain);
                 continue;
+            }
+            if (m.containsKey("prior_boost")) {  // golden data from before the count term has none
+                double expected = (Double) m.get("prior_boost");
+                double actual = clf.scorer().priorBoost();
+                if (!(Math.abs(actual - expected) <= TOLERANCE * Math.max(1.0, Math.abs(expected)))) {
+                    failures.add(file + ": prior boost " + actual + ", python " + expected);
+                    continue;
+                }
             }
             int i = 0;
             for (Object c : (List<?>) m.get("cases")) {

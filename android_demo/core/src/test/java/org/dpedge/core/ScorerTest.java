@@ -125,12 +125,56 @@ public class ScorerTest {
         assertEquals(4.0, new Scorer(b).priorBoost(), 0);
     }
 
+    /** runtime/scoring.py's prior_boost doctest and tests/test_aligned.py's cases, by hand. */
+    @Test
+    public void priorBoostMirrorsPython() {
+        assertEquals(2.0, Scorer.priorBoost(0.5, 0.0, null), 0);
+        assertEquals(4.0, Scorer.priorBoost(1.0, 1000.0, new float[] {250f, 250f}), 0);
+        assertEquals(10.0, Scorer.priorBoost(0.1, 0.0, new float[] {10f, 10f}), 1e-15);  // 2.0: 1/eps only
+        assertEquals(2.0, Scorer.priorBoost(0.5, 1000.0, null), 0);  // no class statistics: no count term
+        assertEquals(1.0, Scorer.priorBoost(1.0, 1000.0, new float[] {5000f, 5000f}), 0);  // plenty of data
+        assertEquals(6.0, Scorer.priorBoost(1.0, 1000.0, new float[] {100f, 150f, 250f}), 1e-15);
+        assertEquals(1000.0, Scorer.priorBoost(2.0, 1000.0, new float[] {-30f, 10f}), 1e-12);  // N floored at 1
+        assertEquals(Scorer.SCORING_MAX, Scorer.priorBoost(1e-300, 1000.0, new float[] {1f}), 0);
+    }
+
+    /**
+     * The bundle's prior_records_per_class (R) and noisy class counts (10 + 7 + 0.4 = 17.4 over 3
+     * classes in the test bundle) raise the boost to R * 3 / (epsilon * 17.4) when that exceeds
+     * max(1, 1/epsilon); without class statistics the count term is skipped.
+     */
+    @Test
+    public void priorWeightGrowsWithFewNoisyRecordsPerClass() throws Exception {
+        Scorer s = new Scorer(format2(p -> TestBundles.sub(p, "scoring").put("prior_records_per_class", 1000L)));
+        assertEquals(1000.0, s.weights().priorRecordsPerClass, 0);
+        double n = (double) 10f + (double) 7f + (double) 0.4f;
+        assertEquals(1000.0 * 3 / (8.0 * n), s.priorBoost(), 0);
+        // the same blend as without R, but for the prior's weight
+        float[] e = {0.3f, -0.2f, 0.9f};
+        int[] buckets = {1, 3};
+        Scorer plain = new Scorer(format2(p -> { }));
+        double[] boosted = s.scores(e, buckets);
+        double[] unboosted = plain.scores(e, buckets);
+        double[] pr = s.priorProbs(e);
+        for (int i = 0; i < 3; i++) {
+            assertEquals(unboosted[i] + (s.priorBoost() - 1.0) * pr[i], boosted[i], 1e-12);
+        }
+        assertEquals(1.0, plain.priorBoost(), 0);  // no R in the map: max(1, 1/8), the 2.0 boost
+        assertEquals(1.0, new Scorer(format2(p -> TestBundles.sub(p, "scoring").put("prior_records_per_class", 0.1)))
+                .priorBoost(), 0);  // R small: the count term is below 1
+        assertEquals(1.0, new Scorer(format2(p -> {
+            TestBundles.sub(p, "scoring").put("prior_records_per_class", 1000.0);
+            p.remove("class_stats");
+        })).priorBoost(), 0);  // no class statistics: no count term
+    }
+
     private static Map<String, Object> release(String statistic, double epsilon) {
         Map<String, Object> r = new java.util.LinkedHashMap<>();
         r.put("statistic", statistic);
         r.put("epsilon", epsilon);
         r.put("mechanism", "m");
         r.put("sensitivity_l1", 2L);
+        r.put("noise_scale", 2.0 / epsilon);
         return r;
     }
 

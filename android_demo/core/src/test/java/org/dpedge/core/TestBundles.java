@@ -140,11 +140,13 @@ final class TestBundles {
         stats.put("epsilon", 6.4);
         stats.put("mechanism", "discrete Laplace");
         stats.put("sensitivity_l1", 400L);
+        stats.put("noise_scale", 62.5);
         Map<String, Object> votes = new LinkedHashMap<>();
         votes.put("statistic", "votes");
         votes.put("epsilon", 1.6);
         votes.put("mechanism", "discrete Laplace");
         votes.put("sensitivity_l1", (long) TABLES);
+        votes.put("noise_scale", TABLES / 1.6);
         sub(p, "privacy").put("releases", list(stats, votes));
         return p;
     }
