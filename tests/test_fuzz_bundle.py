@@ -56,7 +56,7 @@ def outcome(blob: bytes) -> fz.Outcome:
     return fz.run_one(blob, LIMITS)
 
 
-def assert_no_new_finding(out: fz.Outcome, blob: bytes, what: str) -> None:
+def assert_no_finding(out: fz.Outcome, blob: bytes, what: str) -> None:
     assert not out.finding, f"{what}: {out.result}: {out.detail}"
 
 
@@ -87,7 +87,7 @@ if given is not None:
     def test_fuzz_smoke(tiny, kind, rnd):
         """2,000 mutated format-1.2 bundles through Hypothesis (deterministic: derandomized, no database)."""
         blob = fz.make_input(rnd, kind, tiny)
-        assert_no_new_finding(outcome(blob), blob, kind)
+        assert_no_finding(outcome(blob), blob, kind)
 
     @settings(max_examples=1000, derandomize=True, deadline=None, database=None, print_blob=True,
               suppress_health_check=list(HealthCheck))
@@ -95,7 +95,7 @@ if given is not None:
     def test_fuzz_smoke_format2(tiny2, kind, rnd):
         """1,000 mutated format-2.1 bundles, each accepted one scored in every mode."""
         blob = fz.make_input(rnd, kind, tiny2)
-        assert_no_new_finding(outcome(blob), blob, kind)
+        assert_no_finding(outcome(blob), blob, kind)
 else:  # pragma: no cover
     def test_fuzz_smoke():
         pytest.skip("hypothesis is not installed (pip install -e '.[dev]')")
@@ -121,7 +121,7 @@ def test_fuzz_script_runs_clean(which, version, request, tmp_path):
     assert r.returncode == (1 if saved else 0), out[-4000:] + r.stderr[-2000:]
     for path in saved:  # every finding must be a known runtime finding, reproduced in this process
         blob = path.read_bytes()
-        assert_no_new_finding(outcome(blob), blob, path.name)
+        assert_no_finding(outcome(blob), blob, path.name)
     for case in ("missing file", "directory", "/dev/zero", "FIFO with no writer"):
         line = next(x for x in out.splitlines() if case in x)
         assert "BundleError" in line and "FINDING" not in line, line
