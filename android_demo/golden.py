@@ -263,7 +263,7 @@ def _drop_last_count(p: dict[str, Any]) -> None:
 
 
 def _projection_wider_than_dim(p: dict[str, Any]) -> None:
-    """k = dim + 1 rows: every class-statistics array is refused (Python names 'origin' first)."""
+    """k = dim + 1 rows: refused on the projection, before any other class-statistics array."""
     proj = p["class_stats"]["projection"]
     k, dim = proj["shape"]
     proj["shape"] = [dim + 1, dim]
@@ -335,7 +335,8 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "class-stats-count-inf": (_payload_edit(_floats("class_stats.counts", lambda a: a.__setitem__(0, np.inf))),
                               "field 'class_stats.counts' must be finite"),
     "class-stats-projection-wider-than-dim": (_payload_edit(_projection_wider_than_dim),
-                                              "field 'class_stats.origin' must be finite with shape (384,), got (384,)"),
+                                              "field 'class_stats.projection' must have 1 to 384 rows (the embedding "
+                                              "size), got 385"),
     "class-stats-missing-origin": (_payload_edit(_delete("class_stats.origin")), "missing field 'class_stats.origin'"),
     "class-stats-not-a-map": (_payload_edit(_set("class_stats", [1])), "field 'class_stats' is array, expected map"),
     "releases-over-budget": (_payload_edit(_overspend), "the releases spend epsilon"),

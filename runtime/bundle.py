@@ -607,13 +607,15 @@ def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
     cs = p.sub("class_stats")
     projection = _read_array(cs.sub("projection"), HYPERPLANES_DTYPE, 2)
     k = projection.shape[0]
+    if not 1 <= k <= dim:
+        raise BundleError(f"field 'class_stats.projection' must have 1 to {dim} rows (the embedding size), got {k}")
     shapes = {"origin": (dim,), "projection": (k, dim), "sums": (classes, k), "counts": (classes,)}
     arrays = {"projection": projection}
     for name, shape in shapes.items():
         a = arrays.get(name)
         if a is None:
             a = _read_array(cs.sub(name), HYPERPLANES_DTYPE, len(shape))
-        if a.shape != shape or not 1 <= k <= dim or not np.isfinite(a).all():
+        if a.shape != shape or not np.isfinite(a).all():
             raise BundleError(f"field 'class_stats.{name}' must be finite with shape {shape}, got {a.shape}")
         arrays[name] = a
     return ClassStats(**arrays)

@@ -176,6 +176,8 @@ def test_blend_is_better_than_chance_and_agrees_with_its_parts(dp_bundle):
 @pytest.mark.parametrize("mutate,message", [
     (lambda p: p["lsh"].__setitem__("offsets", {"dtype": "<f4", "shape": [1, 1], "data": b"\0" * 4}), "lsh.offsets"),
     (lambda p: p["class_stats"]["sums"].__setitem__("shape", [1, 1]), "class_stats.sums"),
+    (lambda p: p["class_stats"]["projection"].update(shape=[385, 384], data=b"\0" * 4 * 385 * 384),
+     "class_stats.projection' must have 1 to 384 rows"),
     (lambda p: p["privacy"].pop("releases"), "privacy.releases"),
     (lambda p: p["privacy"]["releases"][0].__setitem__("epsilon", 100.0), "more than the bundle's epsilon"),
     (lambda p: p["privacy"]["releases"].pop(0), "every released statistic"),

@@ -303,20 +303,23 @@ public final class BundleReader {
 
     /**
      * Format 2's {@code class_stats}: {@code projection} (k x dim) is read first for k, then
-     * each array in the order origin, projection, sums, counts must have its shape, finite
-     * values, and 1 <= k <= dim (as Python, a k out of range is reported on 'origin').
+     * 1 <= k <= dim is checked on it, then each array in the order origin, projection, sums,
+     * counts must have its shape and finite values (Python's order and messages).
      */
     private static Bundle.ClassStats readClassStats(Fields p, int classes, int dim) throws BundleException {
         Fields cs = p.sub("class_stats");
         ArrayRecord projection = ArrayRecord.read(cs.sub("projection"), FLOAT_DTYPE, 2);
         Object k = projection.shape.get(0);
-        boolean kOk = Fields.inRange(k, 1, dim);
+        if (!Fields.inRange(k, 1, dim)) {
+            throw new BundleException("field 'class_stats.projection' must have 1 to " + dim
+                    + " rows (the embedding size), got " + k);
+        }
         String[] names = {"origin", "projection", "sums", "counts"};
         Object[][] shapes = {{(long) dim}, {k, (long) dim}, {(long) classes, k}, {(long) classes}};
         float[][] values = new float[4][];
         for (int i = 0; i < names.length; i++) {
             ArrayRecord a = i == 1 ? projection : ArrayRecord.read(cs.sub(names[i]), FLOAT_DTYPE, shapes[i].length);
-            values[i] = a.shapeIs(shapes[i]) && kOk ? a.floats() : null;
+            values[i] = a.shapeIs(shapes[i]) ? a.floats() : null;
             if (values[i] == null || !allFinite(values[i])) {
                 throw new BundleException("field 'class_stats." + names[i] + "' must be finite with shape "
                         + tuple(shapes[i]) + ", got " + a.tuple());

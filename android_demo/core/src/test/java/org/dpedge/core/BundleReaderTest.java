@@ -258,10 +258,10 @@ public class BundleReaderTest {
                 "field 'class_stats.counts' must be finite with shape (3,), got (3,)");
         expectPayload2(p -> TestBundles.sub(p, "class_stats").put("projection",
                 TestBundles.array("<f4", new byte[0], 0L, 3L)),
-                "field 'class_stats.origin' must be finite with shape (3,), got (3,)");  // k = 0
+                "field 'class_stats.projection' must have 1 to 3 rows (the embedding size), got 0");
         expectPayload2(p -> TestBundles.sub(p, "class_stats").put("projection",
                 TestBundles.array("<f4", new byte[48], 4L, 3L)),
-                "field 'class_stats.origin' must be finite with shape (3,), got (3,)");  // k > dim
+                "field 'class_stats.projection' must have 1 to 3 rows (the embedding size), got 4");
         expectPayload2(p -> TestBundles.sub(p, "privacy").remove("releases"), "missing field 'privacy.releases'");
         expectPayload2(p -> TestBundles.sub(p, "privacy").put("releases", null),
                 "field 'privacy.releases' is nil, expected array");
