@@ -248,9 +248,6 @@ def check_engine(opts: BuildOptions, embed_for_benchmarks: EmbedChunk | None = N
         if opts.ray_address is not None:
             raise BuildError("--ray-address needs --engine ray")
         return
-    if opts.hashing != "random":
-        raise BuildError("--engine ray does not do aligned hashing yet (it needs the class statistics released "
-                         "before any record is hashed: a second pass over the data); add --hashing random")
     if opts.unit_field:
         raise BuildError("--engine ray does not support --unit-column yet (per-person bounding needs a global "
                          "pass over the units); use --engine local")
@@ -258,34 +255,85 @@ def check_engine(opts: BuildOptions, embed_for_benchmarks: EmbedChunk | None = N
         raise BuildError("embed_for_benchmarks is not supported with engine 'ray'")
 
 
+def public_basis_and_prior(embed_texts: Callable[[list[str]], np.ndarray], tokenizer_json: str, labels: LabelSet,
+                           basis_dim: int) -> tuple[PublicBasis, np.ndarray | None]:
+    """The public inputs of an aligned build, from public text only (the encoder's vocabulary
+    and the label descriptions, never a record): the subspace of the class statistics, and
+    the prior's description embeddings (None without descriptions). Both engines call this, so
+    a Ray build and a local one fit the same basis."""
+    basis = fit_public_basis(embed_texts, public_texts(tokenizer_json, labels.descriptions), basis_dim)
+    prior = None if labels.descriptions is None else embed_texts(list(labels.descriptions))
+    return basis, prior
+
+
 def _build_ray(opts: BuildOptions, labels: LabelSet, eps: float, noise_for_tests: NoiseSource | None,
                timer: _Timer) -> BuildReport:
-    """Count on Ray Data (partitions return exact partial tables, never anything released), then
-    noise once on the driver's dense total, exactly as the local engine does."""
+    """Count on Ray Data (partitions return exact partial results, never anything released), then
+    noise once on the driver's dense totals, exactly as the local engine does.
+
+    Aligned hashing takes two Ray passes over the data (docs/ray.md): pass 1 sums the exact
+    class statistics, the driver releases them with the local engine's `release_aligned`, and
+    pass 2 hashes every record with the aligned hyperplanes and offsets. The public basis and
+    the prior are embedded on the driver from public text only, as in the local engine.
+    """
     from exporter import ray_engine
 
     try:
         ray_engine.import_ray()
+        ray_engine.check_format(opts.train, opts.fmt)
     except ray_engine.RayEngineError as exc:
         raise BuildError(str(exc)) from None
     t = time.perf_counter()
     exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
     encoder_spec = exported.to_bundle_encoder()
     seed = new_seed() if opts.seed is None else int(opts.seed)
-    planes = draw_hyperplanes(seed, opts.tables, opts.bits or DEFAULT_BITS, encoder_spec.dim)
     t = timer.add("load encoder", t)
     spec = ray_engine.ReadSpec(str(opts.train), labels, text_field=opts.text_field, label_field=opts.label_field,
                                skip_unknown_labels=opts.skip_unknown_labels, skip_bad_texts=opts.skip_empty_texts)
+    run = dict(fmt=opts.fmt, address=opts.ray_address, workers=opts.workers)
+    if opts.hashing == "random":
+        planes = draw_hyperplanes(seed, opts.tables, opts.bits or DEFAULT_BITS, encoder_spec.dim)
+        try:
+            counts, stats = ray_engine.count_with_ray(spec, encoder_spec, planes, **run)
+        except ray_engine.RayEngineError as exc:
+            raise BuildError(str(exc)) from None
+        t = timer.add("ray: read+embed+hash+count", t)
+        if stats.records == 0:
+            raise BuildError(f"{opts.train}: no records to count (nothing was written)")
+        return _release_and_save(opts, labels, eps, counts, stats, encoder_spec, seed, planes, timer, t,
+                                 noise_for_tests, None, None)
+
+    # Aligned: the driver embeds public text only (the basis and the prior), with the same
+    # runtime tokenizer and encoder as the local engine, so both fit the same basis.
+    tokenizer = TextTokenizer(encoder_spec.tokenizer_json, encoder_spec.max_length)
+    encoder = TextEncoder(encoder_spec, threads=1, workers=os.cpu_count() or 1)
+    embed_texts = lambda texts: encoder.embed(tokenizer.encode(texts))  # noqa: E731
+    basis, prior = public_basis_and_prior(embed_texts, encoder_spec.tokenizer_json, labels, opts.basis_dim)
+    del encoder, embed_texts
+    t = timer.add("public basis", t)
     try:
-        counts, stats = ray_engine.count_with_ray(spec, encoder_spec, planes, fmt=opts.fmt,
-                                                  address=opts.ray_address, workers=opts.workers)
+        with ray_engine.ray_session(opts.ray_address, opts.workers):  # one Ray instance for both passes
+            stats_counter, stats = ray_engine.class_stats_with_ray(spec, encoder_spec, basis, opts.clip_l1, **run)
+            t = timer.add("ray pass 1: read+embed+class statistics", t)
+            if stats.records == 0:
+                raise BuildError(f"{opts.train}: no records to count (nothing was written)")
+            aligned = release_aligned(stats_counter, basis, eps, seed=seed, tables=opts.tables, bits=opts.bits,
+                                      class_share=opts.class_share, public_directions=opts.public_directions,
+                                      noise_for_tests=noise_for_tests)
+            del stats_counter
+            t = timer.add("noise", t)
+            counts, stats2 = ray_engine.count_with_ray(spec, encoder_spec, aligned.planes, offsets=aligned.offsets,
+                                                       **run)
+            t = timer.add("ray pass 2: read+embed+hash+count", t)
     except ray_engine.RayEngineError as exc:
         raise BuildError(str(exc)) from None
-    t = timer.add("ray: read+embed+hash+count", t)
-    if stats.records == 0:
-        raise BuildError(f"{opts.train}: no records to count (nothing was written)")
-    return _release_and_save(opts, labels, eps, counts, stats, encoder_spec, seed, planes, timer, t,
-                             noise_for_tests, None, None)
+    kept = lambda st: (st.records, st.skipped_unknown_label, st.skipped_bad_text, st.blank_lines)  # noqa: E731
+    if kept(stats2) != kept(stats):
+        raise BuildError(f"{opts.train} changed between the two passes of the Ray build ({stats.records} records "
+                         f"in pass 1, {stats2.records} in pass 2); nothing was written")
+    return _release_and_save(opts, labels, eps, counts, stats, encoder_spec, seed, aligned.planes, timer, t,
+                             noise_for_tests, None, None, votes_eps=aligned.votes_epsilon, offsets=aligned.offsets,
+                             released_stats=aligned.stats, basis=basis, prior=prior)
 
 
 def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None) -> BuildReport:
@@ -351,8 +399,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         # the embeddings of pass 1 are spilled to an anonymous temporary file (deleted on close,
         # also on a crash) and read back in chunks: memory stays one chunk, the disk holds
         # 1.5 KB per record, and nothing is embedded twice.
-        basis = fit_public_basis(embed_texts, public_texts(encoder_spec.tokenizer_json, labels.descriptions),
-                                 opts.basis_dim)
+        basis, prior = public_basis_and_prior(embed_texts, encoder_spec.tokenizer_json, labels, opts.basis_dim)
         t = timer.add("public basis", t)
         stats_counter = ClassStatsCounter(basis, len(labels), opts.clip_l1)
         dim = encoder_spec.dim
@@ -385,7 +432,6 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
                 a = np.frombuffer(block, dtype=np.float32).reshape(-1, dim + 1)
                 counter.add(hasher.buckets(a[:, :dim]), a[:, dim].astype(np.int64))
             t = timer.add("hash+count", t)
-        prior = None if labels.descriptions is None else embed_texts(list(labels.descriptions))
         extra = {"offsets": offsets, "released_stats": aligned.stats, "basis": basis, "prior": prior}
         counts, votes_eps = counter.counts, aligned.votes_epsilon
 

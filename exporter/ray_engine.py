@@ -5,13 +5,18 @@ How the work is split (docs/ray.md):
 1. The driver scans the JSONL file for newlines, in 1 MiB blocks and constant memory, and cuts
    it into shards of ``lines_per_shard`` lines: (byte start, byte end, first line number).
    Only these offsets go into the Ray Dataset, never a record.
-2. ``map_batches`` runs `EmbedHashCount` on an actor pool: each actor loads the tokenizer and
-   the int8 encoder once, then for each shard reads its byte range, parses and validates every
-   line with the same rules as `exporter.dataset.read_records` (errors name file and line),
-   embeds one text per call (the runtime's rule), hashes with the bundle's hyperplanes and
-   returns one partial count table for the shard, plus its read statistics.
-3. The driver sums the partial tables into the dense total. Nothing is noised or released
-   here: `exporter.build` adds the noise once, on the driver, to that total.
+2. ``map_batches`` runs an actor on an actor pool: each actor loads the tokenizer and the int8
+   encoder once, then for each shard reads its byte range, parses and validates every line
+   with the same rules as `exporter.dataset.read_records` (errors name file and line), embeds
+   one text per call (the runtime's rule) and returns one exact partial result for the shard,
+   plus its read statistics:
+
+   - `EmbedHashCount`: hashes with the bundle's hyperplanes (and offsets, under aligned
+     hashing) through the runtime's SimHasher and returns a partial count table;
+   - `EmbedClassStats` (pass 1 of an aligned build): returns the shard's exact clipped,
+     quantized per-class sums and counts (`exporter.class_stats.ClassStatsCounter`).
+3. The driver sums the partial results into the dense totals. Nothing is noised or released
+   here: `exporter.build` adds the noise once, on the driver, to each total.
 
 Limits: JSONL only (a CSV record may span lines, so CSV cannot be cut at newlines); the
 dataset path must be readable at the same path on every worker; per-person bounding
@@ -23,15 +28,18 @@ from __future__ import annotations
 import io
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from exporter.class_stats import ClassStatsCounter
 from exporter.counting import VoteCounter
 from exporter.dataset import (MAX_LISTED_UNKNOWN_LABELS, DatasetError, LabelSet, ReadStats, decode_line,
                               detect_format, parse_jsonl_line, validate_row)
+from exporter.public_basis import PublicBasis
 from runtime.bundle import Encoder
 
 INSTALL = "pip install 'dpedge[ray]'"
@@ -121,18 +129,18 @@ def read_shard(spec: ReadSpec, start: int, end: int, first_line: int, stats: Rea
     return texts, classes
 
 
-class EmbedHashCount:
-    """Ray Data actor: loads the encoder once, turns each shard into a partial count table.
+class _ShardActor:
+    """Ray Data actor base: loads the tokenizer and the encoder once, then turns each shard
+    into one exact partial result (`partial`) plus the shard's read statistics.
 
     A DatasetError is returned as a row (not raised), so the driver can raise it unchanged,
     with its file and line, instead of a Ray wrapper around it.
     """
 
-    def __init__(self, encoder: Any, planes: np.ndarray, spec: ReadSpec):
+    def __init__(self, encoder: Any, spec: ReadSpec):
         import ray
 
         from runtime.encoder import TextEncoder
-        from runtime.simhash import SimHasher
         from runtime.tokenize import TextTokenizer
 
         if isinstance(encoder, ray.ObjectRef):
@@ -140,33 +148,69 @@ class EmbedHashCount:
         assert isinstance(encoder, Encoder)
         self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
         self.encoder = TextEncoder(encoder, threads=1)
-        self.hasher = SimHasher(planes)
         self.spec = spec
-        self.shape = (self.hasher.tables, 2**self.hasher.bits, len(spec.labels))
+
+    def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
+        """The shard's exact partial result (embeddings None: a shard without records)."""
+        raise NotImplementedError
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        out: dict[str, list[Any]] = {"counts": [], "stats": [], "error": []}
+        out: dict[str, list[Any]] = {"stats": [], "error": []}
         for start, end, first in zip(batch["start"], batch["end"], batch["first_line"]):
             stats = ReadStats()
-            counter = VoteCounter(self.hasher.tables, self.hasher.bits, self.shape[2])
             error = ""
+            part = self.partial(None, np.zeros(0, np.int64))
             try:
                 texts, classes = read_shard(self.spec, int(start), int(end), int(first), stats)
                 if texts:
                     emb = self.encoder.embed(self.tokenizer.encode(texts))
-                    counter.add(self.hasher.buckets(emb), np.asarray(classes, dtype=np.int64))
+                    part = self.partial(emb, np.asarray(classes, dtype=np.int64))
             except DatasetError as exc:
                 where = f"{self.spec.path}" + ("" if exc.line is None else f":{exc.line}")
                 error = json.dumps({"line": exc.line, "message": str(exc)[len(where) + 2:]})
-            out["counts"].append(counter.counts.reshape(-1))
+            for k, v in part.items():
+                out.setdefault(k, []).append(v)
             out["stats"].append(json.dumps({"records": stats.records,
                                             "skipped_unknown_label": stats.skipped_unknown_label,
                                             "skipped_bad_text": stats.skipped_bad_text,
                                             "blank_lines": stats.blank_lines,
                                             "unknown_labels": stats.unknown_labels}))
             out["error"].append(error)
-        return {"counts": np.stack(out["counts"]), "stats": np.array(out["stats"], dtype=object),
-                "error": np.array(out["error"], dtype=object)}
+        return {k: (np.array(v, dtype=object) if k in ("stats", "error") else np.stack(v)) for k, v in out.items()}
+
+
+class EmbedHashCount(_ShardActor):
+    """Pass 2 (or the only pass with random hashing): hashes each shard through the runtime's
+    SimHasher with the bundle's hyperplanes (and offsets, under aligned hashing) and returns
+    one exact partial count table."""
+
+    def __init__(self, encoder: Any, planes: np.ndarray, spec: ReadSpec, offsets: np.ndarray | None = None):
+        from runtime.simhash import SimHasher
+
+        super().__init__(encoder, spec)
+        self.hasher = SimHasher(planes, offsets)
+        self.classes = len(spec.labels)
+
+    def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
+        counter = VoteCounter(self.hasher.tables, self.hasher.bits, self.classes)
+        if embeddings is not None:
+            counter.add(self.hasher.buckets(embeddings), classes)
+        return {"counts": counter.counts.reshape(-1)}
+
+
+class EmbedClassStats(_ShardActor):
+    """Pass 1 of an aligned build: each shard's exact clipped, quantized per-class sums and
+    counts (`exporter.class_stats.ClassStatsCounter`, int64), never anything released."""
+
+    def __init__(self, encoder: Any, basis: PublicBasis, clip_l1: float, spec: ReadSpec):
+        super().__init__(encoder, spec)
+        self.basis, self.clip_l1, self.classes = basis, float(clip_l1), len(spec.labels)
+
+    def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
+        counter = ClassStatsCounter(self.basis, self.classes, self.clip_l1)
+        if embeddings is not None:
+            counter.add(embeddings, classes)
+        return {"sums": counter.sums.reshape(-1), "class_counts": counter.counts}
 
 
 def _merge(total: ReadStats, part: dict[str, Any]) -> None:
@@ -179,29 +223,18 @@ def _merge(total: ReadStats, part: dict[str, Any]) -> None:
             total.unknown_labels[name] = total.unknown_labels.get(name, 0) + k
 
 
-def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, fmt: str | None = None,
-                   address: str | None = None, workers: int | None = None,
-                   lines_per_shard: int | None = None) -> tuple[np.ndarray, ReadStats]:
-    """Exact counts (tables, 2**bits, classes) int32 and read statistics, computed on Ray.
-
-    ``address``: None starts a local Ray instance (shut down afterwards), "auto" or
-    "ray://HEAD:10001" joins an existing cluster. If Ray is already initialised in this
-    process it is used as it is. ``workers``: actors in the pool (default: the cluster's CPUs).
-    ``lines_per_shard``: lines per work item (default DEFAULT_LINES_PER_SHARD).
-    The counts are exact: the caller must release them only through exporter.release.
-    """
-    path = Path(spec.path)
-    if (fmt or detect_format(path)) != "jsonl":
+def check_format(path: Path, fmt: str | None = None) -> None:
+    if (fmt or detect_format(Path(path))) != "jsonl":
         raise RayEngineError("--engine ray reads JSONL only for now (a CSV record may span lines); "
                              "convert the data to JSONL or use --engine local")
-    ray = import_ray()
-    shards = plan_shards(path, lines_per_shard or DEFAULT_LINES_PER_SHARD)
-    tables, bits, _ = planes.shape
-    total = np.zeros((tables, 2**bits, len(spec.labels)), dtype=np.int32)
-    stats = ReadStats()
-    if not shards:
-        return total, stats
 
+
+@contextmanager
+def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[Any]:
+    """Ray for the duration of the block: None starts a local instance (shut down at the end),
+    "auto" or "ray://HEAD:10001" joins a cluster; if Ray is already initialised in this
+    process it is used as it is (and left running)."""
+    ray = import_ray()
     started = False
     if not ray.is_initialized():
         if address is None:
@@ -211,24 +244,85 @@ def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, fmt:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         started = True
     try:
-        pool = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pool = max(1, min(pool, len(shards)))
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
-        ds = ray.data.from_items(shards, override_num_blocks=len(shards))
-        ds = ds.map_batches(EmbedHashCount, fn_constructor_kwargs={
-                                "encoder": ray.put(encoder), "planes": planes, "spec": spec},
-                            batch_size=1, concurrency=pool, num_cpus=1, batch_format="numpy")
-        flat = total.reshape(-1)
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-            for err in batch["error"]:
-                if err:
-                    e = json.loads(err)
-                    raise DatasetError(path, e["line"], e["message"])
-            flat += batch["counts"].sum(axis=0, dtype=np.int64).astype(np.int32)
-            for s in batch["stats"]:
-                _merge(stats, json.loads(s))
+        yield ray
     finally:
         if started:
             ray.shutdown()
+
+
+def _run_shards(ray: Any, spec: ReadSpec, shards: list[dict[str, int]], actor: type, kwargs: dict[str, Any],
+                add: Callable[[dict[str, np.ndarray]], None], workers: int | None) -> ReadStats:
+    """Run ``actor`` over the shards on an actor pool (inside a `ray_session`); ``add`` folds each
+    batch of exact partial results into the driver's total. Raises the first DatasetError a
+    shard returned."""
+    path = Path(spec.path)
+    stats = ReadStats()
+    pool = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pool = max(1, min(pool, len(shards)))
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ds = ray.data.from_items(shards, override_num_blocks=len(shards))
+    ds = ds.map_batches(actor, fn_constructor_kwargs=kwargs,
+                        batch_size=1, concurrency=pool, num_cpus=1, batch_format="numpy")
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        for err in batch["error"]:
+            if err:
+                e = json.loads(err)
+                raise DatasetError(path, e["line"], e["message"])
+        add(batch)
+        for s in batch["stats"]:
+            _merge(stats, json.loads(s))
+    return stats
+
+
+def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, offsets: np.ndarray | None = None,
+                   fmt: str | None = None, address: str | None = None, workers: int | None = None,
+                   lines_per_shard: int | None = None) -> tuple[np.ndarray, ReadStats]:
+    """Exact counts (tables, 2**bits, classes) int32 and read statistics, computed on Ray.
+
+    ``offsets``: the aligned hashing's per-hyperplane offsets (None: through the origin).
+    ``address``: see `ray_session`. ``workers``: actors in the pool (default: the cluster's
+    CPUs). ``lines_per_shard``: lines per work item (default DEFAULT_LINES_PER_SHARD).
+    The counts are exact: the caller must release them only through exporter.release.
+    """
+    check_format(Path(spec.path), fmt)
+    import_ray()
+    shards = plan_shards(Path(spec.path), lines_per_shard or DEFAULT_LINES_PER_SHARD)
+    tables, bits, _ = planes.shape
+    total = np.zeros((tables, 2**bits, len(spec.labels)), dtype=np.int32)
+    if not shards:
+        return total, ReadStats()
+    flat = total.reshape(-1)
+
+    def add(batch: dict[str, np.ndarray]) -> None:
+        flat[:] += batch["counts"].sum(axis=0, dtype=np.int64).astype(np.int32)
+
+    with ray_session(address, workers) as ray:
+        kwargs = {"encoder": ray.put(encoder), "planes": planes, "spec": spec, "offsets": offsets}
+        stats = _run_shards(ray, spec, shards, EmbedHashCount, kwargs, add, workers)
+    return total, stats
+
+
+def class_stats_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, clip_l1: float, *,
+                         fmt: str | None = None, address: str | None = None, workers: int | None = None,
+                         lines_per_shard: int | None = None) -> tuple[ClassStatsCounter, ReadStats]:
+    """Pass 1 of an aligned build on Ray: the exact per-class sums and counts of every record,
+    as a `ClassStatsCounter` (the same integers the local engine accumulates: each record's
+    clipped, quantized projection is an integer vector, so partial sums add up exactly), and
+    the read statistics. Nothing is released: the caller noises the total once, on the driver,
+    with exporter.build.release_aligned."""
+    check_format(Path(spec.path), fmt)
+    import_ray()
+    shards = plan_shards(Path(spec.path), lines_per_shard or DEFAULT_LINES_PER_SHARD)
+    total = ClassStatsCounter(basis, len(spec.labels), clip_l1)
+    if not shards:
+        return total, ReadStats()
+
+    def add(batch: dict[str, np.ndarray]) -> None:
+        total.sums += batch["sums"].sum(axis=0, dtype=np.int64).reshape(total.sums.shape)
+        total.counts += batch["class_counts"].sum(axis=0, dtype=np.int64)
+
+    with ray_session(address, workers) as ray:
+        kwargs = {"encoder": ray.put(encoder), "basis": basis, "clip_l1": clip_l1, "spec": spec}
+        stats = _run_shards(ray, spec, shards, EmbedClassStats, kwargs, add, workers)
     return total, stats

@@ -1,5 +1,7 @@
 """The Ray Data engine (exporter/ray_engine.py) on a local Ray instance: with the noise switched
-off through the test-only hook, its counts equal the single-machine path's exactly."""
+off through the test-only hook, its counts (random hashing) and its class statistics,
+hyperplanes, offsets and vote tables (aligned hashing, two passes) equal the single-machine
+path's exactly."""
 
 from __future__ import annotations
 
@@ -60,6 +62,50 @@ def test_ray_counts_equal_local_counts(local_ray, exported_encoder, tmp_path, mo
     assert ray_b.privacy == local_b.privacy
 
 
+def test_ray_aligned_build_equals_local(local_ray, exported_encoder, exact_bundle, tmp_path, monkeypatch):
+    """Default (aligned) hashing: pass 1's exact partial class sums add up to the local engine's,
+    so the release, H, the hyperplanes, the offsets and pass 2's votes are all identical."""
+    monkeypatch.setattr(ray_engine, "DEFAULT_LINES_PER_SHARD", 100)  # 6 shards over 2 actors
+    out = tmp_path / "ray-aligned.dpedge"
+    report = build(build_options(out, engine="ray"), noise_for_tests=ConstantNoise(0))
+    ray_b, local_b = bundle_format.load(out), bundle_format.load(exact_bundle)  # same data, seed 1234
+    assert report.stats.records == 560
+    assert ray_b.class_stats is not None and ray_b.offsets is not None and ray_b.prior is not None
+    for field in ("origin", "projection", "sums", "counts"):
+        assert np.array_equal(getattr(ray_b.class_stats, field), getattr(local_b.class_stats, field)), field
+    assert ray_b.class_stats.counts.sum() == 560
+    assert np.array_equal(ray_b.hyperplanes, local_b.hyperplanes)
+    assert np.array_equal(ray_b.offsets, local_b.offsets)
+    assert np.array_equal(ray_b.prior, local_b.prior)
+    assert np.array_equal(ray_b.votes, local_b.votes)
+    assert ray_b.votes.sum() == 560 * ray_b.lsh["tables"]
+    assert ray_b.lsh == local_b.lsh and ray_b.privacy == local_b.privacy and ray_b.scoring == local_b.scoring
+
+
+def test_ray_class_stats_partials_sum_exactly(local_ray, exported_encoder):
+    """Pass 1 alone: the summed partials are the very integers a ClassStatsCounter accumulates
+    over the whole file in one go (any sharding)."""
+    from exporter.class_stats import ClassStatsCounter
+    from exporter.public_basis import PublicBasis
+    from runtime.encoder import TextEncoder
+    from runtime.tokenize import TextTokenizer
+
+    enc = exported_encoder.to_bundle_encoder()
+    labels = read_labels(DATA / "labels.txt")
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.standard_normal((enc.dim, 16)))
+    basis = PublicBasis(rng.standard_normal(enc.dim).astype(np.float32) * 0.01, q.T.astype(np.float32))
+    spec = ray_engine.ReadSpec(str(DATA / "train.jsonl"), labels)
+    total, stats = ray_engine.class_stats_with_ray(spec, enc, basis, 2.0, lines_per_shard=77)
+    records = list(read_records(DATA / "train.jsonl", labels))
+    ref = ClassStatsCounter(basis, len(labels), 2.0)
+    tok, te = TextTokenizer(enc.tokenizer_json, enc.max_length), TextEncoder(enc, threads=1)
+    ref.add(te.embed(tok.encode([r.text for r in records])), np.array([r.label for r in records]))
+    assert stats.records == 560
+    assert total.sums.dtype == np.int64 and np.array_equal(total.sums, ref.sums)
+    assert np.array_equal(total.counts, ref.counts)
+
+
 def test_malformed_line_names_file_and_line(local_ray, exported_encoder, tmp_path):
     lines = (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines()[:300]
     lines[249] = '{"text": "broken", "label": '
@@ -71,6 +117,10 @@ def test_malformed_line_names_file_and_line(local_ray, exported_encoder, tmp_pat
         list(read_records(bad, read_labels(DATA / "labels.txt")))
     assert str(ray_err.value) == str(local_err.value)
     assert str(ray_err.value).startswith(f"{bad}:250: not valid JSON")
+    assert not (tmp_path / "b.dpedge").exists()
+    with pytest.raises(DatasetError) as aligned_err:  # aligned: pass 1 stops first, nothing released
+        build(build_options(tmp_path / "b.dpedge", train=bad, engine="ray"), noise_for_tests=ConstantNoise(0))
+    assert str(aligned_err.value) == str(local_err.value)
     assert not (tmp_path / "b.dpedge").exists()
 
 
@@ -92,8 +142,8 @@ def test_ray_refuses_unit_column_and_csv(tmp_path):
                                    max_records_per_unit=2))
     with pytest.raises(BuildError, match="JSONL only"):
         build(build_options(tmp_path / "c.dpedge", engine="ray", hashing="random", fmt="csv"))
-    with pytest.raises(BuildError, match="--hashing random"):
-        build(build_options(tmp_path / "a.dpedge", engine="ray"))
+    with pytest.raises(BuildError, match="--unit-column"):  # also under the default aligned hashing
+        build(build_options(tmp_path / "a.dpedge", engine="ray", unit_field="user", max_records_per_unit=2))
 
 
 def test_ray_not_installed_is_a_clear_error(tmp_path, monkeypatch):
