@@ -159,16 +159,16 @@ class _ShardActor:
         for start, end, first in zip(batch["start"], batch["end"], batch["first_line"]):
             stats = ReadStats()
             error = ""
-            part = self.partial(None, np.zeros(0, np.int64))
+            emb, classes = None, np.zeros(0, np.int64)
             try:
-                texts, classes = read_shard(self.spec, int(start), int(end), int(first), stats)
+                texts, labels = read_shard(self.spec, int(start), int(end), int(first), stats)
                 if texts:
                     emb = self.encoder.embed(self.tokenizer.encode(texts))
-                    part = self.partial(emb, np.asarray(classes, dtype=np.int64))
+                    classes = np.asarray(labels, dtype=np.int64)
             except DatasetError as exc:
                 where = f"{self.spec.path}" + ("" if exc.line is None else f":{exc.line}")
                 error = json.dumps({"line": exc.line, "message": str(exc)[len(where) + 2:]})
-            for k, v in part.items():
+            for k, v in self.partial(emb, classes).items():
                 out.setdefault(k, []).append(v)
             out["stats"].append(json.dumps({"records": stats.records,
                                             "skipped_unknown_label": stats.skipped_unknown_label,
