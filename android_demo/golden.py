@@ -53,7 +53,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from runtime import BundleError, Classifier  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
-from runtime.scoring import SCORING_MAX, Scorer  # noqa: E402
+from runtime.bundle.schema import SCORING_MAX  # noqa: E402
+from runtime.scoring import Scorer  # noqa: E402
 
 DATA = ROOT / "data" / "assistant"
 

@@ -21,8 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from exporter.dataset import LabelSet, read_labels, read_records  # noqa: E402
 from exporter.encoder_export import ExportedEncoder, export_encoder  # noqa: E402
-from runtime.encoder import TextEncoder  # noqa: E402
-from runtime.tokenize import TextTokenizer  # noqa: E402
+from runtime.embedder import Embedder as TextEmbedder  # noqa: E402
 
 CACHE = ROOT / ".cache" / "embeddings"
 
@@ -51,8 +50,7 @@ class Embedder:
     def __init__(self, exported: ExportedEncoder | None = None):
         self.exported = exported or export_encoder(models_dir=ROOT / "models")
         spec = self.exported.to_bundle_encoder()
-        self.tokenizer = TextTokenizer(spec.tokenizer_json, spec.max_length)
-        self.encoder = TextEncoder(spec, threads=1, workers=os.cpu_count() or 1)
+        self.embedder = TextEmbedder(spec, threads=1, workers=os.cpu_count() or 1)
         self.key = self.exported.facts["source_sha256"][:16]
 
     def split(self, path: Path, labels: LabelSet) -> Split:
@@ -61,7 +59,7 @@ class Embedder:
             z = np.load(cache)
             return Split(z["embeddings"], z["labels"])
         records = list(read_records(path, labels))
-        emb = self.encoder.embed(self.tokenizer.encode([r.text for r in records]))
+        emb = self.embedder.embed([r.text for r in records])
         split = Split(emb, np.array([r.label for r in records], dtype=np.int64))
         CACHE.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(".tmp.npz")

@@ -98,7 +98,8 @@ import numpy as np  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
 from runtime.describe import bundle_info, format_info  # noqa: E402
 from runtime.errors import BundleError, DpedgeError  # noqa: E402
-from runtime.scoring import CENTROID_RULES, MODES, SCORING_NUMBERS, Scorer, Weights  # noqa: E402
+from runtime.bundle.schema import CENTROID_RULES, SCORING_NUMBERS  # noqa: E402
+from runtime.scoring import MODES, Scorer, Weights  # noqa: E402
 
 #: Longest acceptable BundleError message: a person has to read it.
 MAX_MESSAGE_CHARS = 1000

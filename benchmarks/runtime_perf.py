@@ -65,7 +65,7 @@ from runtime.classifier import Classifier  # noqa: E402
 from runtime.describe import bundle_info  # noqa: E402
 from runtime.encoder import TextEncoder, choose_backend  # noqa: E402
 from runtime.errors import BundleError  # noqa: E402
-from runtime.tokenize import TextTokenizer  # noqa: E402
+from runtime.tokenizer import TextTokenizer  # noqa: E402
 
 FP32_CACHE = ROOT / ".cache" / "fp32"
 DEFAULT_BATCH_SOURCE = ROOT / "data" / "assistant" / "test.jsonl"

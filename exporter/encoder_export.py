@@ -1,13 +1,12 @@
 """Export a sentence-transformers model once to an int8 encoder (ONNX or TFLite), gated on fidelity.
 
-ONNX route (measured in ../shared/notes/toolchain.md and again for this project, see
-docs/encoder.md): optimum exports the sentence-transformers model with mean pooling and L2
+ONNX route: optimum exports the sentence-transformers model with mean pooling and L2
 normalisation inside the graph; onnxruntime's MatMulNBits quantizer stores every MatMul
 weight in 8 bits (block 128, symmetric, accuracy level 4 = int8 compute with per-row
-activation scales), and quantize_dynamic stores the token-embedding Gather in int8. That
-keeps the model at 23 MB like per-channel QInt8, is as fast on short texts, and is far more
-faithful (mean cosine about 0.998 vs 0.993 for per-channel QInt8, whose min on tiny texts is
-0.97); per-row activation scales also make a text's embedding independent of its batch.
+activation scales), and quantize_dynamic stores the token-embedding Gather in int8. It is as
+small and as fast as per-channel QInt8 and more faithful to the fp32 model, and per-row
+activation scales make a text's embedding independent of its batch (docs/encoder.md has the
+comparison).
 
 The TFLite route is in exporter.tflite_export. Both formats pass the same gate (mean cosine
 to the fp32 sentence-transformers model on FIDELITY_TEXTS), and both record the check text's
@@ -33,9 +32,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from exporter.fidelity_texts import CHECK_TEXT, FIDELITY_TEXTS
-from runtime.bundle import Encoder
-from runtime.encoder import TextEncoder
-from runtime.tokenize import TextTokenizer
+from runtime.bundle.schema import Encoder
+from runtime.embedder import Embedder
 
 #: Refuse an int8 encoder whose mean cosine to the fp32 model on FIDELITY_TEXTS is lower.
 MIN_MEAN_COSINE = 0.99
@@ -138,8 +136,7 @@ def source_key(source: Path, encoder_format: str = "onnx") -> str:
 
 def measure_fidelity(encoder: Encoder, reference: np.ndarray, texts: tuple[str, ...] = FIDELITY_TEXTS) -> dict[str, Any]:
     """Cosine between the shipped encoder's embeddings and reference fp32 embeddings."""
-    tok = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
-    emb = TextEncoder(encoder, threads=1).embed(tok.encode(texts))
+    emb = Embedder(encoder, threads=1).embed(texts)
     ref = reference / np.linalg.norm(reference, axis=1, keepdims=True)
     cos = np.sum(emb * ref, axis=1) / np.linalg.norm(emb, axis=1)
     worst = int(np.argmin(cos))
@@ -187,8 +184,7 @@ def _graph_inputs(model: Path) -> list[str]:
 
 def _check_probe(encoder: Encoder) -> dict[str, Any]:
     """The exporter's own embedding of CHECK_TEXT, which devices compare against at load."""
-    tok = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
-    emb = TextEncoder(encoder, threads=1).embed_one(tok.encode([CHECK_TEXT])[0])
+    emb = Embedder(encoder, threads=1).embed_one(CHECK_TEXT)
     return {"text": CHECK_TEXT, "embedding": [float(x) for x in emb]}
 
 

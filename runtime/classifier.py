@@ -17,10 +17,11 @@ import numpy as np
 from runtime import bundle as bundle_format
 from runtime.bundle import Bundle
 from runtime.describe import bundle_info
+from runtime.embedder import Embedder
 from runtime.encoder import TextEncoder
 from runtime.errors import InputError
 from runtime.scoring import Scorer
-from runtime.tokenize import TextTokenizer
+from runtime.tokenizer import TextTokenizer
 
 #: Texts longer than this (in characters) are refused rather than tokenized: the encoder
 #: reads at most max_length tokens anyway, and a multi-megabyte "text" is almost always a
@@ -80,13 +81,10 @@ class Classifier:
         self.bundle = b
         self.path = path
         self.labels = b.labels
-        self.tokenizer = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
-        self.encoder = TextEncoder(b.encoder, backend=backend, threads=threads, workers=workers)
+        self.embedder = Embedder(b.encoder, backend=backend, threads=threads, workers=workers)
         #: Cosine between this engine's and the exporter's embedding of the check text (None:
         #: the bundle predates format 1.1 and has none); loading refuses a mismatch.
-        self.check_cosine: float | None = None
-        if b.encoder.check_text is not None:
-            self.check_cosine = self.encoder.verify(self.tokenizer.encode([b.encoder.check_text])[0])
+        self.check_cosine: float | None = self.embedder.verify()
         try:
             self.scorer = Scorer.from_bundle(b, mode=score, probe_weight=probe_weight)
         except ValueError as exc:  # e.g. --score centroids on a bundle without class statistics
@@ -110,6 +108,14 @@ class Classifier:
                    probe_weight=probe_weight)
 
     @property
+    def tokenizer(self) -> TextTokenizer:
+        return self.embedder.tokenizer
+
+    @property
+    def encoder(self) -> TextEncoder:
+        return self.embedder.encoder
+
+    @property
     def privacy(self) -> dict[str, Any]:
         return self.bundle.privacy
 
@@ -120,7 +126,7 @@ class Classifier:
                 check_text(t)
             except InputError as exc:
                 raise InputError(f"text {i}: {exc}") from None
-        return self.encoder.embed(self.tokenizer.encode(texts))
+        return self.embedder.embed(texts)
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         """Label and per-label scores for each text (argmax; ties go to the earlier label)."""
@@ -132,5 +138,5 @@ class Classifier:
 
     def info(self) -> dict[str, Any]:
         """What the bundle is: labels, privacy facts, hashing, encoder and sizes in bytes."""
-        return {**bundle_info(self.bundle, self.path), "backend": self.encoder.backend,
+        return {**bundle_info(self.bundle, self.path), "backend": self.embedder.backend,
                 "check_cosine": self.check_cosine}

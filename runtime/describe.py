@@ -10,7 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runtime.bundle import Bundle
+from runtime.bundle.schema import Bundle, ExporterKey, Lsh, Privacy, Release, Scoring
+
+#: Privacy facts `format_info` lists one per line, in this order.
+PRIVACY_LINES = (Privacy.EPSILON, Privacy.DELTA, Privacy.SENSITIVITY_L1, Privacy.NOISE_SCALE,
+                 Privacy.NEIGHBOUR_RELATION, Privacy.PRIVACY_UNIT, Privacy.NOISE_SOURCE, Privacy.NOISE_LIBRARY,
+                 Privacy.NOISE_LIBRARY_VERSION, Privacy.POST_PROCESSING, Privacy.RELEASED_STATISTICS,
+                 Privacy.PUBLIC_INPUTS, Privacy.COMPOSITION)
 
 
 def _plain(v: Any, depth: int = 0) -> Any:
@@ -28,6 +34,20 @@ def _plain(v: Any, depth: int = 0) -> Any:
     if isinstance(v, bytes):
         return f"<{len(v)} bytes>"
     return repr(v)[:100]
+
+
+def _num(v: Any) -> str:
+    """A float as people read it, to 10 significant digits (1.6, not 1.5999999999999996; 20.0,
+    not 20.000000000000004); anything else as it is.
+
+    Example:
+        >>> _num(1.5999999999999996), _num(20.000000000000004), _num(8), _num("n/a")
+        ('1.6', '20.0', '8', 'n/a')
+    """
+    if not isinstance(v, float):
+        return str(v)
+    text = f"{v:.10g}"
+    return text + ".0" if text.lstrip("-").isdigit() else text
 
 
 def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
@@ -51,7 +71,7 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
         "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
         "privacy": _plain(b.privacy),
-        "lsh": {**_plain(b.lsh), "tables": b.tables, "bits": b.bits},
+        "lsh": {**_plain(b.lsh), Lsh.TABLES: b.tables, Lsh.BITS: b.bits},
         "encoder": {
             "format": b.encoder.format, "dim": b.encoder.dim, "max_length": b.encoder.max_length,
             "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
@@ -64,18 +84,21 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     }
 
 
+def _releases(privacy: dict[str, Any]) -> list[dict[str, Any]]:
+    releases = privacy.get(Privacy.RELEASES)
+    return [r for r in releases if isinstance(r, dict)] if isinstance(releases, list) else []
+
+
 def privacy_summary(privacy: dict[str, Any]) -> str:
-    """One line: the guarantee in the bundle's own words."""
-    releases = privacy.get("releases")
-    if isinstance(releases, list) and releases and all(isinstance(r, dict) for r in releases):
-        parts = ", ".join(f"{r.get('statistic', '?')} eps {float(r.get('epsilon', 0)):g} "
-                          f"(scale {float(r.get('noise_scale', 0)):g})" for r in releases)
-        return (f"epsilon = {privacy['epsilon']:g}, delta = {privacy['delta']:g} (pure DP) per "
-                f"{privacy['privacy_unit']}, spent on {parts}; discrete Laplace noise")
-    return (
-        f"epsilon = {privacy['epsilon']:g}, delta = {privacy['delta']:g} (pure DP) per "
-        f"{privacy['privacy_unit']}; discrete Laplace noise, scale {privacy['noise_scale']:g}, on every cell"
-    )
+    """One line: the guarantee in the bundle's own words (numbers to 10 significant digits)."""
+    g = lambda key, m=privacy: f"{float(m.get(key, 0)):.10g}"  # noqa: E731
+    head = f"epsilon = {g(Privacy.EPSILON)}, delta = {g(Privacy.DELTA)} (pure DP) per {privacy[Privacy.PRIVACY_UNIT]}"
+    releases = _releases(privacy)
+    if releases:
+        parts = ", ".join(f"{r.get(Release.STATISTIC, '?')} eps {g(Release.EPSILON, r)} (scale {g(Release.NOISE_SCALE, r)})"
+                          for r in releases)
+        return f"{head}, spent on {parts}; discrete Laplace noise"
+    return f"{head}; discrete Laplace noise, scale {g(Privacy.NOISE_SCALE)}, on every cell"
 
 
 def _mib(n: int) -> str:
@@ -95,24 +118,22 @@ def format_info(info: dict[str, Any]) -> str:
         lines.append(f"  {label:<{width}}  {d}".rstrip())
     lines.append("privacy")
     lines.append(f"  guarantee             {privacy_summary(p)}")
-    lines.append(f"  mechanism             {p['mechanism']}")
-    for key in ("epsilon", "delta", "sensitivity_l1", "noise_scale", "neighbour_relation", "privacy_unit",
-                "noise_source", "noise_library", "noise_library_version", "post_processing",
-                "released_statistics", "public_inputs"):
+    lines.append(f"  mechanism             {p[Privacy.MECHANISM]}")
+    for key in PRIVACY_LINES:
         if key in p:
-            value = ", ".join(map(str, p[key])) if isinstance(p[key], list) else p[key]
+            value = ", ".join(map(str, p[key])) if isinstance(p[key], list) else _num(p[key])
             lines.append(f"  {key:<21} {value}")
-    for i, r in enumerate(p.get("releases") or []):
-        if isinstance(r, dict):
-            lines.append(f"  release {i + 1}             {r.get('statistic', '?')}: epsilon {r.get('epsilon', '?')}, "
-                         f"L1 sensitivity {r.get('sensitivity_l1', '?')}, noise scale {r.get('noise_scale', '?')}"
-                         + (f", clip L1 {r['clip_l1']} in a {r.get('dim', '?')}-d public subspace" if "clip_l1" in r else "")
-                         + f"; {r.get('mechanism', '?')}")
+    for i, r in enumerate(_releases(p)):
+        clip = (f", clip L1 {_num(r[Release.CLIP_L1])} in a {r.get(Release.DIM, '?')}-d public subspace"
+                if Release.CLIP_L1 in r else "")
+        lines.append(f"  release {i + 1}             {r.get(Release.STATISTIC, '?')}: epsilon "
+                     f"{_num(r.get(Release.EPSILON, '?'))}, L1 sensitivity {_num(r.get(Release.SENSITIVITY_L1, '?'))}, "
+                     f"noise scale {_num(r.get(Release.NOISE_SCALE, '?'))}{clip}; {r.get(Release.MECHANISM, '?')}")
     if info.get("scoring"):
         sc = info["scoring"]
-        lines.append("scoring     blend: " + ", ".join(f"{k} {v}" for k, v in sc.items() if k != "rule"))
-    lines.append(f"hashing     SimHash, {lsh['tables']} tables x {lsh['bits']} bits, "
-                 f"{lsh.get('distribution', '?')} hyperplanes, seed {lsh.get('seed', '?')}")
+        lines.append("scoring     blend: " + ", ".join(f"{k} {_num(v)}" for k, v in sc.items() if k != Scoring.RULE))
+    lines.append(f"hashing     SimHash, {lsh[Lsh.TABLES]} tables x {lsh[Lsh.BITS]} bits, "
+                 f"{lsh.get(Lsh.DISTRIBUTION, '?')} hyperplanes, seed {lsh.get(Lsh.SEED, '?')}")
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens")
     if "backend" in info:
@@ -125,5 +146,6 @@ def format_info(info: dict[str, Any]) -> str:
     total = f"{_mib(sizes['file'])} total: " if "file" in sizes else ""
     lines.append(f"size        {total}{size_parts}")
     ex = info["exporter"]
-    lines.append(f"exporter    {ex.get('name', '?')} {ex.get('version', '?')}, created {ex.get('created', '?')}")
+    lines.append(f"exporter    {ex.get(ExporterKey.NAME, '?')} {ex.get(ExporterKey.VERSION, '?')}, created "
+                 f"{ex.get(ExporterKey.CREATED, '?')}")
     return "\n".join(lines)

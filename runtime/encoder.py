@@ -4,8 +4,8 @@ A bundle holds its encoder in one format (``onnx`` or ``tflite``); each format h
 more backends, tried in the order listed in BACKENDS when the choice is ``"auto"``, and only
 if their Python package is installed. Whatever the backend, texts are embedded one per call
 (see runtime.onnx_backend for why batching is avoided), and throughput comes from running
-single-text calls concurrently (``workers``): on 2 cores, 2 workers x 1 thread embed 228
-texts/s with onnxruntime, more than batches of 16 (203/s).
+single-text calls concurrently (``workers``), which beats batching on small CPUs
+(docs/runtime-perf.md).
 
 After loading, `TextEncoder.verify` embeds the bundle's check text and compares it with the
 exporter's embedding of it: an engine that loads the model but computes something else
@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from runtime import onnx_backend, tflite_backend
-from runtime.bundle import CHECK_MIN_COSINE, Encoder
+from runtime.bundle.schema import CHECK_MIN_COSINE, Encoder
 from runtime.errors import BundleError
 
 

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime.bundle import Encoder
+from runtime.bundle.schema import Encoder
 from runtime.errors import BundleError
 
 INSTALL = "pip install 'onnxruntime>=1.22'"

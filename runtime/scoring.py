@@ -37,21 +37,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from runtime.bundle.schema import CENTROID_RULES, SCORING_MAX, ClassStats, Scoring
 from runtime.centroids import centred_means
 from runtime.simhash import SimHasher
 
 #: What `Scorer` can return: the blend, or one component alone (for benchmarks and
 #: `python -m runtime.classify --score`).
 MODES = ("blend", "votes", "centroids", "prior")
-#: How the centroid component turns a query into logits (see the module doc).
-CENTROID_RULES = ("cosine", "gaussian")
-#: The ``scoring`` names that hold numbers (the bundle reader checks them).
-SCORING_NUMBERS = ("votes", "centroids", "prior", "centroid_temperature", "prior_temperature", "centroid_clip_l1",
-                   "prior_records_per_class")
-#: Bounds the reader puts on those numbers: far outside anything measured, and inside them the
-#: blend cannot overflow (weights and the prior's boost at most 1e6, temperatures at least 1e-6).
-SCORING_MAX = 1e6
-TEMPERATURE_MIN = 1e-6
 
 
 @dataclass(frozen=True)
@@ -97,7 +89,7 @@ class Weights:
         known = {f.name for f in fields(cls)}
         kw: dict[str, Any] = {}
         for k, v in (m or {}).items():
-            if k == "centroid_rule":
+            if k == Scoring.CENTROID_RULE:
                 if v not in CENTROID_RULES:
                     raise ValueError(f"unknown centroid_rule {v!r} (one of {', '.join(CENTROID_RULES)})")
                 kw[k] = v
@@ -109,9 +101,10 @@ class Weights:
         return w
 
     def as_map(self) -> dict[str, Any]:
-        """The bundle's ``scoring`` map for these weights (plus a human-readable rule)."""
+        """The bundle's ``scoring`` map for these weights (plus a human-readable rule); the
+        field names are the schema's `Scoring` keys."""
         return {**{f.name: getattr(self, f.name) for f in fields(self)},
-                "rule": "see runtime/scoring.py: normalized positive votes + centroid softmax "
+                Scoring.RULE: "see runtime/scoring.py: normalized positive votes + centroid softmax "
                         "+ prior_boost * prior softmax"}
 
 
@@ -197,16 +190,6 @@ def clip_l1(z: np.ndarray, bound: float) -> np.ndarray:
 
 def _unit_rows(a: np.ndarray) -> np.ndarray:
     return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-
-
-@dataclass(frozen=True)
-class ClassStats:
-    """The released class statistics and the public subspace they live in."""
-
-    origin: np.ndarray       # (dim,)
-    projection: np.ndarray   # (k, dim), orthonormal rows
-    sums: np.ndarray         # (classes, k), noisy
-    counts: np.ndarray       # (classes,), noisy
 
 
 class Scorer:

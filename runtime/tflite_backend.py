@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime.bundle import Encoder
+from runtime.bundle.schema import Encoder
 from runtime.errors import BundleError
 
 SIGNATURE = "serving_default"

@@ -9,7 +9,7 @@ import pytest
 from exporter.encoder_export import MIN_MEAN_COSINE, EncoderExportError, export_encoder
 from exporter.fidelity_texts import FIDELITY_TEXTS
 from runtime.encoder import TextEncoder
-from runtime.tokenize import TextTokenizer
+from runtime.tokenizer import TextTokenizer
 
 
 def test_exported_encoder_facts_and_fidelity(exported_encoder):

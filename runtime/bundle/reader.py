@@ -1,0 +1,459 @@
+"""Reading bundles: `load` a file, `unpack` bytes, and refuse anything that is not a valid bundle.
+
+Every malformed input becomes one `BundleError` naming the field (its dotted path from
+`runtime.bundle.schema`), never a KeyError or a msgpack exception from deep inside, and a
+size the file declares never drives an allocation: array byte counts are checked against
+dtype and shape before an array is built, and the msgpack parser is held to a value budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import reprlib
+import stat
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_FORMATS, ENCODER_INPUTS, FLOAT_DTYPE,
+                                   FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_LENGTH_RANGE, MAX_TABLES,
+                                   PRIVACY_RTOL, SCORING_MAX, SCORING_NUMBERS, SCORING_TEMPERATURES,
+                                   SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE, Array, Bundle, ClassStats,
+                                   ClassStatsKey, Encoder, EncoderKey, Lsh, Outer, Payload, PriorKey, Privacy,
+                                   Release, Scoring, Statistic, path)
+from runtime.errors import BundleError
+
+
+def load(file: str | os.PathLike[str]) -> Bundle:
+    """Read and validate a bundle file.
+
+    Raises BundleError for a missing, oversized, truncated, corrupted or incompatible file.
+
+    Example:
+        >>> b = load("models/quickstart.dpedge")             # doctest: +SKIP
+        >>> b.privacy["epsilon"]                             # doctest: +SKIP
+        8.0
+    """
+    p = Path(file)
+    try:
+        st = p.stat()
+        size = st.st_size
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            # A device or pipe has no size to check: /dev/zero would be read until memory runs out.
+            raise BundleError(f"{p}: is not a regular file, so it cannot be a bundle")
+        if size > MAX_BUNDLE_BYTES:
+            raise BundleError(f"{p}: {size} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"{p}: no such bundle file") from None
+    except IsADirectoryError:
+        raise BundleError(f"{p}: is a directory, not a bundle file") from None
+    except OSError as exc:
+        raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
+    try:
+        body = _checked_payload(data)
+        # Drop the file's bytes before parsing the payload: a bundle is mostly its encoder,
+        # so each copy alive at once costs its whole size in peak memory on the device.
+        del data
+        return _parse_payload(body)
+    except BundleError as exc:
+        raise BundleError(f"{p}: {exc}") from exc.__cause__
+
+
+def unpack(data: bytes) -> Bundle:
+    """Parse and validate bundle bytes (see `load`).
+
+    Example:
+        >>> unpack(b"not a bundle")
+        Traceback (most recent call last):
+        ...
+        runtime.errors.BundleError: bundle is not a dpedge bundle: top level is integer, expected a map
+    """
+    return _parse_payload(_checked_payload(bytes(data)))
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise BundleError(f"unexpected msgpack extension type {code}")
+
+
+#: A bundle holds a few hundred msgpack values besides megabytes of binary fields. Each value
+#: becomes a Python object of up to about 100 bytes however small its msgpack form (an empty
+#: map is one byte, a 64-byte dict), so a document is refused as soon as it holds more than one
+#: value per this many bytes (plus a small allowance): a crafted file cannot make the parser
+#: use many times its own size in memory.
+BYTES_PER_VALUE = 64
+VALUE_ALLOWANCE = 4096
+
+
+def _parse_msgpack(data: bytes, what: str) -> Any:
+    """Parse exactly one msgpack map, mapping every parser failure to BundleError.
+
+    ``unpackb`` parses straight from ``data``; a streaming Unpacker would first copy the
+    whole buffer, doubling the transient memory of a load. The hooks count each array or map
+    and its elements as it is completed (see BYTES_PER_VALUE), and no single array or map may
+    declare more than the whole budget, so the parser stops early on a dense document.
+    """
+    limit = len(data) // BYTES_PER_VALUE + VALUE_ALLOWANCE
+    left = limit
+
+    def counted(container: Any) -> Any:
+        nonlocal left
+        left -= len(container) + 1
+        if left < 0:
+            raise BundleError(f"{what} is not a dpedge bundle: it holds more than {limit} msgpack values "
+                              f"for its {len(data)} bytes")
+        return container
+
+    trailing = 0
+    try:
+        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
+                              list_hook=counted, object_hook=counted, max_array_len=limit, max_map_len=limit)
+    except msgpack.ExtraData as exc:
+        obj, trailing = exc.unpacked, len(exc.extra)
+    except BundleError:
+        raise
+    except msgpack.StackError:
+        raise BundleError(f"{what} is not valid msgpack: it nests deeper than the parser allows") from None
+    except Exception as exc:  # msgpack raises several types (ValueError, FormatError, ExtraData...)
+        if "incomplete input" in str(exc):
+            raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
+        raise BundleError(f"{what} is not valid msgpack ({type(exc).__name__}: {exc})") from None
+    if not isinstance(obj, dict):
+        raise BundleError(f"{what} is not a dpedge bundle: top level is {_msgpack_name(type(obj))}, expected a map")
+    if trailing:
+        raise BundleError(f"{what} has {trailing} unexpected trailing bytes")
+    return obj
+
+
+class _Fields:
+    """Typed access to a msgpack map, naming the dotted path of whatever is wrong."""
+
+    def __init__(self, m: Any, where: str):
+        if not isinstance(m, dict):
+            raise BundleError(f"field '{where}' must be a map, got {_msgpack_name(type(m))}")
+        self.m, self.path = m, where
+
+    def where(self, key: str) -> str:
+        return path(self.path, key)
+
+    def get(self, key: str, typ: type | tuple[type, ...], *, optional: bool = False) -> Any:
+        if key not in self.m:
+            if optional:
+                return None
+            raise BundleError(f"missing field '{self.where(key)}'")
+        v = self.m[key]
+        if v is None and optional:
+            return None
+        # bool is an int subclass in Python; never accept it where a number is meant.
+        if not isinstance(v, typ) or (isinstance(v, bool) and bool not in _as_tuple(typ)):
+            raise BundleError(f"field '{self.where(key)}' is {_msgpack_name(type(v))}, expected {_names(typ)}")
+        return v
+
+    def sub(self, key: str) -> "_Fields":
+        return _Fields(self.get(key, dict), self.where(key))
+
+
+def _as_tuple(t: type | tuple[type, ...]) -> tuple[type, ...]:
+    return t if isinstance(t, tuple) else (t,)
+
+
+_MSGPACK_NAMES = {dict: "map", list: "array", bytes: "bin", str: "string", int: "integer", float: "float",
+                  bool: "boolean", type(None): "nil"}
+_NUMBER = (float, int)
+
+
+def _msgpack_name(t: type) -> str:
+    return _MSGPACK_NAMES.get(t, t.__name__)
+
+
+def _names(t: type | tuple[type, ...]) -> str:
+    return " or ".join(_msgpack_name(x) for x in _as_tuple(t))
+
+
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxstring, _SHOW.maxother = 3, 8, 4, 60, 60
+
+
+def _show(v: Any) -> str:
+    """repr() of a value from the file for an error message: short, even for huge or deeply
+    nested values (plain repr() of 1,000 nested arrays raises RecursionError)."""
+    return _SHOW.repr(v)
+
+
+def _short(x: float) -> str:
+    """A bound as the format document writes it: 1e6, 1e-6.
+
+    Example:
+        >>> _short(1e6), _short(1e-6), _short(0.98)
+        ('1e6', '1e-6', '0.98')
+    """
+    mantissa, _, exponent = f"{x:g}".partition("e")
+    return mantissa if not exponent else f"{mantissa}e{int(exponent)}"
+
+
+def _read_array(f: _Fields, dtype: np.dtype, ndim: int) -> np.ndarray:
+    if f.get(Array.DTYPE, str) != dtype.str:
+        raise BundleError(f"field '{f.where(Array.DTYPE)}' is {_show(f.m[Array.DTYPE])}, expected {dtype.str!r}")
+    shape = f.get(Array.SHAPE, list)
+    if len(shape) != ndim or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise BundleError(f"field '{f.where(Array.SHAPE)}' must be {ndim} non-negative integers, got {_show(shape)}")
+    data = f.get(Array.DATA, bytes)
+    expected = math.prod(shape) * dtype.itemsize
+    if len(data) != expected:
+        raise BundleError(
+            f"field '{f.where(Array.DATA)}' has {len(data)} bytes, but dtype {dtype.str} and shape "
+            f"{shape} need {expected}"
+        )
+    try:
+        return np.frombuffer(data, dtype=dtype).reshape(shape)
+    except ValueError:  # no elements, but a dimension numpy cannot represent, e.g. [0, 2**64 - 1, 7]
+        raise BundleError(
+            f"field '{f.where(Array.SHAPE)}' {shape} has no elements but a dimension too large for an array") from None
+
+
+def _finite_array(f: _Fields, key: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A float array field of exactly ``shape``, all values finite."""
+    a = _read_array(f.sub(key), FLOAT_DTYPE, len(shape))
+    if a.shape != shape or not np.isfinite(a).all():
+        raise BundleError(f"field '{f.where(key)}' must be finite with shape {shape}, got {a.shape}")
+    return a
+
+
+def _read_str_list(f: _Fields, key: str, *, optional: bool = False) -> list[str] | None:
+    v = f.get(key, list, optional=optional)
+    if v is None:
+        return None
+    if not all(isinstance(s, str) for s in v):
+        raise BundleError(f"field '{f.where(key)}' must be a list of strings")
+    return v
+
+
+def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
+    """The optional probe (v1.1): a public text and the exporter's unit embedding of it."""
+    if enc.get(EncoderKey.CHECK, dict, optional=True) is None:
+        return {}
+    check = enc.sub(EncoderKey.CHECK)
+    text = check.get(EncoderKey.CHECK_TEXT, str)
+    emb = _read_array(check.sub(EncoderKey.CHECK_EMBEDDING), FLOAT_DTYPE, 1)
+    # The norm in float64: float32 values near 3.4e38 would overflow (and warn) when squared.
+    if not text.strip() or emb.shape != (dim,) or not np.isfinite(emb).all() \
+            or not 0.9 < float(np.linalg.norm(emb.astype(np.float64))) < 1.1:
+        raise BundleError(f"field '{check.path}' must hold a non-empty text and a finite unit {dim}-d embedding")
+    return {"check_text": text, "check_embedding": emb}
+
+
+def _check_version(version: Any) -> None:
+    if (not isinstance(version, list) or len(version) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
+        raise BundleError(f"field '{Outer.VERSION}' must be [major, minor], got {_show(version)}")
+    major, minor = version
+    readable = " and ".join(f"{m}.x" for m in SUPPORTED_MAJORS)
+    if major > SUPPORTED_MAJORS[-1]:
+        raise BundleError(
+            f"bundle format version {major}.{minor} is newer than this runtime supports "
+            f"({readable}); upgrade dpedge to read it"
+        )
+    if major not in SUPPORTED_MAJORS:
+        raise BundleError(f"bundle format version {major}.{minor} is not supported (this runtime reads {readable})")
+    # A newer minor version only adds fields; readers ignore fields they do not know.
+
+
+_PRIVACY_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    Privacy.EPSILON: _NUMBER,
+    Privacy.DELTA: _NUMBER,
+    Privacy.MECHANISM: str,
+    Privacy.SENSITIVITY_L1: int,
+    Privacy.NOISE_SCALE: _NUMBER,
+    Privacy.NEIGHBOUR_RELATION: str,
+    Privacy.PRIVACY_UNIT: str,
+    Privacy.NOISE_SOURCE: str,
+}
+
+
+def _checked_payload(data: bytes) -> bytes:
+    """The outer map's payload bytes, after the format, version and checksum checks."""
+    outer = _Fields(_parse_msgpack(data, "bundle"), "")
+    if outer.m.get(Outer.FORMAT) != FORMAT_NAME:
+        raise BundleError(f"not a dpedge bundle: field '{Outer.FORMAT}' is {_show(outer.m.get(Outer.FORMAT))}, "
+                          f"expected {FORMAT_NAME!r}")
+    _check_version(outer.get(Outer.VERSION, list))
+    checksum = outer.sub(Outer.CHECKSUM)
+    if checksum.get(Outer.ALGORITHM, str) != CHECKSUM_ALGORITHM:
+        raise BundleError(f"unsupported checksum algorithm {_show(checksum.m[Outer.ALGORITHM])}")
+    digest = checksum.get(Outer.DIGEST, bytes)
+    body = outer.get(Outer.PAYLOAD, bytes)
+    if hashlib.sha256(body).digest() != digest:
+        raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
+    return body
+
+
+def _parse_payload(body: bytes) -> Bundle:
+    return _validate_payload(_Fields(_parse_msgpack(body, "bundle payload"), ""))
+
+
+def _validate_payload(p: _Fields) -> Bundle:
+    labels = _read_str_list(p, Payload.LABELS)
+    if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
+        raise BundleError(f"field '{Payload.LABELS}' must hold at least two distinct, non-empty labels")
+    descriptions = _read_str_list(p, Payload.LABEL_DESCRIPTIONS, optional=True)
+    if descriptions is not None and len(descriptions) != len(labels):
+        raise BundleError(f"field '{Payload.LABEL_DESCRIPTIONS}' has {len(descriptions)} entries for "
+                          f"{len(labels)} labels")
+
+    privacy = p.sub(Payload.PRIVACY)
+    for key, typ in _PRIVACY_REQUIRED.items():
+        privacy.get(key, typ)
+    eps = float(privacy.m[Privacy.EPSILON])
+    if not (eps > 0 and math.isfinite(eps)):
+        raise BundleError(f"field '{privacy.where(Privacy.EPSILON)}' must be a positive finite number, got {eps}")
+    if privacy.m[Privacy.DELTA] != 0:
+        raise BundleError(f"field '{privacy.where(Privacy.DELTA)}' is {privacy.m[Privacy.DELTA]}: only pure "
+                          f"epsilon-DP bundles (delta = 0) exist")
+
+    lsh = p.sub(Payload.LSH)
+    if lsh.get(Lsh.FAMILY, str) != LSH_FAMILY:
+        raise BundleError(f"field '{lsh.where(Lsh.FAMILY)}' is {_show(lsh.m[Lsh.FAMILY])}, expected {LSH_FAMILY!r}")
+    tables, bits, dim = lsh.get(Lsh.TABLES, int), lsh.get(Lsh.BITS, int), lsh.get(Lsh.DIM, int)
+    if not (1 <= bits <= MAX_BITS and 1 <= tables <= MAX_TABLES and dim >= 1):
+        raise BundleError(f"LSH parameters out of range: tables={tables}, bits={bits}, dim={dim}")
+    hyperplanes = _read_array(lsh.sub(Lsh.HYPERPLANES), FLOAT_DTYPE, 3)
+    if hyperplanes.shape != (tables, bits, dim):
+        raise BundleError(f"field '{lsh.where(Lsh.HYPERPLANES)}' has shape {hyperplanes.shape}, "
+                          f"expected {(tables, bits, dim)}")
+    if not np.isfinite(hyperplanes).all():
+        raise BundleError(f"field '{lsh.where(Lsh.HYPERPLANES)}' holds non-finite values")
+    votes = _read_array(p.sub(Payload.VOTES), VOTES_DTYPE, 3)
+    if votes.shape != (tables, 2**bits, len(labels)):
+        raise BundleError(f"field '{Payload.VOTES}' has shape {votes.shape}, expected {(tables, 2**bits, len(labels))}")
+    per_unit = privacy.get(Privacy.MAX_RECORDS_PER_UNIT, int, optional=True)  # absent before format 1.2
+    per_unit = 1 if per_unit is None else per_unit
+    if per_unit < 1:
+        raise BundleError(f"field '{privacy.where(Privacy.MAX_RECORDS_PER_UNIT)}' is {per_unit}, expected at least 1")
+    if privacy.m[Privacy.SENSITIVITY_L1] != per_unit * tables:
+        person = f", for each of the up to {per_unit} records of a person" if per_unit > 1 else ""
+        raise BundleError(
+            f"field '{privacy.where(Privacy.SENSITIVITY_L1)}' is {privacy.m[Privacy.SENSITIVITY_L1]} but a record "
+            f"touches one cell in each of {tables} tables{person}"
+        )
+
+    offsets = _finite_array(lsh, Lsh.OFFSETS, (tables, bits)) if Lsh.OFFSETS in lsh.m else None
+    class_stats = _read_class_stats(p, len(labels), dim) if Payload.CLASS_STATS in p.m else None
+    _check_releases(privacy, eps, class_stats)
+    prior = None
+    if Payload.PRIOR in p.m:
+        prior = _finite_array(p.sub(Payload.PRIOR), PriorKey.EMBEDDINGS, (len(labels), dim))
+    scoring = p.get(Payload.SCORING, dict, optional=True)
+    if scoring is not None:
+        _check_scoring(scoring)
+
+    enc = p.sub(Payload.ENCODER)
+    fmt = enc.get(EncoderKey.FORMAT, str)
+    if fmt not in ENCODER_FORMATS:
+        raise BundleError(f"encoder format {_show(fmt)} is not supported by this runtime (supports "
+                          f"{', '.join(ENCODER_FORMATS)})")
+    inputs = _read_str_list(enc, EncoderKey.INPUTS)
+    encoder = Encoder(
+        format=fmt,
+        model=enc.get(EncoderKey.MODEL, bytes),
+        tokenizer_json=enc.get(EncoderKey.TOKENIZER_JSON, str),
+        max_length=enc.get(EncoderKey.MAX_LENGTH, int),
+        dim=enc.get(EncoderKey.DIM, int),
+        pooling=enc.get(EncoderKey.POOLING, str),
+        normalized=enc.get(EncoderKey.NORMALIZED, bool),
+        inputs=tuple(inputs),
+        output=enc.get(EncoderKey.OUTPUT, str),
+        facts=enc.get(EncoderKey.FACTS, dict),
+        **_read_check(enc, dim),
+    )
+    if encoder.dim != dim:
+        raise BundleError(f"encoder produces {encoder.dim}-d embeddings but the hyperplanes are {dim}-d")
+    low, high = MAX_LENGTH_RANGE
+    if not low <= encoder.max_length <= high:
+        raise BundleError(f"field '{enc.where(EncoderKey.MAX_LENGTH)}' is {encoder.max_length}, expected {low}..{high}")
+    if not encoder.model:
+        raise BundleError(f"field '{enc.where(EncoderKey.MODEL)}' is empty")
+    unknown_inputs = set(inputs) - set(ENCODER_INPUTS)
+    if unknown_inputs:
+        raise BundleError(f"encoder declares unsupported inputs {_show(sorted(unknown_inputs))}")
+
+    return Bundle(
+        labels=tuple(labels),
+        label_descriptions=None if descriptions is None else tuple(descriptions),
+        privacy=privacy.m,
+        lsh={k: v for k, v in lsh.m.items() if k not in (Lsh.HYPERPLANES, Lsh.OFFSETS)},
+        hyperplanes=hyperplanes,
+        votes=votes,
+        encoder=encoder,
+        exporter=p.get(Payload.EXPORTER, dict),
+        offsets=offsets,
+        class_stats=class_stats,
+        prior=prior,
+        scoring=scoring,
+    )
+
+
+def _check_scoring(scoring: dict[str, Any]) -> None:
+    """The names the runtime reads must hold what it can use (a number where a number is meant,
+    a known centroid rule, positive temperatures and clip), within bounds that keep the blend
+    finite (SCORING_MAX, TEMPERATURE_MIN)."""
+    where = Payload.SCORING
+    if not all(isinstance(v, _NUMBER) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+               for v in scoring.values() if not isinstance(v, str)):
+        raise BundleError(f"field '{where}' must map names to finite non-negative numbers")
+    for name in SCORING_NUMBERS:
+        if name in scoring and isinstance(scoring[name], str):
+            raise BundleError(f"field '{path(where, name)}' must be a number, got str")
+    rule = scoring.get(Scoring.CENTROID_RULE, CENTROID_RULES[0])
+    if rule not in CENTROID_RULES:
+        raise BundleError(f"field '{path(where, Scoring.CENTROID_RULE)}' must be one of {', '.join(CENTROID_RULES)}, "
+                          f"got {_show(rule)}")
+    for name in SCORING_NUMBERS:
+        if name in scoring and scoring[name] > SCORING_MAX:
+            raise BundleError(f"field '{path(where, name)}' must be at most {_short(SCORING_MAX)}")
+    for name in SCORING_TEMPERATURES:
+        if name in scoring and scoring[name] < TEMPERATURE_MIN:
+            raise BundleError(f"field '{path(where, name)}' must be at least {_short(TEMPERATURE_MIN)}")
+    if rule == "gaussian" and not scoring.get(Scoring.CENTROID_CLIP_L1):
+        raise BundleError(f"field '{path(where, Scoring.CENTROID_CLIP_L1)}' must be positive for the gaussian "
+                          f"centroid rule")
+
+
+def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
+    cs = p.sub(Payload.CLASS_STATS)
+    projection = _read_array(cs.sub(ClassStatsKey.PROJECTION), FLOAT_DTYPE, 2)
+    k = projection.shape[0]
+    if not 1 <= k <= dim:
+        raise BundleError(f"field '{cs.where(ClassStatsKey.PROJECTION)}' must have 1 to {dim} rows (the embedding "
+                          f"size), got {k}")
+    if projection.shape != (k, dim) or not np.isfinite(projection).all():
+        raise BundleError(f"field '{cs.where(ClassStatsKey.PROJECTION)}' must be finite with shape {(k, dim)}, "
+                          f"got {projection.shape}")
+    return ClassStats(origin=_finite_array(cs, ClassStatsKey.ORIGIN, (dim,)), projection=projection,
+                      sums=_finite_array(cs, ClassStatsKey.SUMS, (classes, k)),
+                      counts=_finite_array(cs, ClassStatsKey.COUNTS, (classes,)))
+
+
+def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None) -> None:
+    """Format 2: each released statistic with its share; the shares add up to the epsilon."""
+    releases = privacy.get(Privacy.RELEASES, list, optional=class_stats is None)
+    if releases is None:
+        return
+    names, total = [], 0.0
+    for i, r in enumerate(releases):
+        f = _Fields(r, f"{privacy.where(Privacy.RELEASES)}[{i}]")
+        names.append(f.get(Release.STATISTIC, str))
+        share = f.get(Release.EPSILON, _NUMBER)
+        f.get(Release.SENSITIVITY_L1, int)
+        f.get(Release.NOISE_SCALE, _NUMBER)
+        f.get(Release.MECHANISM, str)
+        if not (share > 0 and math.isfinite(share)):
+            raise BundleError(f"field '{f.where(Release.EPSILON)}' must be positive, got {share}")
+        total += float(share)
+    if Statistic.VOTES not in names or (class_stats is not None and Statistic.CLASS_STATS not in names):
+        raise BundleError(f"field '{privacy.where(Privacy.RELEASES)}' must list every released statistic, got {names}")
+    if total > eps * (1 + PRIVACY_RTOL):
+        raise BundleError(f"the releases spend epsilon {total}, more than the bundle's epsilon {eps}")

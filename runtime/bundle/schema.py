@@ -1,0 +1,311 @@
+"""The bundle schema: every field name, type, version and bound of the format, named once.
+
+The reader, the writer, `describe`, the exporter, the golden vectors of the Java core and
+the bundle fuzzer all take names and limits from here, so a field cannot be spelt two ways
+and a bound cannot drift between the code that enforces it and the message that states it.
+docs/bundle-format.md is the normative description of the same contract.
+
+Names are grouped by the map they live in (`Payload`, `Privacy`, `Lsh`, ...); a dotted path
+such as ``privacy.epsilon`` is ``f"{Payload.PRIVACY}.{Privacy.EPSILON}"``.
+
+Example:
+    >>> Payload.PRIVACY, Privacy.EPSILON, path(Payload.PRIVACY, Privacy.EPSILON)
+    ('privacy', 'epsilon', 'privacy.epsilon')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+FORMAT_NAME = "dpedge-bundle"
+#: What a bundle that uses any format-2 field is written as (aligned hashing, blended scoring).
+FORMAT_VERSION = (2, 1)
+#: What a bundle with vote tables only is written as (``--hashing random``).
+FORMAT_VERSION_PLAIN = (1, 2)
+#: Majors this reader understands; a newer major is refused, a newer minor only adds fields.
+SUPPORTED_MAJORS = (1, 2)
+CHECKSUM_ALGORITHM = "sha256"
+
+
+def path(*keys: str) -> str:
+    """The dotted path of a field, as error messages name it.
+
+    Example:
+        >>> path(Payload.LSH, Lsh.OFFSETS)
+        'lsh.offsets'
+    """
+    return ".".join(k for k in keys if k)
+
+
+class Outer:
+    """The file's outer map: the magic, the version, the checksum and the payload bytes."""
+
+    FORMAT = "format"
+    VERSION = "version"
+    CHECKSUM = "checksum"
+    PAYLOAD = "payload"
+    #: Inside ``checksum``.
+    ALGORITHM = "algorithm"
+    DIGEST = "digest"
+
+
+class Payload:
+    """Keys of the payload map."""
+
+    LABELS = "labels"
+    LABEL_DESCRIPTIONS = "label_descriptions"
+    PRIVACY = "privacy"
+    LSH = "lsh"
+    VOTES = "votes"
+    ENCODER = "encoder"
+    EXPORTER = "exporter"
+    # format 2
+    CLASS_STATS = "class_stats"
+    PRIOR = "prior"
+    SCORING = "scoring"
+
+
+class Array:
+    """Keys of an array record: explicit little-endian dtype, shape, C-order bytes."""
+
+    DTYPE = "dtype"
+    SHAPE = "shape"
+    DATA = "data"
+
+
+class Privacy:
+    """Keys of ``privacy``: the bundle's own statement of its guarantee."""
+
+    EPSILON = "epsilon"
+    DELTA = "delta"
+    MECHANISM = "mechanism"
+    SENSITIVITY_L1 = "sensitivity_l1"
+    NOISE_SCALE = "noise_scale"
+    NEIGHBOUR_RELATION = "neighbour_relation"
+    PRIVACY_UNIT = "privacy_unit"
+    MAX_RECORDS_PER_UNIT = "max_records_per_unit"
+    NOISE_SOURCE = "noise_source"
+    NOISE_LIBRARY = "noise_library"
+    NOISE_LIBRARY_VERSION = "noise_library_version"
+    POST_PROCESSING = "post_processing"
+    RELEASED_STATISTICS = "released_statistics"
+    PUBLIC_INPUTS = "public_inputs"
+    COMPOSITION = "composition"
+    RELEASES = "releases"
+
+
+class Release:
+    """Keys of one entry of ``privacy.releases``: a released statistic and its share."""
+
+    STATISTIC = "statistic"
+    EPSILON = "epsilon"
+    MECHANISM = "mechanism"
+    SENSITIVITY_L1 = "sensitivity_l1"
+    NOISE_SCALE = "noise_scale"
+    MAX_RECORDS_PER_UNIT = "max_records_per_unit"
+    NOISE_SOURCE = "noise_source"
+    # class statistics only
+    GRID = "grid"
+    COUNT_GRID = "count_grid"
+    CLIP_L1 = "clip_l1"
+    DIM = "dim"
+    NOTE = "note"
+
+
+class Statistic:
+    """Values of ``privacy.releases[i].statistic``: the statistics a bundle can release."""
+
+    VOTES = "votes"
+    CLASS_STATS = "class_stats"
+
+
+class Lsh:
+    """Keys of ``lsh``: the SimHash parameters and hyperplanes."""
+
+    FAMILY = "family"
+    TABLES = "tables"
+    BITS = "bits"
+    DIM = "dim"
+    SEED = "seed"
+    DISTRIBUTION = "distribution"
+    BIT_RULE = "bit_rule"
+    BITS_RULE = "bits_rule"
+    HYPERPLANES = "hyperplanes"
+    OFFSETS = "offsets"
+
+
+LSH_FAMILY = "simhash"
+
+
+class EncoderKey:
+    """Keys of ``encoder``: the sentence encoder and what a reader needs to run it."""
+
+    FORMAT = "format"
+    MODEL = "model"
+    TOKENIZER_JSON = "tokenizer_json"
+    MAX_LENGTH = "max_length"
+    DIM = "dim"
+    POOLING = "pooling"
+    NORMALIZED = "normalized"
+    INPUTS = "inputs"
+    OUTPUT = "output"
+    FACTS = "facts"
+    CHECK = "check"
+    #: Inside ``check``.
+    CHECK_TEXT = "text"
+    CHECK_EMBEDDING = "embedding"
+
+
+class ClassStatsKey:
+    """Keys of ``class_stats``: the released class statistics and their public subspace."""
+
+    ORIGIN = "origin"
+    PROJECTION = "projection"
+    SUMS = "sums"
+    COUNTS = "counts"
+
+
+class PriorKey:
+    """Keys of ``prior``: the label descriptions' embeddings."""
+
+    EMBEDDINGS = "embeddings"
+    SOURCE = "source"
+
+
+class Scoring:
+    """Keys of ``scoring``: the blend's weights, temperatures and rules."""
+
+    VOTES = "votes"
+    CENTROIDS = "centroids"
+    PRIOR = "prior"
+    CENTROID_TEMPERATURE = "centroid_temperature"
+    PRIOR_TEMPERATURE = "prior_temperature"
+    CENTROID_RULE = "centroid_rule"
+    CENTROID_CLIP_L1 = "centroid_clip_l1"
+    PRIOR_RECORDS_PER_CLASS = "prior_records_per_class"
+    RULE = "rule"
+
+
+class ExporterKey:
+    """Keys of ``exporter``: who wrote the bundle and when."""
+
+    NAME = "name"
+    VERSION = "version"
+    CREATED = "created"
+    #: Only in benchmark stand-in bundles: says their votes were not made by their encoder.
+    EMBEDDINGS = "embeddings"
+
+
+# --------------------------------------------------------------------------- types and bounds
+
+VOTES_DTYPE = np.dtype("<i2")
+FLOAT_DTYPE = np.dtype("<f4")
+#: The float arrays (hyperplanes, offsets, class statistics, prior, check embedding) are all <f4.
+HYPERPLANES_DTYPE = FLOAT_DTYPE
+ENCODER_FORMATS = ("onnx", "tflite")
+ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+#: Largest file a reader reads; bundles are tens of MB, so anything near this is not one.
+MAX_BUNDLE_BYTES = 2 * 1024**3
+#: Bits per table and tables the format admits (the exporter itself allows 20 and 128).
+MAX_BITS = 24
+MAX_TABLES = 1024
+MAX_LENGTH_RANGE = (2, 8192)
+#: A backend whose embedding of the check text is less similar than this to the exporter's
+#: is computing something else (docs/encoder.md: other CPUs and engine versions stay above 0.998).
+CHECK_MIN_COSINE = 0.98
+
+#: How the centroid component turns a query into logits ("cosine": format 2.0's rule).
+CENTROID_RULES = ("cosine", "gaussian")
+#: The ``scoring`` names that hold numbers.
+SCORING_NUMBERS = (Scoring.VOTES, Scoring.CENTROIDS, Scoring.PRIOR, Scoring.CENTROID_TEMPERATURE,
+                   Scoring.PRIOR_TEMPERATURE, Scoring.CENTROID_CLIP_L1, Scoring.PRIOR_RECORDS_PER_CLASS)
+SCORING_TEMPERATURES = (Scoring.CENTROID_TEMPERATURE, Scoring.PRIOR_TEMPERATURE)
+#: Bounds on those numbers: far outside anything measured, and inside them the blend cannot
+#: overflow (weights and the prior's boost at most SCORING_MAX, temperatures at least
+#: TEMPERATURE_MIN).
+SCORING_MAX = 1e6
+TEMPERATURE_MIN = 1e-6
+#: Relative tolerance when the reader compares privacy numbers that the writer derived by
+#: float arithmetic (a share's epsilons summing to the total, scale = sensitivity / epsilon).
+PRIVACY_RTOL = 1e-9
+
+
+# --------------------------------------------------------------------------- decoded form
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """The sentence encoder shipped in the bundle, with what a reader needs to run it.
+
+    ``model`` is the serialized model (an ONNX protobuf for format ``"onnx"``, a TFLite
+    flatbuffer for ``"tflite"``); the runtime hands it to the inference engine and never
+    interprets or executes anything else in the bundle. ``facts`` holds descriptive metadata
+    (source model, quantization, fidelity). ``check_text``/``check_embedding`` are a fixed
+    public text and the exporter's embedding of it, so a device can verify at load that its
+    inference engine computes the same function (None in bundles written before v1.1).
+    """
+
+    format: str
+    model: bytes
+    tokenizer_json: str
+    max_length: int
+    dim: int
+    pooling: str
+    normalized: bool
+    inputs: tuple[str, ...]
+    output: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    check_text: str | None = None
+    check_embedding: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """The released class statistics and the public subspace they live in: z = P (x - origin)."""
+
+    origin: np.ndarray       # (dim,)
+    projection: np.ndarray   # (k, dim), orthonormal rows
+    sums: np.ndarray         # (classes, k), noisy
+    counts: np.ndarray       # (classes,), noisy
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A released DP datastore plus its encoder.
+
+    ``votes`` has shape (tables, 2**bits, classes), int16; ``hyperplanes`` has shape
+    (tables, bits, dim), float32. Bit h (0-based) of a table's bucket id is 1 iff the
+    embedding's dot product with ``hyperplanes[t, h]`` is greater than ``offsets[t, h]``
+    (0 without offsets; see runtime.simhash).
+    """
+
+    labels: tuple[str, ...]
+    label_descriptions: tuple[str, ...] | None
+    privacy: dict[str, Any]
+    lsh: dict[str, Any]
+    hyperplanes: np.ndarray
+    votes: np.ndarray
+    encoder: Encoder
+    exporter: dict[str, Any]
+    #: Format 2 (all optional): hyperplane offsets (tables, bits); the released class
+    #: statistics; the label descriptions' embeddings (classes, dim); the blend's weights.
+    offsets: np.ndarray | None = None
+    class_stats: ClassStats | None = None
+    prior: np.ndarray | None = None
+    scoring: dict[str, Any] | None = None
+
+    @property
+    def uses_format_2(self) -> bool:
+        return any(x is not None for x in (self.offsets, self.class_stats, self.prior, self.scoring))
+
+    @property
+    def tables(self) -> int:
+        return int(self.votes.shape[0])
+
+    @property
+    def bits(self) -> int:
+        return int(self.hyperplanes.shape[1])

@@ -1,0 +1,57 @@
+"""Texts to embeddings: the bundle's tokenizer and encoder, always used together.
+
+The exporter embeds training records through this same class on the very model a bundle
+ships, and the runtime embeds queries through it, so a text typed on a device is tokenized,
+truncated and encoded exactly as the exporter did and lands in the same buckets.
+
+Example:
+    >>> emb = Embedder(bundle.encoder, threads=1)               # doctest: +SKIP
+    >>> emb.embed(["wake me at six"]).shape                      # doctest: +SKIP
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from runtime.bundle.schema import Encoder
+from runtime.encoder import TextEncoder
+from runtime.tokenizer import TextTokenizer
+
+
+class Embedder:
+    """Unit-vector embeddings of texts, shape (n, dim), float32.
+
+    ``backend``, ``threads`` and ``workers`` are `TextEncoder`'s (engine, threads per text,
+    texts embedded at once); none of them changes the result.
+    """
+
+    def __init__(self, encoder: Encoder, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
+        self.spec = encoder
+        self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
+        self.encoder = TextEncoder(encoder, backend=backend, threads=threads, workers=workers)
+
+    @property
+    def backend(self) -> str:
+        return self.encoder.backend
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One embedding per text, in input order."""
+        return self.encoder.embed(self.tokenizer.encode(texts))
+
+    def embed_one(self, text: str) -> np.ndarray:
+        """The embedding of one text, shape (dim,)."""
+        return self.encoder.embed_one(self.tokenizer.encode([text])[0])
+
+    def verify(self) -> float | None:
+        """Cosine between this engine's embedding of the bundle's check text and the exporter's
+        (None: the bundle has no check); raises BundleError below CHECK_MIN_COSINE."""
+        if self.spec.check_text is None:
+            return None
+        return self.encoder.verify(self.tokenizer.encode([self.spec.check_text])[0])
