@@ -35,13 +35,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder, Split, knn_accuracy  # noqa: E402
 
-from exporter.build import DEFAULT_CLASS_SHARE, release_aligned  # noqa: E402
-from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter  # noqa: E402
-from exporter.counting import VoteCounter  # noqa: E402
+from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.public_basis import DEFAULT_DIM, PublicBasis, fit_public_basis, public_texts  # noqa: E402
-from exporter.release import release_votes  # noqa: E402
-from runtime.scoring import CENTROID_RULES, Scorer, Weights  # noqa: E402
+from exporter.privacy import DEFAULT_CLASS_SHARE, PrivacyBudget, default_shares  # noqa: E402
+from exporter.stages import aligned_hashing  # noqa: E402
+from exporter.votes import VoteCounter, release_votes  # noqa: E402
+from runtime.bundle.schema import CENTROID_RULES  # noqa: E402
+from runtime.scoring import Scorer, Weights  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 METHODS = ("blend", "votes", "centroids", "random", "paper", "prior")
@@ -62,7 +63,7 @@ def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int, p
     """Algorithm 2 on random hyperplanes with the whole epsilon (format 1.2 bundles)."""
     planes = draw_hyperplanes(seed, tables, bits, ds.train.embeddings.shape[1])
     if bits <= 12:
-        votes = release_votes(_counts(planes, None, ds), eps).votes
+        votes = release_votes(_counts(planes, None, ds), PrivacyBudget(eps)).votes
         return _accuracy(Scorer(planes, votes, probe_weight=probe_weight), ds)
     # The paper's H = 24 has 2^24 buckets per table: noising all 4 x 16.7M x C cells with the
     # exact sampler takes many minutes and gigabytes. Only the cells the test queries read can
@@ -81,7 +82,7 @@ def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int, p
             i = cells.get((t, int(b)))
             if i is not None:
                 exact[i, y] += 1
-    noisy = release_votes(exact[None], eps / tables).votes[0]  # one "table" here: eps/T gives scale T/eps
+    noisy = release_votes(exact[None], PrivacyBudget(eps / tables)).votes[0]  # one "table" here: eps/T gives scale T/eps
     index = np.array([[cells[(t, int(b))] for t, b in enumerate(row)] for row in test])
     scores = noisy[index].sum(axis=1, dtype=np.int64)
     return float((scores.argmax(axis=1) == ds.test.labels).mean())
@@ -92,10 +93,11 @@ def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, e
     """One default-bundle release (class statistics, then aligned vote tables), scored three ways."""
     counter = ClassStatsCounter(basis, len(ds.labels), args.clip_l1)
     counter.add(ds.train.embeddings, ds.train.labels)
-    r = release_aligned(counter, basis, eps, seed=seed, tables=args.tables, bits=args.bits,
-                        class_share=args.class_share, public_directions=args.public_directions)
-    planes, offsets, cs = r.planes, r.offsets, r.stats.for_bundle(basis)
-    votes = release_votes(_counts(planes, offsets, ds), r.votes_epsilon).votes
+    budget = PrivacyBudget(eps, shares=default_shares("aligned", args.class_share))
+    stats = release_class_stats(counter, budget)
+    hashing = aligned_hashing(stats, basis, seed, args.tables, args.bits, args.public_directions, budget)
+    planes, offsets, cs = hashing.planes, hashing.offsets, stats.for_bundle(basis)
+    votes = release_votes(_counts(planes, offsets, ds), budget).votes
     # The weights a bundle of these settings ships, or the format-2.0 cosine rule to compare.
     weights = Weights.measured(args.clip_l1) if args.centroid_rule == "gaussian" else Weights()
     if args.prior_records_per_class is not None:
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown methods {sorted(unknown)}")
 
     embedder = Embedder()
-    embed_texts = lambda texts: embedder.encoder.embed(embedder.tokenizer.encode(texts))  # noqa: E731
+    embed_texts = embedder.embedder.embed
     tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")
     results: dict[str, dict] = {}
     for folder in args.data:

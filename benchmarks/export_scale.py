@@ -58,7 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from exporter.build import CHUNK_RECORDS, BuildOptions, build  # noqa: E402
+from exporter.build import BuildOptions, build  # noqa: E402
+from exporter.local_engine import CHUNK_RECORDS  # noqa: E402
 from exporter.dataset import Record, read_labels, read_records  # noqa: E402
 
 DATA = ROOT / "data" / "assistant"
@@ -286,7 +287,7 @@ def child(kind: str, train: Path, out: Path, sources: Path | None, records: int,
     stand_in = None
     if kind == "precomputed":
         from exporter.encoder_export import export_encoder
-        from runtime.tokenize import TextTokenizer
+        from runtime.tokenizer import TextTokenizer
 
         spec = export_encoder(models_dir=opts.models_dir).to_bundle_encoder()
         stand_in = PrecomputedEmbeddings(Sources.load(sources), records,

@@ -17,8 +17,9 @@ import os
 import sys
 from pathlib import Path
 
-from exporter.build import (DEFAULT_BASIS_DIM, DEFAULT_BITS, DEFAULT_CLASS_SHARE, DEFAULT_CLIP_L1, DEFAULT_MAX_TABLE_MIB, HASHINGS, DEFAULT_TABLES, BuildError, BuildOptions,
-                            BuildReport, build)
+from exporter.build import BuildReport, build
+from exporter.options import (DEFAULT_BASIS_DIM, DEFAULT_BITS, DEFAULT_CLASS_SHARE, DEFAULT_CLIP_L1,
+                              DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, ENGINES, HASHINGS, BuildError, BuildOptions)
 from exporter.dataset import FORMATS, DatasetError
 from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
 from runtime import bundle as bundle_format
@@ -34,8 +35,8 @@ def _add_encoder_format(p: argparse.ArgumentParser) -> None:
 
 def _add_build(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build a DP bundle from a labelled dataset",
-                       description="Embed, hash and count a labelled dataset, add discrete Laplace noise "
-                                   "to every cell, and write one bundle file.")
+                       description="Embed a labelled dataset, release noisy class statistics and vote tables "
+                                   "within one epsilon, and write one bundle file.")
     p.add_argument("--train", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
     p.add_argument("--labels", required=True, type=Path,
                    help="public label list: one label a line, optionally label<TAB>description")
@@ -75,7 +76,7 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help=f"refuse vote tables larger than this (default {DEFAULT_MAX_TABLE_MIB:g} MiB)")
     p.add_argument("--models-dir", type=Path, default=Path("models"), help="where the exported encoder is cached")
     p.add_argument("--workers", type=int, default=None, help="texts embedded in parallel (default: one per core)")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
+    p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local (this process; default) or ray (Ray Data, JSONL only; needs pip install "
                         "'dpedge[ray]'; see docs/ray.md)")
     p.add_argument("--ray-address", default=None, metavar="ADDRESS",
@@ -100,7 +101,7 @@ def _print_report(r: BuildReport) -> None:
     if r.clipped_cells:
         print(f"  note: {r.clipped_cells} noisy cells exceeded int16 and were clipped")
     print("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items()))
-    print("  (record counts above are for you; the bundle contains only the noisy tables)")
+    print("  (record counts above are for you; the bundle contains only the noisy releases)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,11 @@
-"""Random SimHash hyperplanes: data-independent, reproducible from a recorded seed.
+"""SimHash hyperplanes: random (data-independent) or aligned (post-processing of a release).
 
-The hyperplanes are public (they ship in the bundle) and never see the records, so they cost
-no privacy budget. That is also why numpy's seeded generator is fine here and nowhere near
-the noise: nothing secret depends on it, and the seed is written into the bundle so the
-hashing can be reproduced.
+Random hyperplanes never see the records, so they cost no privacy budget; that is also why
+numpy's seeded generator is fine here and nowhere near the noise: nothing secret depends on
+it, and the seed is written into the bundle so the hashing can be reproduced. Aligned
+hyperplanes are drawn (from the same kind of seed) inside the span of the released noisy
+class directions, and their number of bits follows the released noisy record count: both
+are functions of a release, so they cost nothing more either.
 """
 
 from __future__ import annotations
@@ -13,6 +15,21 @@ import secrets
 import numpy as np
 
 DISTRIBUTIONS = ("gaussian",)
+
+
+#: The range `bits_for` chooses from (the table-size check before a build assumes the top).
+AUTO_BITS = (4, 8)
+
+
+def bits_for(records: float) -> int:
+    """H from the released (noisy) record count: about 100 records per bucket, 4..8 bits.
+
+    Example:
+        >>> [bits_for(n) for n in (500, 1775, 8000, 10**6)]
+        [4, 4, 6, 8]
+    """
+    low, high = AUTO_BITS
+    return int(min(high, max(low, np.floor(np.log2(max(records, 1.0) / 100)))))
 
 
 def new_seed() -> int:

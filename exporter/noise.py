@@ -10,6 +10,7 @@ generator state.
 
 from __future__ import annotations
 
+import functools
 from importlib.metadata import version
 from typing import Any, Protocol
 
@@ -29,27 +30,38 @@ class NoiseSource(Protocol):
     def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray: ...
 
 
+@functools.lru_cache(maxsize=1)
+def _opendp_version() -> str:
+    return version("opendp")
+
+
+@functools.lru_cache(maxsize=64)
+def _laplace(scale: float):
+    """OpenDP's integer Laplace measurement at ``scale``. It holds no randomness (each call
+    draws fresh noise from OpenSSL), so one measurement per scale serves every release."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T="i32")), dp.l1_distance(T="i32")
+    return dp.m.make_laplace(*space, scale=scale)
+
+
 class OpenDPDiscreteLaplace:
     """The production noise source."""
 
     def __init__(self) -> None:
-        import opendp.prelude as dp
-
-        dp.enable_features("contrib")
-        self._dp = dp
-
-    def _mechanism(self, scale: float):
-        dp = self._dp
-        space = dp.vector_domain(dp.atom_domain(T="i32")), dp.l1_distance(T="i32")
-        return dp.m.make_laplace(*space, scale=scale)
-
-    def facts(self) -> dict[str, Any]:
-        return {
+        self._facts = {
             "noise_library": "opendp",
-            "noise_library_version": version("opendp"),
+            "noise_library_version": _opendp_version(),
             "noise_source": "OpenDP make_laplace on integers: exact discrete Laplace sampler driven by "
                             "OpenSSL's cryptographically secure RNG",
         }
+
+    def _mechanism(self, scale: float):
+        return _laplace(float(scale))
+
+    def facts(self) -> dict[str, Any]:
+        return dict(self._facts)
 
     def epsilon_spent(self, scale: float, sensitivity: int) -> float:
         """OpenDP's own privacy map: the epsilon this scale costs at this L1 sensitivity."""

@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-#: Whole vocabulary words embedded for the basis: enough for 128 stable components, and
-#: about 3 s of encoding on one core.
+#: Whole vocabulary words embedded for the basis: enough for 128 stable components, at a
+#: few seconds of encoding per build.
 VOCAB_WORDS = 8000
 DEFAULT_DIM = 128
 _WORD = re.compile(r"[a-z]{3,}")

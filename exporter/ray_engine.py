@@ -16,7 +16,10 @@ How the work is split (docs/ray.md):
    - `EmbedClassStats` (pass 1 of an aligned build): returns the shard's exact clipped,
      quantized per-class sums and counts (`exporter.class_stats.ClassStatsCounter`).
 3. The driver sums the partial results into the dense totals. Nothing is noised or released
-   here: `exporter.build` adds the noise once, on the driver, to each total.
+   here: the build releases each total once, on the driver, through its privacy budget.
+
+`RayEngine` runs these passes for `exporter.build` with the same interface as the local
+engine (exporter.engine), inside one Ray session.
 
 Limits: JSONL only (a CSV record may span lines, so CSV cannot be cut at newlines); the
 dataset path must be readable at the same path on every worker; per-person bounding
@@ -28,7 +31,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -36,11 +39,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from exporter.class_stats import ClassStatsCounter
-from exporter.counting import VoteCounter
 from exporter.dataset import (MAX_LISTED_UNKNOWN_LABELS, DatasetError, LabelSet, ReadStats, decode_line,
                               detect_format, parse_jsonl_line, validate_row)
+from exporter.engine import Engine
+from exporter.options import BuildError, BuildOptions
+from exporter.progress import Timer
 from exporter.public_basis import PublicBasis
-from runtime.bundle import Encoder
+from exporter.votes import VoteCounter
+from runtime.bundle.schema import Encoder
 
 INSTALL = "pip install 'dpedge[ray]'"
 DEFAULT_LINES_PER_SHARD = 2048
@@ -140,14 +146,12 @@ class _ShardActor:
     def __init__(self, encoder: Any, spec: ReadSpec):
         import ray
 
-        from runtime.encoder import TextEncoder
-        from runtime.tokenize import TextTokenizer
+        from runtime.embedder import Embedder
 
         if isinstance(encoder, ray.ObjectRef):
             encoder = ray.get(encoder)
         assert isinstance(encoder, Encoder)
-        self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
-        self.encoder = TextEncoder(encoder, threads=1)
+        self.embedder = Embedder(encoder, threads=1)
         self.spec = spec
 
     def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
@@ -163,7 +167,7 @@ class _ShardActor:
             try:
                 texts, labels = read_shard(self.spec, int(start), int(end), int(first), stats)
                 if texts:
-                    emb = self.encoder.embed(self.tokenizer.encode(texts))
+                    emb = self.embedder.embed(texts)
                     classes = np.asarray(labels, dtype=np.int64)
             except DatasetError as exc:
                 where = f"{self.spec.path}" + ("" if exc.line is None else f":{exc.line}")
@@ -283,7 +287,7 @@ def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, offs
     ``offsets``: the aligned hashing's per-hyperplane offsets (None: through the origin).
     ``address``: see `ray_session`. ``workers``: actors in the pool (default: the cluster's
     CPUs). ``lines_per_shard``: lines per work item (default DEFAULT_LINES_PER_SHARD).
-    The counts are exact: the caller must release them only through exporter.release.
+    The counts are exact: the caller must release them only through its privacy budget.
     """
     check_format(Path(spec.path), fmt)
     import_ray()
@@ -310,7 +314,7 @@ def class_stats_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, c
     as a `ClassStatsCounter` (the same integers the local engine accumulates: each record's
     clipped, quantized projection is an integer vector, so partial sums add up exactly), and
     the read statistics. Nothing is released: the caller noises the total once, on the driver,
-    with exporter.build.release_aligned."""
+    through its privacy budget."""
     check_format(Path(spec.path), fmt)
     import_ray()
     shards = plan_shards(Path(spec.path), lines_per_shard or DEFAULT_LINES_PER_SHARD)
@@ -326,3 +330,44 @@ def class_stats_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, c
         kwargs = {"encoder": ray.put(encoder), "basis": basis, "clip_l1": clip_l1, "spec": spec}
         stats = _run_shards(ray, spec, shards, EmbedClassStats, kwargs, add, workers)
     return total, stats
+
+
+class RayEngine(Engine):
+    """`exporter.build`'s passes on Ray Data, inside one Ray session for all of them."""
+
+    def __init__(self, opts: BuildOptions, labels: LabelSet, encoder: Encoder, timer: Timer):
+        super().__init__(opts.train)
+        self.timer = timer
+        try:
+            import_ray()
+            check_format(opts.train, opts.fmt)
+        except RayEngineError as exc:
+            raise BuildError(str(exc)) from None
+        self.encoder = encoder
+        self.spec = ReadSpec(str(opts.train), labels, text_field=opts.text_field, label_field=opts.label_field,
+                             skip_unknown_labels=opts.skip_unknown_labels, skip_bad_texts=opts.skip_empty_texts)
+        self.run = dict(fmt=opts.fmt, address=opts.ray_address, workers=opts.workers)
+        self._session = ExitStack()
+        self._started = False
+
+    def _pass(self, stage: str, work: Callable[[], tuple[Any, ReadStats]]) -> Any:
+        t = self.timer.start()
+        try:
+            if not self._started:  # one Ray instance for every pass
+                self._session.enter_context(ray_session(self.run["address"], self.run["workers"]))
+                self._started = True
+            result, stats = work()
+        except RayEngineError as exc:
+            raise BuildError(str(exc)) from None
+        self.timer.add(stage, t)
+        self.finish_pass(stats)
+        return result
+
+    def class_stats(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassStatsCounter:
+        return self._pass("ray: read+embed+class statistics", lambda: class_stats_with_ray(self.spec, self.encoder, basis, clip_l1, **self.run))
+
+    def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
+        return self._pass("ray: read+embed+hash+count", lambda: count_with_ray(self.spec, self.encoder, planes, offsets=offsets, **self.run))
+
+    def close(self) -> None:
+        self._session.close()

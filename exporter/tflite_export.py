@@ -1,15 +1,13 @@
 """Convert a sentence-transformers BERT model to an int8 TFLite encoder with dynamic length.
 
-Route, chosen from what ../shared/notes/toolchain.md measured: transformers' TFBertModel
+Route (docs/encoder.md compares the alternatives): transformers' TFBertModel
 built from the model's config, weights loaded from model.safetensors (no PyTorch involved),
 mean pooling and L2 normalisation inside one `tf.function` whose input is int32
 ``input_ids`` of shape [1, None], saved as a SavedModel, then `tf.lite.TFLiteConverter` with
 dynamic-range quantization (int8 weights, per-channel). Only builtin ops come out, and the
 sequence length stays dynamic, so the interpreter is resized to each text's length (a
 fixed-length model pays for 128 tokens on every short text). The batch dimension is fixed
-at 1: a dynamic batch needs TensorFlow's Flex ops, which LiteRT does not ship. The other
-routes in toolchain.md either need fixed shapes (litert-torch) or produced wrong dynamic
-models without an error (onnx2tf).
+at 1: a dynamic batch needs TensorFlow's Flex ops, which LiteRT does not ship.
 
 Attention mask and token types are built inside the graph (all ones, all zeros): a single
 unpadded text never needs anything else, and a one-input model is the simplest for phones.

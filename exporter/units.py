@@ -2,17 +2,18 @@
 
 Record-level DP protects one record; a customer with 40 tickets is 40 records. With a unit
 column (a user id), the exporter keeps at most K records of each unit, so adding or removing
-a whole person changes the vote tables by at most K*T in L1, and the release adds noise of
-scale K*T/epsilon (exporter.release). Which K records are kept is chosen uniformly at random
-with a cryptographically secure generator, looking at nothing but the unit key and how many
-records the unit has: not at labels or texts (choosing, say, the longest texts would make the
-selection itself depend on content), and not simply the first K in file order (file order
-often follows time or topic).
+a whole person changes every release by at most K times a record's sensitivity, which the
+privacy budget (exporter.privacy) pays for. Which K records are kept is chosen uniformly at
+random with a cryptographically secure generator, looking at nothing but the unit key and
+how many records the unit has: not at labels or texts (choosing, say, the longest texts would
+make the selection itself depend on content), and not simply the first K in file order (file
+order often follows time or topic).
 
 It takes two streaming passes over the data: the first counts records per unit, the second
-keeps the chosen ones. Memory grows with the number of distinct units (one count each, and
-K chosen positions for each unit over the bound), never with the number of records. Whether
-a unit was over the bound is not released: only the noisy tables are.
+keeps the chosen ones, and never more than K of any unit even if the data changed in between
+(the build then refuses: both passes must see the same records). Memory grows with the
+number of distinct units (one count each, and K chosen positions for each unit over the
+bound), never with the number of records. Whether a unit was over the bound is not released.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class UnitBound:
     k: int
     stats: UnitStats = field(default_factory=UnitStats)
     _chosen: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
+    _planned: Counter[str] = field(default_factory=Counter, repr=False)
+    _mismatch: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -59,6 +62,7 @@ class UnitBound:
     def plan(self, units: Iterable[str]) -> None:
         """First pass: count each unit's records and draw which of them to keep."""
         counts = Counter(units)
+        self._planned = counts
         self.stats.units = len(counts)
         self._chosen = {}
         for unit, n in counts.items():
@@ -68,12 +72,27 @@ class UnitBound:
                 self.stats.records_dropped += n - self.k
 
     def keep(self, records: Iterable[R], unit_of: Callable[[R], str]) -> Iterator[R]:
-        """Second pass, same records in the same order: yield only the chosen ones."""
+        """Second pass: yield the chosen records, and never more than ``k`` of any unit.
+
+        The cap holds by construction, whatever this pass sees: a unit absent from the plan
+        (new since the first pass) keeps its first ``k`` records, and a unit with more records
+        than planned keeps at most ``k``. Either means the data changed between the passes,
+        which `consistent` then reports so the build can refuse.
+        """
         seen: Counter[str] = Counter()
+        kept: Counter[str] = Counter()
+        self._mismatch = False
         for record in records:
             unit = unit_of(record)
             position = seen[unit]
             seen[unit] += 1
             chosen = self._chosen.get(unit)
-            if chosen is None or position in chosen:
+            if kept[unit] < self.k and (chosen is None or position in chosen):
+                kept[unit] += 1
                 yield record
+        self._mismatch = seen != self._planned
+
+    @property
+    def consistent(self) -> bool:
+        """True when the last `keep` pass saw exactly the units and counts `plan` saw."""
+        return not self._mismatch

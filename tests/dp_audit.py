@@ -12,10 +12,13 @@ stated epsilon of a correct release. A release whose bound exceeds its stated ep
 epsilon-DP (up to the alpha chance of a false alarm). Several events are tried at once; alpha
 is split among them (Bonferroni), so the maximum over events keeps the same guarantee.
 
-Events here: "min over the tables of the noisy vote for x's class in x's bucket >= k" (and
-its complement, for the reverse direction), for a range of thresholds k. For a correct
-release with T tables and scale T/epsilon, the cells are independent and shifted by 1 each,
-so this event's loss approaches epsilon exactly in the upper tail: the audit is tight.
+Events here: "statistic >= k" (and its complement, for the reverse direction) for a range of
+thresholds k, where the statistic is the smallest of the released coordinates that x moves,
+each measured from where x moves it. For the vote tables that is the min over the tables of
+the noisy vote for x's class in x's bucket; for the class statistics, the min of x's sum
+coordinate and its class count beyond their values under D'. In the upper tail every one of
+those independent Laplace coordinates sits beyond its shifted centre, so the event's loss is
+exactly epsilon for a correct release: the audit is tight.
 """
 
 from __future__ import annotations
@@ -54,8 +57,8 @@ def epsilon_lower_bound(stat_d: np.ndarray, stat_dp: np.ndarray, thresholds: Seq
     a = alpha / events  # Bonferroni over events; each interval is two-sided at level a
     best, where = -math.inf, ""
     for k in thresholds:
-        for name, in_d, in_dp in ((f"min vote >= {k}", stat_d >= k, stat_dp >= k),
-                                  (f"min vote < {k}", stat_dp < k, stat_d < k)):
+        for name, in_d, in_dp in ((f"statistic >= {k}", stat_d >= k, stat_dp >= k),
+                                  (f"statistic < {k}", stat_dp < k, stat_d < k)):
             # ratio of the event under the 'more likely' dataset to the 'less likely' one
             lo, _ = clopper_pearson(int(in_dp.sum()), n, a)
             _, hi = clopper_pearson(int(in_d.sum()), n, a)
@@ -74,4 +77,9 @@ def run_statistic(release: Callable[[np.ndarray], np.ndarray], counts: np.ndarra
     constant seed) is only visible that way.
     """
     tables = np.arange(len(cells))
-    return np.array([int(release(counts)[tables, cells, label].min()) for _ in range(runs)])
+    return run_releases(lambda: release(counts), lambda out: out[tables, cells, label].min(), runs)
+
+
+def run_releases(release: Callable[[], object], statistic: Callable[[object], float], runs: int) -> np.ndarray:
+    """statistic(release()) for ``runs`` separate calls of the release."""
+    return np.array([float(statistic(release())) for _ in range(runs)])

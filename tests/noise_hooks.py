@@ -89,3 +89,49 @@ class ScaleIgnoresUnitNoise(HalvedScaleNoise):
 
     def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
         return self._real.add_noise(counts, scale / self.k)
+
+
+# --------------------------------------------------------------------------- planted bugs: class statistics
+# Broken releases of the class statistics for the audit in tests/test_dp_audit.py. Each
+# composes the product's own pieces (ClassStatsCounter, PrivacyBudget) the way a classic
+# implementation mistake would; none of them is reachable from exporter/.
+
+
+def class_stats_ignoring_the_count_weight(counter, budget):
+    """Noise scaled to the sums' clip alone: forgets that a record also moves its class's
+    count (by COUNT_STEPS), while the bundle still claims the full budget."""
+    from exporter.class_stats import COUNT_STEPS, MECHANISM, QUANTUM, ClassStatsRelease
+
+    c, d = counter.sums.shape
+    noisy = budget.release("class_stats", np.concatenate([counter.sums.reshape(-1), counter.counts * COUNT_STEPS]),
+                           sensitivity=counter.steps, mechanism=MECHANISM).astype(np.float64)
+    return ClassStatsRelease(noisy[:c * d].reshape(c, d) / QUANTUM, noisy[c * d:] / COUNT_STEPS)
+
+
+def class_stats_with_the_float_bound(counter, budget):
+    """The sensitivity one grid step short of what a clipped record can reach: the bound of
+    floor(100 * B) in floating point, under a record that truncates to the full clip."""
+    from exporter.class_stats import COUNT_STEPS, MECHANISM, QUANTUM, ClassStatsRelease
+
+    c, d = counter.sums.shape
+    noisy = budget.release("class_stats", np.concatenate([counter.sums.reshape(-1), counter.counts * COUNT_STEPS]),
+                           sensitivity=counter.steps - 1 + COUNT_STEPS, mechanism=MECHANISM).astype(np.float64)
+    return ClassStatsRelease(noisy[:c * d].reshape(c, d) / QUANTUM, noisy[c * d:] / COUNT_STEPS)
+
+
+class UnclippedCounter:
+    """A class-statistics counter that quantizes records without clipping them: the bug of
+    clipping after the noise (or never), whose release still states the clipped sensitivity."""
+
+    def __init__(self, basis, classes, clip_l1):
+        from exporter.class_stats import ClassStatsCounter
+
+        self._clipped = ClassStatsCounter(basis, classes, clip_l1)
+        self.steps, self.clip_l1, self.basis = self._clipped.steps, self._clipped.clip_l1, basis
+        self.sums, self.counts = self._clipped.sums, self._clipped.counts
+
+    def add(self, embeddings, labels):
+        from exporter.class_stats import QUANTUM
+
+        np.add.at(self.sums, labels, np.trunc(self.basis.project(embeddings) * QUANTUM).astype(np.int64))
+        self.counts += np.bincount(labels, minlength=len(self.counts))

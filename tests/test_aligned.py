@@ -10,20 +10,28 @@ import numpy as np
 import pytest
 
 from conftest import DATA, build_options
-from exporter.build import build, bits_for
-from exporter.class_stats import COUNT_STEPS, QUANTUM, ClassStatsCounter, clip_and_quantize, release_class_stats
+from exporter.build import build
+from exporter.class_stats import (COUNT_STEPS, QUANTUM, ClassStatsCounter, clip_and_quantize, clip_steps,
+                                  release_class_stats)
 from exporter.dataset import read_labels, read_records
-from exporter.hyperplanes import aligned_hyperplanes
+from exporter.hyperplanes import aligned_hyperplanes, bits_for
+from exporter.privacy import BudgetError, NeighbourRelation, PrivacyBudget
 from exporter.public_basis import PublicBasis, public_texts
 from noise_hooks import ConstantNoise, OverspendingNoise
 from runtime import BundleError, Classifier
 from runtime import bundle as fmt
 from runtime.centroids import centred_means
 from runtime.errors import InputError
-from runtime.scoring import ClassStats, Scorer, Weights
+from runtime.bundle.schema import ClassStats
+from runtime.scoring import Scorer, Weights
 from test_bundle_format import load_bytes, rewrite
 
 RNG = np.random.default_rng(5)  # test data only; never noise
+
+
+def stats_budget(epsilon: float = 1.0, relation=None, noise=None) -> PrivacyBudget:
+    """A budget that releases the class statistics alone, with the whole epsilon."""
+    return PrivacyBudget(epsilon, relation, shares={"class_stats": 1.0}, headline="class_stats", noise_for_tests=noise)
 
 
 def _basis(dim: int = 12, k: int = 5) -> PublicBasis:
@@ -36,8 +44,8 @@ def _basis(dim: int = 12, k: int = 5) -> PublicBasis:
 
 def test_clip_bounds_every_row_and_keeps_small_rows():
     z = RNG.standard_normal((500, 7)) * RNG.choice([0.01, 1, 1e6], size=(500, 1))
-    q = clip_and_quantize(z, 2.5)
-    assert (np.abs(q).sum(axis=1) <= QUANTUM * 2.5).all()
+    q = clip_and_quantize(z, 250)
+    assert (np.abs(q).sum(axis=1) <= 250).all()
     small = np.abs(z).sum(axis=1) < 2.5
     assert np.array_equal(q[small], np.trunc(z[small] * QUANTUM).astype(np.int64))
 
@@ -51,13 +59,14 @@ def test_one_record_moves_the_release_by_at_most_its_sensitivity():
     a = ClassStatsCounter(basis, 3, clip_l1=1.5)
     a.add(x, y)
     hook = ConstantNoise(0)
-    base = release_class_stats(a, 1.0, noise_for_tests=hook)
-    sensitivity = base.facts["sensitivity_l1"]
+    budget = stats_budget(noise=hook)
+    base = release_class_stats(a, budget)
+    sensitivity = budget.privacy_facts()["sensitivity_l1"]
     assert sensitivity == QUANTUM * 1.5 + COUNT_STEPS
     for extreme in (np.full(12, 1e9), -np.full(12, 1e9), np.zeros(12), RNG.standard_normal(12)):
         b = ClassStatsCounter(basis, 3, clip_l1=1.5)
         b.add(np.vstack([x, extreme]), np.append(y, 2))
-        after = release_class_stats(b, 1.0, noise_for_tests=hook)
+        after = release_class_stats(b, stats_budget(noise=hook))
         moved = (QUANTUM * np.abs(after.sums - base.sums).sum()
                  + COUNT_STEPS * np.abs(after.counts - base.counts).sum())
         assert moved <= sensitivity + 1e-6
@@ -66,20 +75,64 @@ def test_one_record_moves_the_release_by_at_most_its_sensitivity():
 def test_release_scale_counts_the_person_bound_and_refuses_overspending():
     c = ClassStatsCounter(_basis(), 2, clip_l1=3.0)
     c.add(RNG.standard_normal((10, 12)), RNG.integers(0, 2, 10))
-    r = release_class_stats(c, 0.5, max_records_per_unit=4, noise_for_tests=ConstantNoise(0))
-    assert r.facts["sensitivity_l1"] == 4 * (300 + COUNT_STEPS)
-    assert r.facts["noise_scale"] == pytest.approx(4 * 325 / 0.5)
+    budget = stats_budget(0.5, NeighbourRelation.person("user_id", 4), ConstantNoise(0))
+    r = release_class_stats(c, budget)
+    facts = budget.privacy_facts()
+    assert facts["sensitivity_l1"] == 4 * (300 + COUNT_STEPS)
+    assert facts["noise_scale"] == pytest.approx(4 * 325 / 0.5)
     assert np.allclose(r.sums, c.sums / QUANTUM) and np.allclose(r.counts, c.counts)
-    with pytest.raises(RuntimeError, match="more than the share"):
-        release_class_stats(c, 0.5, noise_for_tests=OverspendingNoise(0))
+    with pytest.raises(BudgetError, match="more than its share"):
+        release_class_stats(c, stats_budget(0.5, noise=OverspendingNoise(0)))
 
 
 def test_real_release_is_noisy_and_centred_on_the_exact_values():
     c = ClassStatsCounter(_basis(), 2, clip_l1=1.0)
     c.add(RNG.standard_normal((50, 12)), RNG.integers(0, 2, 50))
-    draws = np.array([release_class_stats(c, 4.0).counts for _ in range(200)])
-    assert draws.std() > 0  # real OpenDP noise, scale 125/4 count steps = 1.25 records
-    assert abs(draws.mean(axis=0) - c.counts).max() < 0.3
+    draws = np.array([release_class_stats(c, stats_budget(4.0)).counts for _ in range(200)])
+    assert draws.std() > 0  # real OpenDP noise, scale 125/4 grid steps = 1.25 records
+    # each count's mean over 200 draws has sd sqrt(2) * 1.25 / sqrt(200) = 0.125 records: 5 sd
+    assert abs(draws.mean(axis=0) - c.counts).max() < 0.65
+
+
+def worst_records(steps: int, dim: int = 6) -> np.ndarray:
+    """Records that push the clip hardest: the whole clip (and a hair more) in one coordinate,
+    spread evenly, and in odd proportions, at the float values just around the clip."""
+    b = steps / QUANTUM
+    rows = []
+    for total in (b, np.nextafter(b, np.inf), np.nextafter(b, 0), b * (1 + 1e-12), 3 * b, 1e9):
+        rows += [np.eye(dim)[0] * total, np.full(dim, total / dim), -np.full(dim, total / dim),
+                 np.array([0.7, 0.2, 0.1, 0, 0, 0]) * total, np.array([1 / 3, 1 / 3, 1 / 3, 0, 0, 0]) * total]
+    return np.array(rows)
+
+
+def test_the_recorded_sensitivity_is_exact_for_every_clip_on_the_grid():
+    """Sweep the clip over 0.01 .. 10.00 (every grid step): the worst record's grid L1 never
+    exceeds the sensitivity the release states, and reaches it (the bound is tight). Defect 2
+    of issue 16: the bound was floor(100 * B) in floats, one step short for 69 of these clips
+    (B = 1.13: bound 112, record 113)."""
+    basis = PublicBasis(np.zeros(6, np.float32), np.eye(6, dtype=np.float32))
+    short = []
+    for hundredths in range(1, 1001):
+        clip = hundredths / 100
+        counter = ClassStatsCounter(basis, 2, clip_l1=clip)
+        records = worst_records(counter.steps)
+        counter.add(records, np.zeros(len(records), np.int64))
+        grid_l1 = np.abs(clip_and_quantize(records, counter.steps)).sum(axis=1)
+        budget = stats_budget(noise=ConstantNoise(0))
+        release_class_stats(counter, budget)
+        stated = budget.privacy_facts()["sensitivity_l1"]
+        assert counter.steps == hundredths and stated == hundredths + COUNT_STEPS
+        assert grid_l1.max() + COUNT_STEPS <= stated, clip
+        short.append(grid_l1.max() < counter.steps)
+    assert not any(short)  # the whole clip in one coordinate lands exactly on the bound
+
+
+def test_a_clip_below_one_grid_step_is_refused():
+    with pytest.raises(ValueError, match="at least one grid step"):
+        clip_steps(0.004)
+    assert clip_steps(0.006) == 1 and clip_steps(1.13) == 113
+    with pytest.raises(ValueError, match="at least one grid step"):
+        clip_steps(float("nan"))
 
 
 # --------------------------------------------------------------------------- aligned hyperplanes
@@ -291,7 +344,8 @@ def test_cli_probe_weight_changes_only_the_vote_reading(dp_bundle, capsys):
 def test_prior_boost_follows_epsilon_and_the_noisy_records_per_class():
     """The prior leans in where the release holds little signal per class: small epsilon, or
     few (noisy) records per class; never more than SCORING_MAX (a finite blend)."""
-    from runtime.scoring import SCORING_MAX, prior_boost
+    from runtime.bundle.schema import SCORING_MAX
+    from runtime.scoring import prior_boost
     assert prior_boost(None, 1000.0, np.array([10.0])) == 1.0
     assert prior_boost(0.1, 0.0, np.array([10.0, 10.0])) == pytest.approx(10.0)       # 2.0: 1/eps only
     assert prior_boost(1.0, 1000.0, np.array([5000.0, 5000.0])) == 1.0                  # plenty of data

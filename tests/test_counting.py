@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from exporter.counting import VoteCounter
+from exporter.votes import VoteCounter
 
 
 def test_counts_match_a_loop_and_each_record_adds_exactly_one_per_table():

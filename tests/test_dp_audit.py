@@ -12,11 +12,11 @@ import msgpack
 import numpy as np
 import pytest
 
-from dp_audit import epsilon_lower_bound, run_statistic
-from exporter.counting import VoteCounter
+from dp_audit import epsilon_lower_bound, run_releases, run_statistic
 from exporter.hyperplanes import draw_hyperplanes
-from exporter.release import release_votes
-from noise_hooks import ConstantSeedNoise, HalvedScaleNoise, NonEmptyOnlyNoise, ScaleIgnoresUnitNoise
+from exporter.privacy import NeighbourRelation, PrivacyBudget
+from exporter.votes import VoteCounter, release_votes
+from noise_hooks import ConstantNoise, ConstantSeedNoise, HalvedScaleNoise, NonEmptyOnlyNoise, ScaleIgnoresUnitNoise
 from runtime.simhash import SimHasher
 
 EPSILON = 1.0
@@ -56,11 +56,10 @@ def audit(neighbours, noise=None, records_per_unit: int = 1):
     release is the per-person one (scale K*T/epsilon)."""
     d, dp, cells = neighbours
     dp = d + records_per_unit * (dp - d)
-    unit = None if records_per_unit == 1 else "person"
+    relation = NeighbourRelation.record() if records_per_unit == 1 else NeighbourRelation.person("person", records_per_unit)
 
     def release(counts):
-        return release_votes(counts, EPSILON, unit=unit, max_records_per_unit=records_per_unit,
-                             noise_for_tests=noise).votes
+        return release_votes(counts, PrivacyBudget(EPSILON, relation, noise_for_tests=noise)).votes
 
     stat_d = run_statistic(release, d, cells, label=1, runs=RUNS)
     stat_dp = run_statistic(release, dp, cells, label=1, runs=RUNS)
@@ -95,6 +94,103 @@ def test_the_per_person_release_stays_within_its_epsilon_for_a_person(neighbours
 
 def test_the_audit_catches_a_per_person_scale_that_ignores_k(neighbours):
     assert audit(neighbours, ScaleIgnoresUnitNoise(PERSON_RECORDS), records_per_unit=PERSON_RECORDS).epsilon_lower > EPSILON
+
+
+# --------------------------------------------------------------------------- class statistics
+# The class statistics take 80% of a default bundle's epsilon. D: a few records in a 2-d
+# public subspace; D' = D + x, x an extreme class-1 record whose clip lands whole in one
+# coordinate (the worst case: it moves one sum coordinate by the full clip S and its class's
+# count by COUNT_STEPS). Two checks per implementation: the exact statistics of D and D'
+# (noise pinned at 0 through the test hook) differ by at most the sensitivity the release
+# states, and 3000 real releases on each bound the privacy loss from below.
+
+STATS_CLIP = 0.25        # S = 25 grid steps, as heavy as a count (COUNT_STEPS = 25): loss splits evenly
+STATS_THRESHOLDS = (0, 10, 20, 40)
+
+
+def _stats_neighbours():
+    from exporter.public_basis import PublicBasis
+
+    basis = PublicBasis(np.zeros(2, np.float32), np.eye(2, dtype=np.float32))
+    rng = np.random.default_rng(1)  # test data, not noise
+    d = (rng.standard_normal((6, 2)) * 0.05, np.array([0, 0, 0, 1, 1, 1]))
+    x = np.array([[10.0, 0.0]])      # L1 40 x the clip: clipped to (S, 0) on the grid
+    dp = (np.vstack([d[0], x]), np.append(d[1], 1))
+    return basis, d, dp
+
+
+def _stats_release(make_counter, release, noise=None):
+    """release(counter(D or D')) -> (flat released grid values, stated sensitivity)."""
+    from exporter.class_stats import COUNT_STEPS, QUANTUM
+
+    basis, *_ = _stats_neighbours()
+
+    def run(data):
+        counter = make_counter(basis, 2, STATS_CLIP)
+        counter.add(*data)
+        budget = PrivacyBudget(EPSILON, shares={"class_stats": 1.0}, headline="class_stats", noise_for_tests=noise)
+        r = release(counter, budget)
+        grid = np.concatenate([np.rint(r.sums.reshape(-1) * QUANTUM), np.rint(r.counts * COUNT_STEPS)])
+        return grid, budget.privacy_facts()["sensitivity_l1"]
+    return run
+
+
+def _stats_impl(bug):
+    from exporter.class_stats import ClassStatsCounter, release_class_stats
+    from noise_hooks import UnclippedCounter, class_stats_ignoring_the_count_weight, class_stats_with_the_float_bound
+
+    return {"product": (ClassStatsCounter, release_class_stats),
+            "count weight ignored": (ClassStatsCounter, class_stats_ignoring_the_count_weight),
+            "float bound one step short": (ClassStatsCounter, class_stats_with_the_float_bound),
+            "noise before clipping": (UnclippedCounter, release_class_stats)}[bug]
+
+
+def stats_distance(bug: str) -> tuple[float, int]:
+    """L1 distance (grid units) between the exact releases of D and D', and the stated sensitivity."""
+    _, d, dp = _stats_neighbours()
+    run = _stats_release(*_stats_impl(bug), noise=ConstantNoise(0))
+    (a, stated), (b, _) = run(d), run(dp)
+    return float(np.abs(b - a).sum()), stated
+
+
+def stats_audit(bug: str):
+    """Lower bound on the privacy loss from 3000 real releases of D and of D' each. The
+    statistic: the smaller of x's sum coordinate and its class count, each measured from its
+    exact value under D' (in the upper tail both exceed it: the event's loss is exactly
+    epsilon for a correct release)."""
+    _, d, dp = _stats_neighbours()
+    run = _stats_release(*_stats_impl(bug))
+    exact, _ = _stats_release(*_stats_impl("product"), noise=ConstantNoise(0))(dp)
+    sum_at, count_at = 2, 5                   # sums[1, 0] and counts[1] in the flat grid vector
+    stat = lambda data: run_releases(lambda: run(data)[0],  # noqa: E731
+                                     lambda g: min(g[sum_at] - exact[sum_at], g[count_at] - exact[count_at]), RUNS)
+    result = epsilon_lower_bound(stat(d), stat(dp), STATS_THRESHOLDS, ALPHA)
+    print(f"\nclass statistics, {bug}: epsilon lower bound {result.epsilon_lower:.3f} from '{result.event}' "
+          f"over {RUNS} releases each of D and D'")
+    return result
+
+
+def test_the_class_statistics_move_by_at_most_their_stated_sensitivity():
+    distance, stated = stats_distance("product")
+    assert distance == stated == 25 + 25   # tight: the worst record uses the whole bound
+
+
+@pytest.mark.parametrize("bug", ["count weight ignored", "float bound one step short", "noise before clipping"])
+def test_the_sensitivity_check_catches_a_planted_bug(bug):
+    distance, stated = stats_distance(bug)
+    assert distance > stated
+
+
+def test_the_real_class_statistics_release_stays_within_its_epsilon():
+    result = stats_audit("product")
+    assert 0.4 * EPSILON < result.epsilon_lower <= EPSILON
+
+
+@pytest.mark.parametrize("bug", ["count weight ignored", "noise before clipping"])
+def test_the_class_statistics_audit_catches_a_planted_bug(bug):
+    """(The float bound one step short costs 50/49 of epsilon: too little for 3000 runs to show;
+    the sensitivity check above catches it.)"""
+    assert stats_audit(bug).epsilon_lower > EPSILON
 
 
 def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_encoder):

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from conftest import DATA, ROOT, build_options
-from exporter.build import CHUNK_RECORDS, build
-from exporter.counting import VoteCounter
+from exporter.build import build
+from exporter.local_engine import CHUNK_RECORDS
+from exporter.votes import VoteCounter
 from exporter.dataset import MAX_LISTED_UNKNOWN_LABELS, ReadStats, count_lines, read_labels, read_records
 from exporter.hyperplanes import draw_hyperplanes
 from noise_hooks import ConstantNoise
@@ -91,7 +92,7 @@ def test_benchmark_smoke_2k_and_20k(tmp_path):
 
 def test_stand_in_stream_counts_exactly_what_it_embeds(sources, corpus, tmp_path):
     """Through build's chunk loop, the counts equal counting all the stand-in embeddings at once."""
-    from runtime.tokenize import TextTokenizer
+    from runtime.tokenizer import TextTokenizer
 
     from exporter.encoder_export import export_encoder
 
@@ -162,7 +163,7 @@ def test_unknown_label_names_do_not_grow_with_the_file(tmp_path):
 
 
 def test_keyboard_interrupt_in_the_record_stream_writes_nothing(tmp_path, corpus, previous_bundle, monkeypatch):
-    import exporter.build as build_module
+    import exporter.local_engine as build_module
 
     out = tmp_path / "app.dpedge"
     out.write_bytes(previous_bundle.read_bytes())
@@ -214,7 +215,9 @@ def test_signal_mid_stream_leaves_no_bundle(tmp_path, corpus, previous_bundle, s
     out = out_dir / "app.dpedge"
     p = subprocess.Popen([sys.executable, "-m", "exporter", "build", "--train", str(corpus), "--labels",
                           str(DATA / "labels.txt"), "--epsilon", "8", "--out", str(out)],
-                         cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         # as from a terminal: a shell's background job would start it with SIGINT ignored
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen: list[str] = []
     reader = threading.Thread(target=_watch, args=(p.stderr, seen), daemon=True)
     reader.start()

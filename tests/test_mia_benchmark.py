@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from conftest import DATA, ROOT
-from exporter.counting import VoteCounter
+from exporter.votes import VoteCounter
 from exporter.hyperplanes import draw_hyperplanes
-from exporter.release import INT16_MAX, release_votes
+from exporter.privacy import PrivacyBudget
+from exporter.votes import INT16_MAX, release_votes
 from noise_hooks import ConstantNoise
 from runtime.scoring import vote_sums
 from runtime.simhash import SimHasher
@@ -70,7 +71,7 @@ def test_simulated_release_with_noise_removed_equals_the_dense_release(hashed):
     counts, codes, touched = hashed
     dp = mia.Setting("1", 1.0, sparse=False)
     sim = mia.observe_touched(touched, TABLES, dp, source=ConstantNoise(0))
-    released = release_votes(counts, 1.0, noise_for_tests=ConstantNoise(0)).votes
+    released = release_votes(counts, PrivacyBudget(1.0, noise_for_tests=ConstantNoise(0))).votes
     assert np.array_equal(sim.votes, vote_sums(codes, released))
     assert (sim.hit_rate == 1).all()
     # Same int16 clipping as release_votes.
@@ -103,7 +104,7 @@ def test_pairs_match_class_counts_and_split_half_of_each_group():
 
 def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     out, png = tmp_path / "mia.json", tmp_path / "mia.png"
-    r = subprocess.run([sys.executable, "benchmarks/mia.py", "--data", str(DATA), "--grid", "4x8,16x2",
+    r = subprocess.run([sys.executable, "benchmarks/mia.py", "--data", str(DATA), "--grid", "4x8,16x2,default",
                         "--epsilons", "inf,inf-sparse,1", "--seeds", "1", "--max-dense-cells", "100000",
                         "--shift-control", "--out", str(out), "--plot", str(png)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -117,7 +118,8 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     rows = result["rows"]
     knn = [row for row in rows if "setting" not in row]
     hashed_rows = {(row["hashing"], row["setting"]): row for row in rows if "setting" in row}
-    assert len(knn) == 1 and set(hashed_rows) == {(h, s) for h in ("4x8", "16x2") for s in ("inf", "inf-sparse", "1")}
+    assert len(knn) == 1 and set(hashed_rows) == {(h, s) for h in ("4x8", "16x2", "default")
+                                                  for s in ("inf", "inf-sparse", "1")}
     for row in rows:
         for attack in ("standard", "label_aware"):
             a = row["attacks"][attack]
@@ -125,12 +127,15 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     assert knn[0]["attacks"]["standard"]["mean"] > 0.9  # a member finds itself at similarity 1
 
     for (hashing, setting), row in hashed_rows.items():
-        assert row["release"] == ("dense" if hashing == "4x8" else "touched cells only (simulation)")
+        assert row["release"] == ("touched cells only (simulation)" if hashing == "16x2" else "dense")
         if setting != "inf-sparse":  # DP and dense exact tables: every bucket present
             assert row["hit_rate"]["constant"] and row["hit_rate"]["value"] == 1.0
     dp = hashed_rows[("16x2", "1")]
     assert (dp["epsilon"], dp["noise_scale"]) == (1.0, 2.0)
     assert dp["dp_accuracy_bound"] == pytest.approx(np.e / (1 + np.e))
+    default = hashed_rows[("default", "1")]  # class statistics and aligned votes within one epsilon
+    assert (default["tables"], default["bits"], default["noise_scale"]) == (32, None, None)
+    assert default["dp_accuracy_bound"] == pytest.approx(np.e / (1 + np.e))
     sparse = hashed_rows[("16x2", "inf-sparse")]["hit_rate"]
     assert sparse["members_mean"] == 1.0 and sparse["nonmembers_mean"] < 0.5  # absent buckets give members away
 
@@ -139,3 +144,22 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     assert all(0 <= c["attacks"][a]["mean"] <= 1 for c in controls.values() for a in ("standard", "label_aware"))
     # Without the members in the table, the fine 16x2 hashing no longer tells them apart.
     assert controls["16x2"]["attacks"]["standard"]["mean"] < hashed_rows[("16x2", "inf")]["attacks"]["standard"]["mean"]
+
+
+def test_centroid_features_read_the_released_means_as_the_runtime_does():
+    """The default bundle's extra attack features: Gaussian-rule logits against the centred
+    released means, distances, the top-1 margin, and (label-aware) the own class's logit,
+    distance and rank."""
+    from runtime.bundle.schema import ClassStats
+    from runtime.scoring import Scorer, Weights
+
+    cs = ClassStats(np.zeros(2, np.float32), np.eye(2, dtype=np.float32),
+                    np.array([[4.0, 0.0], [0.0, 4.0]], np.float32), np.array([4.0, 4.0], np.float32))
+    q = np.array([[0.9, 0.1], [0.2, 0.7]])
+    plain = mia.centroid_features(cs, 1.0, q, None)
+    aware = mia.centroid_features(cs, 1.0, q, np.array([0, 0]))
+    assert plain.shape == (2, 2 + 2 + 1 + 1) and aware.shape == (2, 9)
+    planes, votes = np.zeros((1, 1, 2), np.float32), np.zeros((1, 2, 2), np.int16)
+    runtime = Scorer(planes, votes, class_stats=cs, weights=Weights.measured(1.0), mode="centroids").scores(q)
+    assert (plain[:, :2].argmax(axis=1) == runtime.argmax(axis=1)).all()   # same rule as the device
+    assert aware[:, -1].tolist() == [0, 1]                                   # own-class rank

@@ -5,8 +5,9 @@ accounted for field by field in test_dp_audit.py.)"""
 import numpy as np
 import pytest
 
-from exporter.build import BuildError, build, check_shape
-from exporter.counting import VoteCounter
+from exporter.build import BuildError, build
+from exporter.options import check_shape
+from exporter.votes import VoteCounter
 from exporter.dataset import read_labels, read_records
 from runtime import Classifier, InputError
 from runtime import bundle as fmt

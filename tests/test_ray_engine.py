@@ -88,7 +88,7 @@ def test_ray_class_stats_partials_sum_exactly(local_ray, exported_encoder):
     from exporter.class_stats import ClassStatsCounter
     from exporter.public_basis import PublicBasis
     from runtime.encoder import TextEncoder
-    from runtime.tokenize import TextTokenizer
+    from runtime.tokenizer import TextTokenizer
 
     enc = exported_encoder.to_bundle_encoder()
     labels = read_labels(DATA / "labels.txt")

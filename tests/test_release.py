@@ -1,5 +1,5 @@
-"""The release: exact discrete Laplace noise of scale T/epsilon on every cell, int16 clipping,
-and the privacy facts that describe it."""
+"""The vote tables' release: exact discrete Laplace noise of scale T/epsilon on every cell,
+int16 clipping, and the privacy facts the budget writes for it."""
 
 import math
 
@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from exporter.release import INT16_MAX, INT16_MIN, release_votes
+from exporter.privacy import BudgetError, NeighbourRelation, PrivacyBudget
+from exporter.votes import INT16_MAX, INT16_MIN, release_votes
 from noise_hooks import ConstantNoise, OverspendingNoise
+
+
+def release(counts, epsilon, *, unit=None, k=1, noise=None):
+    """The vote tables released alone with the whole ``epsilon`` (a --hashing random build)."""
+    relation = NeighbourRelation.person(unit, k) if unit else NeighbourRelation(None, k)
+    budget = PrivacyBudget(epsilon, relation, noise_for_tests=noise)
+    r = release_votes(counts, budget)
+    return r, budget.privacy_facts()
 
 ALPHA = 1e-4  # significance of the goodness-of-fit tests (false alarm rate per test)
 
@@ -34,7 +43,7 @@ def chi_square_p(samples: np.ndarray, scale: float) -> float:
 
 def release_zero_tables(tables: int, epsilon: float, cells: int = 120_000) -> np.ndarray:
     buckets = max(1, cells // (tables * 4))
-    return release_votes(np.zeros((tables, buckets, 4), np.int32), epsilon).votes.astype(np.int64)
+    return release(np.zeros((tables, buckets, 4), np.int32), epsilon)[0].votes.astype(np.int64)
 
 
 @pytest.mark.parametrize("tables,epsilon", [(1, 1.0), (4, 1.0), (32, 8.0), (32, 1.0), (1, 4.0)])
@@ -56,8 +65,8 @@ def test_the_goodness_of_fit_test_catches_a_wrong_scale(wrong_factor):
 def test_every_cell_is_noised_including_empty_buckets():
     counts = np.zeros((8, 64, 3), np.int32)
     counts[:, 0, 0] = 50  # records only in bucket 0; buckets 1..63 are empty
-    a = release_votes(counts, epsilon=2.0).votes
-    b = release_votes(counts, epsilon=2.0).votes
+    a = release(counts, 2.0)[0].votes
+    b = release(counts, 2.0)[0].votes
     empty_a, empty_b = a[:, 1:, :], b[:, 1:, :]
     p_zero = math.tanh(1 / (2 * 4.0))  # scale 8/2
     assert abs(np.mean(empty_a != 0) - (1 - p_zero)) < 0.05
@@ -68,52 +77,51 @@ def test_every_cell_is_noised_including_empty_buckets():
 def test_clipping_to_int16_after_noise():
     counts = np.zeros((2, 4, 2), np.int32)
     counts[0, 1, 1] = 40_000
-    pinned = release_votes(counts, 1.0, noise_for_tests=ConstantNoise(0))
+    pinned, _ = release(counts, 1.0, noise=ConstantNoise(0))
     assert pinned.votes.dtype == np.int16 and pinned.votes[0, 1, 1] == INT16_MAX and pinned.clipped_cells == 1
-    low = release_votes(np.zeros((1, 2, 2), np.int32), 1.0, noise_for_tests=ConstantNoise(-40_000))
+    low, _ = release(np.zeros((1, 2, 2), np.int32), 1.0, noise=ConstantNoise(-40_000))
     assert (low.votes == INT16_MIN).all() and low.clipped_cells == 4
-    real = release_votes(counts, 1.0)  # with real noise of scale 2, 40000 stays far above int16
+    real, _ = release(counts, 1.0)  # with real noise of scale 2, 40000 stays far above int16
     assert real.votes[0, 1, 1] == INT16_MAX and real.clipped_cells >= 1
 
 
 def test_privacy_facts_state_the_guarantee():
-    r = release_votes(np.zeros((16, 8, 2), np.int32), epsilon=4.0)
-    p = r.privacy
+    _, p = release(np.zeros((16, 8, 2), np.int32), 4.0)
     assert p["epsilon"] == 4.0 and p["delta"] == 0.0
     assert p["sensitivity_l1"] == 16 and p["noise_scale"] == 4.0
     assert p["neighbour_relation"] == "add or remove one record" and p["privacy_unit"] == "one record"
     assert "discrete Laplace" in p["mechanism"] and "every cell" in p["mechanism"]
     assert p["noise_library"] == "opendp" and p["noise_library_version"].startswith("0.")
     assert "NOT" not in p["noise_source"]
-    assert p["released_statistics"] == ["votes"]
+    assert p["released_statistics"] == ["votes"] and "releases" not in p  # a lone release is the map itself
+    assert p["post_processing"] == "noisy votes clipped to int16 [-32768, 32767]"
 
 
 def test_test_hook_marks_the_release_as_not_private():
-    p = release_votes(np.zeros((2, 2, 2), np.int32), 1.0, noise_for_tests=ConstantNoise(0)).privacy
+    _, p = release(np.zeros((2, 2, 2), np.int32), 1.0, noise=ConstantNoise(0))
     assert "NOT differentially private" in p["noise_source"]
 
 
 def test_refuses_noise_that_costs_more_than_the_budget():
-    with pytest.raises(RuntimeError, match="more than the budget"):
-        release_votes(np.zeros((2, 2, 2), np.int32), 1.0, noise_for_tests=OverspendingNoise())
+    with pytest.raises(BudgetError, match="more than its share"):
+        release(np.zeros((2, 2, 2), np.int32), 1.0, noise=OverspendingNoise())
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan")])
 def test_rejects_invalid_epsilon(bad):
     with pytest.raises(ValueError, match="epsilon must be a positive finite number"):
-        release_votes(np.zeros((1, 2, 2), np.int32), bad)
+        release(np.zeros((1, 2, 2), np.int32), bad)
 
 
 def test_per_person_release_scales_noise_by_records_per_person():
-    r = release_votes(np.zeros((16, 8, 2), np.int32), epsilon=4.0, unit="user_id", max_records_per_unit=5)
-    p = r.privacy
+    _, p = release(np.zeros((16, 8, 2), np.int32), 4.0, unit="user_id", k=5)
     assert p["sensitivity_l1"] == 80 and p["noise_scale"] == 20.0 and p["max_records_per_unit"] == 5
     assert p["privacy_unit"] == "one person, up to 5 records" and "'user_id'" in p["neighbour_relation"]
-    noise = release_votes(np.zeros((4, 30_000, 1), np.int32), 1.0, unit="u", max_records_per_unit=3).votes
+    noise = release(np.zeros((4, 30_000, 1), np.int32), 1.0, unit="u", k=3)[0].votes
     assert chi_square_p(noise.ravel().astype(np.int64), 12.0) > ALPHA  # scale K*T/eps = 3*4/1
 
 
 @pytest.mark.parametrize("unit,k", [(None, 2), ("user_id", 0)])
 def test_records_per_person_needs_a_unit_and_a_positive_bound(unit, k):
-    with pytest.raises(ValueError, match="max_records_per_unit"):
-        release_votes(np.zeros((1, 2, 2), np.int32), 1.0, unit=unit, max_records_per_unit=k)
+    with pytest.raises(BudgetError, match="max records per unit"):
+        release(np.zeros((1, 2, 2), np.int32), 1.0, unit=unit, k=k)

@@ -10,7 +10,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from exporter.counting import VoteCounter
+from exporter.votes import VoteCounter
 from exporter.dataset import read_labels, read_records
 from exporter.encoder_export import MIN_MEAN_COSINE
 from runtime import BundleError, Classifier
@@ -62,7 +62,7 @@ def test_tflite_batch_equals_single_texts_and_check_text_matches(tflite_bundle):
 
 def test_onnx_and_tflite_encoders_agree_on_the_projects_texts(exported_encoder, exported_tflite):
     """The two int8 models are different quantizations of one fp32 model: close, not equal."""
-    from runtime.tokenize import TextTokenizer
+    from runtime.tokenizer import TextTokenizer
 
     onnx_spec, tfl_spec = exported_encoder.to_bundle_encoder(), exported_tflite.to_bundle_encoder()
     labels = read_labels(DATA / "labels.txt")

@@ -45,6 +45,18 @@ def test_selection_ignores_labels_and_texts():
     assert first == second and len(first) == 4
 
 
+def test_the_cap_holds_whatever_the_second_pass_sees():
+    """Defect 1 of issue 16: a unit with at most K records in the first pass (or new in the
+    second) used to be kept in full. Now keep never yields more than K of any unit, and says
+    the passes disagreed."""
+    bound = UnitBound(k=3)
+    bound.plan(["a", "a", "b"])
+    second = ["a"] * 10 + ["new"] * 5 + ["b"]
+    kept = Counter(bound.keep(second, unit_of=lambda u: u))
+    assert kept == {"a": 3, "new": 3, "b": 1} and not bound.consistent
+    assert list(bound.keep(["a", "a", "b"], unit_of=lambda u: u)) == ["a", "a", "b"] and bound.consistent
+
+
 def test_k_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         UnitBound(k=0)
@@ -113,3 +125,30 @@ def test_cli_per_person_flags(exported_encoder, tmp_path):
                           str(DATA / "labels.txt"), "--epsilon", "4", "--max-records-per-unit", "10",
                           "--out", str(tmp_path / "bad.dpedge")], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert bad.returncode == 2 and "needs --unit-column" in bad.stderr and not (tmp_path / "bad.dpedge").exists()
+
+
+def _growing_between_passes(monkeypatch, path, extra_rows):
+    """The real reader, but the file gains ``extra_rows`` once the first (units-only) pass over
+    it has finished: a dataset still being written while the build reads it."""
+    import exporter.local_engine as local_engine
+
+    real, calls = local_engine.read_records, []
+
+    def read_records(p, *args, **kwargs):
+        calls.append(p)
+        yield from real(p, *args, **kwargs)
+        if len(calls) == 1:
+            with open(path, "a", encoding="utf-8") as f:
+                f.writelines(json.dumps(r) + "\n" for r in extra_rows)
+    monkeypatch.setattr(local_engine, "read_records", read_records)
+
+
+@pytest.mark.parametrize("who", ["p1", "newcomer"], ids=["a unit grows", "a unit new in pass 2"])
+def test_a_file_that_changes_between_the_passes_is_refused(exported_encoder, tmp_path, monkeypatch, who):
+    train = _with_units(tmp_path, lambda i: f"p{i % 7}")
+    _growing_between_passes(monkeypatch, train, [{"text": f"set an alarm number {i}", "label": "alarm_timer",
+                                                  "user_id": who} for i in range(40)])
+    out = tmp_path / "grown.dpedge"
+    with pytest.raises(BuildError, match="changed between the passes over it; nothing was written"):
+        build(build_options(out, train=train, unit_field="user_id", max_records_per_unit=3))
+    assert not out.exists() and not list(tmp_path.glob(".grown.dpedge.*"))

@@ -1,0 +1,69 @@
+"""Where a build's records are read and embedded: the passes both engines implement.
+
+An engine makes the exact, private intermediate results of a build (class statistics, vote
+counts) and nothing else; the build releases them through its privacy budget. The local
+engine (exporter.local_engine) runs in this process; the Ray engine (exporter.ray_engine) on
+a cluster. Each pass over the records ends in `Engine.finish_pass`, so the two checks that
+keep a release honest exist once for both: there were records to count, and every pass read
+the same records (a file that changed between passes would make the two releases describe
+two datasets, and could let a person past the per-person bound).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from exporter.class_stats import ClassStatsCounter
+from exporter.dataset import ReadStats
+from exporter.options import BuildError
+from exporter.public_basis import PublicBasis
+from exporter.units import UnitStats
+
+
+def _kept(stats: ReadStats) -> tuple[int, int, int, int]:
+    return stats.records, stats.skipped_unknown_label, stats.skipped_bad_text, stats.blank_lines
+
+
+class Engine(ABC):
+    """One build's passes over the records of ``train``.
+
+    ``stats`` holds the read statistics once a pass has finished; ``units`` the per-person
+    bounding's (None without a unit column). Both are for the operator's console only.
+    """
+
+    def __init__(self, train: Path):
+        self.train = Path(train)
+        self.stats: ReadStats | None = None
+        self.units: UnitStats | None = None
+
+    @abstractmethod
+    def class_stats(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassStatsCounter:
+        """Exact clipped, quantized per-class sums and counts of every record."""
+
+    @abstractmethod
+    def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
+        """Exact counts (tables, 2**bits, classes) of every record hashed with ``planes``."""
+
+    def finish_pass(self, stats: ReadStats, *, same_records: bool = True) -> None:
+        """End of a pass: refuse an empty dataset, or a pass that read other records than the
+        first (``same_records`` False: the engine saw the data change within its passes)."""
+        if stats.records == 0:
+            raise BuildError(f"{self.train}: no records to count (nothing was written)")
+        if not same_records or (self.stats is not None and _kept(stats) != _kept(self.stats)):
+            detail = "" if self.stats is None else (f" ({self.stats.records} records in the first pass, "
+                                                    f"{stats.records} in this one)")
+            raise BuildError(f"{self.train} changed between the passes over it{detail}; nothing was written")
+        self.stats = stats
+
+    def close(self) -> None:
+        """Release what the engine holds (temporary files, a cluster connection)."""
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

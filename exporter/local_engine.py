@@ -1,0 +1,111 @@
+"""The local engine: reads, embeds and counts records in this process, one chunk at a time.
+
+Records are streamed in chunks of CHUNK_RECORDS and only exact aggregates are kept. Under
+aligned hashing the vote tables need the released class statistics before any record is
+hashed, so the embeddings of the first pass are spilled to an anonymous temporary file
+(deleted on close, also on a crash) and read back in chunks for the second: memory stays one
+chunk, the disk holds 1.5 KB per record, and nothing is embedded twice.
+
+With a unit column, a first quick pass reads only the units (exporter.units plans which K
+records of each person to keep) and the records pass keeps at most K per person.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from typing import IO, Callable, Iterable, Iterator
+
+import numpy as np
+
+from exporter.class_stats import ClassStatsCounter
+from exporter.dataset import LabelSet, ReadStats, Record, read_records
+from exporter.engine import Engine
+from exporter.options import BuildOptions
+from exporter.progress import Timer, progress
+from exporter.public_basis import PublicBasis
+from exporter.units import UnitBound
+from exporter.votes import VoteCounter
+from runtime.simhash import SimHasher
+
+CHUNK_RECORDS = 256
+
+#: Turns one chunk of records into their unit embeddings, shape (len(chunk), dim), float32.
+EmbedChunk = Callable[[list[Record]], np.ndarray]
+
+
+def _chunks(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
+    it = iter(records)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+class LocalEngine(Engine):
+    """Passes over ``opts.train`` in this process; ``embed`` turns a chunk of records into
+    embeddings (the bundle's own `Embedder`, or a benchmark's stand-in)."""
+
+    def __init__(self, opts: BuildOptions, labels: LabelSet, embed: EmbedChunk, timer: Timer):
+        super().__init__(opts.train)
+        self.opts, self.labels, self.embed, self.timer = opts, labels, embed, timer
+        self.bound = UnitBound(int(opts.max_records_per_unit or 0)) if opts.unit_field else None
+        self.units = None if self.bound is None else self.bound.stats
+        self._spill: IO[bytes] | None = None
+        self._dim = 0
+
+    def _read(self, stats: ReadStats) -> Iterator[Record]:
+        o = self.opts
+        return read_records(o.train, self.labels, fmt=o.fmt, text_field=o.text_field, label_field=o.label_field,
+                            skip_unknown_labels=o.skip_unknown_labels, skip_bad_texts=o.skip_empty_texts,
+                            unit_field=o.unit_field, stats=stats)
+
+    def _embedded(self, desc: str, stage: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(embeddings, class indices) per chunk of kept records; the consumer's work on a
+        chunk is timed as ``stage``."""
+        stats = ReadStats()
+        records: Iterable[Record] = self._read(stats)
+        if self.bound is not None:
+            self.bound.plan(r.unit for r in self._read(ReadStats()))
+            records = self.bound.keep(records, unit_of=lambda r: r.unit)
+        t = self.timer.start()
+        with progress(self.train, desc, self.opts.progress) as bar:
+            for chunk in _chunks(records, CHUNK_RECORDS):
+                t = self.timer.add("read", t)
+                emb = np.ascontiguousarray(self.embed(chunk), dtype=np.float32)
+                t = self.timer.add("tokenize+encode", t)
+                yield emb, np.fromiter((r.label for r in chunk), np.int64, len(chunk))
+                t = self.timer.add(stage, t)
+                bar.update(chunk[-1].line - bar.n)
+            bar.update(max(0, (bar.total or 0) - bar.n))  # trailing blank or skipped lines were read too
+        self.timer.add("read", t)
+        self.finish_pass(stats, same_records=self.bound is None or self.bound.consistent)
+
+    def class_stats(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassStatsCounter:
+        counter = ClassStatsCounter(basis, classes, clip_l1)
+        self._spill = tempfile.TemporaryFile(prefix="dpedge-embeddings-")
+        for emb, y in self._embedded("embed (pass 1 of 2)", "class statistics"):
+            counter.add(emb, y)
+            self._dim = emb.shape[1]
+            self._spill.write(np.concatenate([emb, y.astype(np.float32)[:, None]], axis=1).tobytes())
+        return counter
+
+    def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
+        tables, bits, _ = planes.shape
+        counter = VoteCounter(tables, bits, classes)
+        hasher = SimHasher(planes, offsets)
+        if self._spill is None:  # the only pass: read, embed, hash and count
+            for emb, y in self._embedded("embed+hash+count", "hash+count"):
+                counter.add(hasher.buckets(emb), y)
+            return counter.counts
+        t = self.timer.start()
+        self._spill.seek(0)
+        row, dim = (self._dim + 1) * 4, self._dim
+        while block := self._spill.read(row * CHUNK_RECORDS * 16):
+            a = np.frombuffer(block, dtype=np.float32).reshape(-1, dim + 1)
+            counter.add(hasher.buckets(a[:, :dim]), a[:, dim].astype(np.int64))
+        self.timer.add("hash+count", t)
+        return counter.counts
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None

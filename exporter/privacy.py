@@ -1,0 +1,242 @@
+"""The privacy budget of one build: the one place epsilon is split, noise is drawn and the
+bundle's privacy facts are written.
+
+A build creates one `PrivacyBudget` from the user's epsilon, the neighbour relation (one
+record, or one person with at most K records) and a plan of shares (which statistic gets
+which fraction of epsilon). Each release asks it for noise on its exact integer values,
+stating its mechanism and its integer L1 sensitivity per record; the budget multiplies the
+sensitivity by K, takes the statistic's share, checks with the noise library's own privacy
+map that the scale costs no more than the share, adds the noise and records what was spent.
+Shares add up to epsilon by sequential composition, so the bundle is epsilon-DP whatever
+else the build does with the released values (post-processing). At the end the budget alone
+writes the bundle's ``privacy`` map from what was actually spent.
+
+Example:
+    >>> budget = PrivacyBudget(1.0, shares={"class_stats": 0.8, "votes": 0.2})
+    >>> noisy = budget.release("class_stats", np.zeros(5, np.int32), sensitivity=4, mechanism="noise on every sum")
+    >>> noisy.shape, round(budget.remaining, 12), budget.share("votes")
+    ((5,), 0.2, 0.19999999999999996)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
+from runtime.bundle.schema import PRIVACY_RTOL, Privacy, Release, Statistic
+
+#: Share of epsilon the class statistics get under aligned hashing; the vote tables get the
+#: rest (docs/accuracy.md measures the split).
+DEFAULT_CLASS_SHARE = 0.8
+#: Largest absolute exact value the i32 noise domain takes: leaves room for the noise.
+MAX_EXACT_VALUE = (2**31 - 1) // 2
+
+COMPOSITION = "sequential: the releases' epsilons add up to the bundle's epsilon"
+TEST_HOOK = "NOT differentially private"
+
+
+class BudgetError(ValueError):
+    """A release would overspend the budget, or the budget's plan is not a valid split."""
+
+
+def check_epsilon(epsilon: float) -> float:
+    """Epsilon as a positive finite float, or ValueError naming the bad value.
+
+    Example:
+        >>> check_epsilon(2)
+        2.0
+    """
+    eps = float(epsilon)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+    return eps
+
+
+@dataclass(frozen=True)
+class NeighbourRelation:
+    """Who the guarantee protects: one record (K = 1), or one person with at most K records,
+    persons identified by ``unit_column``. Every release's sensitivity is K times its
+    per-record sensitivity.
+
+    Example:
+        >>> NeighbourRelation.person("user_id", 3).facts()["privacy_unit"]
+        'one person, up to 3 records'
+    """
+
+    unit_column: str | None = None
+    max_records: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_records, int) or self.max_records < 1:
+            raise BudgetError(f"max records per unit must be an integer >= 1, got {self.max_records!r}")
+        if self.unit_column is None and self.max_records != 1:
+            raise BudgetError("max records per unit needs a unit column: without one, each record is its own unit")
+
+    @classmethod
+    def record(cls) -> "NeighbourRelation":
+        return cls()
+
+    @classmethod
+    def person(cls, unit_column: str, max_records: int) -> "NeighbourRelation":
+        return cls(unit_column, max_records)
+
+    def facts(self) -> dict[str, Any]:
+        """How the bundle names one unit of privacy (read by people and by the runtime)."""
+        k = self.max_records
+        if self.unit_column is None:
+            return {Privacy.NEIGHBOUR_RELATION: "add or remove one record", Privacy.PRIVACY_UNIT: "one record",
+                    Privacy.MAX_RECORDS_PER_UNIT: 1}
+        return {Privacy.NEIGHBOUR_RELATION: f"add or remove one person (all their records, at most {k}; "
+                                            f"persons identified by the column {self.unit_column!r})",
+                Privacy.PRIVACY_UNIT: f"one person, up to {k} records", Privacy.MAX_RECORDS_PER_UNIT: k}
+
+
+def default_shares(hashing: str, class_share: float = DEFAULT_CLASS_SHARE) -> dict[str, float]:
+    """The plan of a build: aligned hashing releases class statistics then vote tables;
+    random hashing releases only the vote tables.
+
+    Example:
+        >>> default_shares("aligned"), default_shares("random")
+        ({'class_stats': 0.8, 'votes': 0.2}, {'votes': 1.0})
+    """
+    if hashing == "random":
+        return {Statistic.VOTES: 1.0}
+    if not 0 < class_share < 1:
+        raise BudgetError(f"the class statistics' share must be between 0 and 1 (exclusive), got {class_share}")
+    return {Statistic.CLASS_STATS: float(class_share), Statistic.VOTES: round(1.0 - class_share, 12)}
+
+
+class PrivacyBudget:
+    """One epsilon, spent in planned shares by sequential composition (see the module doc).
+
+    ``shares`` maps each statistic to its fraction of epsilon, in release order; fractions
+    must be positive and add up to 1. The last planned release gets exactly what is left, so
+    the shares add up to epsilon without float drift. ``headline`` names the release whose
+    sensitivity and scale the privacy map also states at its top level (the vote tables':
+    what format-1 readers check). ``noise_for_tests`` is the test-only hook that pins the
+    noise: every fact the budget writes then says the release is not differentially private.
+    """
+
+    def __init__(self, epsilon: float, relation: NeighbourRelation | None = None, *,
+                 shares: Mapping[str, float] | None = None, headline: str = Statistic.VOTES,
+                 noise_for_tests: NoiseSource | None = None):
+        self.epsilon = check_epsilon(epsilon)
+        self.relation = relation or NeighbourRelation.record()
+        plan = dict(shares or {Statistic.VOTES: 1.0})
+        if not plan or any(not (f > 0 and math.isfinite(f)) for f in plan.values()):
+            raise BudgetError(f"every planned share must be a positive fraction, got {plan}")
+        if abs(sum(plan.values()) - 1.0) > 1e-9:
+            raise BudgetError(f"the planned shares must add up to the whole epsilon (1.0), got {sum(plan.values())}")
+        if headline not in plan:
+            raise BudgetError(f"the headline release {headline!r} is not in the plan {list(plan)}")
+        self.plan = plan
+        self.headline = headline
+        self._source: NoiseSource = noise_for_tests if noise_for_tests is not None else OpenDPDiscreteLaplace()
+        self._pinned = noise_for_tests is not None
+        self._releases: list[dict[str, Any]] = []
+        self._public: list[str] = []
+        self._post_processing: list[str] = []
+
+    @property
+    def spent(self) -> float:
+        return float(sum(r[Release.EPSILON] for r in self._releases))
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.epsilon - self.spent)
+
+    def share(self, statistic: str) -> float:
+        """The epsilon ``statistic`` gets: its fraction of epsilon, or, for the last planned
+        release, all that is left."""
+        if statistic not in self.plan:
+            raise BudgetError(f"no share of the budget is planned for {statistic!r} (planned: {', '.join(self.plan)})")
+        done = {r[Release.STATISTIC] for r in self._releases}
+        if statistic in done:
+            raise BudgetError(f"{statistic!r} was already released: a second release would spend its share twice")
+        if set(self.plan) - done == {statistic}:
+            return self.epsilon - self.spent
+        return self.epsilon * self.plan[statistic]
+
+    def noise_facts(self) -> dict[str, Any]:
+        """What the noise is: library, version and source (marked when the test hook pins it)."""
+        facts = dict(self._source.facts())
+        if self._pinned:
+            facts[Privacy.NOISE_SOURCE] = f"TEST HOOK ({facts.get(Privacy.NOISE_SOURCE, type(self._source).__name__)}): {TEST_HOOK}"
+        return facts
+
+    def release(self, statistic: str, values: np.ndarray, *, sensitivity: int, mechanism: str,
+                facts: Mapping[str, Any] | None = None) -> np.ndarray:
+        """Discrete Laplace noise on every one of ``values`` (exact integers), at the scale that
+        makes this release ``share(statistic)``-DP; returns the noisy values, int64.
+
+        ``sensitivity`` is the L1 distance one record can move ``values`` (integer grid
+        units); the budget multiplies it by the relation's K. ``facts`` are added to this
+        release's entry in the privacy map (grid, clip, ...).
+        """
+        if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 1:
+            raise BudgetError(f"{statistic}: the sensitivity must be a positive integer, got {sensitivity!r}")
+        values = np.asarray(values)
+        if values.dtype.kind not in "iu":
+            raise BudgetError(f"{statistic}: noise is added to integers only, got {values.dtype}")
+        if np.abs(values).max(initial=0) > MAX_EXACT_VALUE:
+            raise BudgetError(f"{statistic}: exact values up to {int(np.abs(values).max())} do not fit the int32 noise "
+                              f"domain (at most {MAX_EXACT_VALUE:,})")
+        eps = self.share(statistic)
+        if not (eps > 0 and eps <= self.remaining * (1 + PRIVACY_RTOL)):
+            raise BudgetError(f"{statistic}: epsilon {eps} is more than the {self.remaining} left of {self.epsilon}")
+        total = int(sensitivity) * self.relation.max_records
+        scale = total / eps
+        spent = self._source.epsilon_spent(scale, total)
+        if spent > eps * (1 + PRIVACY_RTOL):
+            raise BudgetError(f"{statistic}: noise of scale {scale} costs epsilon {spent}, more than its share {eps}")
+        noisy = np.asarray(self._source.add_noise(values.astype(np.int32), scale), dtype=np.int64)
+        self._releases.append({
+            Release.STATISTIC: statistic, Release.EPSILON: eps, Release.MECHANISM: mechanism,
+            Release.SENSITIVITY_L1: total, Release.NOISE_SCALE: scale,
+            Release.MAX_RECORDS_PER_UNIT: self.relation.max_records,
+            Release.NOISE_SOURCE: self.noise_facts()[Privacy.NOISE_SOURCE], **(facts or {}),
+        })
+        return noisy
+
+    def declare_public(self, description: str) -> None:
+        """Name an input the release used that costs no budget (public, or post-processing of
+        a release)."""
+        self._public.append(description)
+
+    def declare_post_processing(self, description: str) -> None:
+        """Name what was done to released values before they were written (free)."""
+        self._post_processing.append(description)
+
+    def privacy_facts(self) -> dict[str, Any]:
+        """The bundle's ``privacy`` map, from what was actually spent; refuses while a planned
+        release is missing (the map would state an epsilon that was not spent as planned)."""
+        missing = [s for s in self.plan if s not in {r[Release.STATISTIC] for r in self._releases}]
+        if missing:
+            raise BudgetError(f"planned releases not made: {', '.join(missing)}")
+        head = next(r for r in self._releases if r[Release.STATISTIC] == self.headline)
+        names = [r[Release.STATISTIC] for r in self._releases]
+        if len(self._releases) == 1:
+            mechanism = head[Release.MECHANISM]
+        else:
+            mechanism = (f"{len(names)} discrete Laplace releases, composed sequentially: {', then '.join(names)} "
+                         f"(see releases); sensitivity_l1 and noise_scale above are the {self.headline} release's")
+        facts = {
+            Privacy.EPSILON: self.epsilon,
+            Privacy.DELTA: 0.0,
+            Privacy.MECHANISM: mechanism,
+            Privacy.SENSITIVITY_L1: head[Release.SENSITIVITY_L1],
+            Privacy.NOISE_SCALE: head[Release.NOISE_SCALE],
+            **self.relation.facts(),
+            **self.noise_facts(),
+            Privacy.POST_PROCESSING: "; ".join(self._post_processing) or "none",
+            Privacy.RELEASED_STATISTICS: names,
+            Privacy.PUBLIC_INPUTS: list(self._public),
+        }
+        if len(self._releases) > 1:  # format 2: every release with its share (a lone release is the map itself)
+            facts[Privacy.COMPOSITION] = COMPOSITION
+            facts[Privacy.RELEASES] = [dict(r) for r in self._releases]
+        return facts

@@ -1,0 +1,53 @@
+"""The README's privacy statement matches what the bundles say about themselves.
+
+The statement is read by people deciding whether to trust a bundle, so every release a
+default bundle's privacy map holds must be named there, with its share, its clip and grid,
+and its sensitivity, and the `--hashing random` bundle's single release too.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from conftest import ROOT
+from runtime import bundle as fmt
+
+
+def privacy_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## The privacy guarantee")
+    end = text.index("\n## ", start + 1)
+    return " ".join(text[start:end].split())  # one line: statements may wrap anywhere
+
+
+def test_readme_names_every_release_of_the_default_bundle(dp_bundle):
+    section = privacy_section()
+    privacy = fmt.load(dp_bundle).privacy
+    releases = privacy["releases"]
+    assert [r["statistic"] for r in releases] == privacy["released_statistics"]
+    for r in releases:
+        share = round(100 * r["epsilon"] / privacy["epsilon"])
+        assert f"`{r['statistic']}`, **{share}% of epsilon**" in section, r["statistic"]
+    stats, votes = releases
+    assert f"L1 sensitivity {stats['sensitivity_l1']}" in section
+    assert f"public {stats['dim']}-d subspace" in section and f"L1 norm {stats['clip_l1']:g}" in section
+    assert f"grid of 1/{stats['grid']}" in section
+    assert f"weighing {Fraction(stats['count_grid'], stats['grid'])}" in section
+    tables = fmt.load(dp_bundle).tables
+    assert f"T = {tables} tables (L1 sensitivity T)" in section and votes["sensitivity_l1"] == tables
+
+
+def test_readme_states_the_neighbour_relation_delta_and_noise_the_bundle_states(dp_bundle, random_bundle):
+    section = privacy_section()
+    for bundle in (dp_bundle, random_bundle):
+        privacy = fmt.load(bundle).privacy
+        assert privacy["neighbour_relation"] == "add or remove one record"
+        assert "Adding or removing any one training record" in section
+        assert privacy["delta"] == 0 and "(delta = 0)" in section
+        assert privacy["noise_library"] == "opendp" and "OpenDP's sampler" in section
+        assert "OpenSSL's cryptographically secure RNG" in privacy["noise_source"]
+        assert "OpenSSL's cryptographically secure RNG" in section
+    plain = fmt.load(random_bundle).privacy
+    assert plain["released_statistics"] == ["votes"]
+    assert re.search(r"`--hashing random` bundle releases `votes` alone, with all of epsilon", section)
