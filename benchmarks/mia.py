@@ -1,12 +1,22 @@
-"""Membership inference against released vote tables (the paper's Section 4.2 / Table 6).
+"""Membership inference against released bundles (the paper's Section 4.2 / Table 6).
 
     python benchmarks/mia.py --data ../shared/data/agnews ../shared/data/trec \\
-        [--grid 24x4,6x32] [--epsilons inf,inf-sparse,8,5,3,1] [--seeds 3] \\
+        [--grid 24x4,6x32,default] [--epsilons inf,inf-sparse,8,5,3,1] [--seeds 3] \\
         [--max-pairs 2000] [--shift-control] [--out results.json] [--plot mia.png]
 
-Threat model. The attacker holds the bundle (hyperplanes and vote tables) and may query it
-without limit. For a candidate record (its embedding, and for one attack variant its label)
-they want to know whether it was in the training data.
+Threat model. The attacker holds the bundle (hyperplanes, vote tables and, for the default
+bundle, the released class statistics) and may query it without limit. For a candidate
+record (its embedding, and for one attack variant its label) they want to know whether it
+was in the training data.
+
+Targets (--grid): ``HxT`` is the paper's hashing, random hyperplanes with H bits and T
+tables, all of epsilon on the vote tables (``--hashing random`` bundles); ``default`` is
+what users ship by default: the noisy class statistics (80% of epsilon) and vote tables
+hashed along them (20%), through the exporter's own budget and stage functions. Against the
+default bundle the attacker reads the buckets and also the released class means: the
+query's centroid logits and distances under the runtime's Gaussian rule, its own class's
+logit, distance and rank (label-aware), so a record that pulled its class mean towards
+itself can show.
 
 Method, per dataset, hashing setting (H bits x T tables), privacy setting and seed:
 
@@ -44,7 +54,7 @@ exactly the same joint distribution if noise is drawn only for those cells: the 
 counts the training records in each distinct (table, bucket) pair the queries touch, passes
 just those cells through release_votes (OpenDP noise of scale T/epsilon, budget check, int16
 clipping) once, and every query hitting a cell reads the same value. Smaller tables go through the real
-dense path: exporter.counting.VoteCounter and exporter.release.release_votes.
+dense path: exporter.votes.VoteCounter and release_votes.
 
 The non-private reference "exact kNN" is a datastore that answers a query with the k = 10
 nearest training records' cosine similarities and labels. Its features: the top-10
@@ -78,14 +88,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder  # noqa: E402
 
-from exporter.counting import VoteCounter  # noqa: E402
+from exporter.class_stats import DEFAULT_CLIP_L1, QUANTUM, ClassStatsCounter, ClassStatsRelease, release_class_stats  # noqa: E402,E501
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.noise import NoiseSource  # noqa: E402
-from exporter.release import release_votes  # noqa: E402
-from runtime.scoring import vote_sums  # noqa: E402
+from exporter.options import DEFAULT_TABLES  # noqa: E402
+from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
+from exporter.public_basis import PublicBasis, fit_public_basis, public_texts  # noqa: E402
+from exporter.stages import aligned_hashing  # noqa: E402
+from exporter.votes import VoteCounter, release_votes  # noqa: E402
+from runtime.bundle.schema import ClassStats  # noqa: E402
+from runtime.centroids import centred_means  # noqa: E402
+from runtime.scoring import clip_l1, vote_sums  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 KNN_K = 10
+#: The --grid token for the default bundle (class statistics + aligned vote tables).
+DEFAULT_TARGET = "default"
 DEFAULT_MAX_DENSE_CELLS = 1 << 22
 ATTACKS = ("standard", "label_aware")
 #: Mixed into the seed of the numpy generator for member sampling and the attack split, so
@@ -130,9 +148,16 @@ def parse_settings(text: str) -> list[Setting]:
     return out
 
 
-def parse_grid(text: str) -> list[tuple[int, int]]:
-    """``24x4,6x32`` -> [(bits, tables), ...]."""
-    return [tuple(int(x) for x in g.strip().split("x")) for g in text.split(",") if g.strip()]  # type: ignore[misc]
+def parse_grid(text: str) -> list[tuple[int, int] | str]:
+    """``24x4,6x32,default`` -> [(bits, tables), ..., "default"]."""
+    out: list[tuple[int, int] | str] = []
+    for g in (g.strip() for g in text.split(",") if g.strip()):
+        out.append(DEFAULT_TARGET if g == DEFAULT_TARGET else tuple(int(x) for x in g.split("x")))  # type: ignore[misc]
+    return out
+
+
+def grid_name(target: tuple[int, int] | str) -> str:
+    return target if isinstance(target, str) else f"{target[0]}x{target[1]}"
 
 
 def dp_accuracy_bound(epsilon: float) -> float:
@@ -200,7 +225,7 @@ def observe_dense(counts: np.ndarray, query_codes: np.ndarray, setting: Setting)
     """Query a whole released table: the product path (VoteCounter counts -> release_votes)."""
     tables = np.arange(counts.shape[0])[None, :]
     if setting.private:
-        released = release_votes(counts, setting.epsilon).votes  # real OpenDP noise on every cell
+        released = release_votes(counts, PrivacyBudget(setting.epsilon)).votes  # real OpenDP noise on every cell
         present = np.ones(counts.shape[:2], bool)
     else:
         released = counts
@@ -249,7 +274,7 @@ def noisy_touched_cells(counts: np.ndarray, tables: int, epsilon: float,
     per_table = -(-len(counts) // tables)
     padded = np.zeros((tables * per_table, counts.shape[1]), np.int32)
     padded[:len(counts)] = counts
-    votes = release_votes(padded.reshape(tables, per_table, -1), epsilon, noise_for_tests=source).votes
+    votes = release_votes(padded.reshape(tables, per_table, -1), PrivacyBudget(epsilon, noise_for_tests=source)).votes
     return votes.reshape(-1, counts.shape[1])[:len(counts)]
 
 
@@ -264,6 +289,69 @@ def observe_touched(cells: TouchedCells, tables: int, setting: Setting,
         present = cells.counts.sum(axis=1) > 0 if setting.sparse else np.ones(len(values), bool)
     # One pseudo-table of U cells: vote_sums gathers values[0, index[q, t]] and sums over t.
     return Observation(vote_sums(cells.index, values[None]), present[cells.index].mean(axis=1))
+
+
+# --------------------------------------------------------------------------- the default bundle
+
+
+@dataclass
+class DefaultRelease:
+    """What a default bundle releases: aligned hyperplanes, vote tables and class statistics."""
+
+    hasher: SimHasher
+    votes: np.ndarray       # (T, 2^H, C): released, or the exact counts for the no-noise settings
+    present: np.ndarray     # (T, 2^H) bool: the bucket is present in the release
+    class_stats: ClassStats
+    clip: float
+
+
+def release_default(train_emb: np.ndarray, train_labels: np.ndarray, basis: PublicBasis, classes: int,
+                    setting: Setting, seed: int) -> DefaultRelease:
+    """The exporter's own default release (budget, class statistics, aligned hashing, vote
+    tables) on the training split; exact statistics for the no-noise settings."""
+    counter = ClassStatsCounter(basis, classes, DEFAULT_CLIP_L1)
+    counter.add(train_emb, train_labels)
+    # Without noise the budget only collects what the hashing declares; nothing is released.
+    budget = PrivacyBudget(setting.epsilon if setting.private else 1.0, shares=default_shares("aligned"))
+    if setting.private:
+        stats = release_class_stats(counter, budget)
+    else:
+        stats = ClassStatsRelease(counter.sums / QUANTUM, counter.counts.astype(np.float64))
+    hashing = aligned_hashing(stats, basis, seed, DEFAULT_TABLES, None, 0, budget)
+    hasher = SimHasher(hashing.planes, hashing.offsets)
+    counts = exact_table(hasher.buckets(train_emb), train_labels, None, hashing.bits, classes, dense=True)
+    present = np.ones(counts.shape[:2], bool)
+    if setting.private:
+        votes = release_votes(counts, budget).votes
+    else:
+        votes = counts
+        if setting.sparse:
+            present = counts.sum(axis=2) > 0
+    return DefaultRelease(hasher, votes, present, stats.for_bundle(basis), counter.clip_l1)
+
+
+def centroid_features(cs: ClassStats, clip: float, query_emb: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
+    """What the released class means say about a query, as the runtime's Gaussian rule reads
+    them: per-class logits <z, m_c> - |m_c|^2/2 and squared distances to the centred means,
+    the top-1 margin and |z|; label-aware, the own class's logit, distance and rank."""
+    proj = cs.projection.astype(np.float64)
+    centred, mu = centred_means(cs.sums, cs.counts)
+    z = clip_l1((np.asarray(query_emb, np.float64) - cs.origin) @ proj.T, clip) - mu
+    logits = z @ centred.T - 0.5 * (centred**2).sum(axis=1)
+    dist = (z**2).sum(axis=1)[:, None] - 2 * z @ centred.T + (centred**2).sum(axis=1)[None, :]
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    cols = [logits, dist, (top2[:, 1] - top2[:, 0])[:, None], np.linalg.norm(z, axis=1)[:, None]]
+    if labels is not None:
+        rows = np.arange(len(z))
+        own = logits[rows, labels]
+        cols += [own[:, None], dist[rows, labels][:, None], (logits > own[:, None]).sum(axis=1)[:, None]]
+    return np.hstack(cols)
+
+
+def default_basis(embedder: Embedder, ds: Dataset) -> PublicBasis:
+    """The public basis a default build of ``ds`` fits (vocabulary words and descriptions)."""
+    tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")
+    return fit_public_basis(embedder.embedder.embed, public_texts(tokenizer_json, ds.labels.descriptions))
 
 
 # --------------------------------------------------------------------------- features and the attack
@@ -349,12 +437,16 @@ class Cell:
         if self.setting is None:
             row["k"] = KNN_K
             return row
-        bits, tables = (int(x) for x in self.hashing.split("x"))
         eps = self.setting.epsilon
+        if self.hashing == DEFAULT_TARGET:  # two releases; bits from the noisy count
+            bits, tables, scale = None, DEFAULT_TABLES, None
+        else:
+            bits, tables = (int(x) for x in self.hashing.split("x"))
+            scale = tables / eps if math.isfinite(eps) else None
         row.update({
             "bits": bits, "tables": tables, "setting": self.setting.name,
             "epsilon": eps if math.isfinite(eps) else None, "sparse_storage": self.setting.sparse,
-            "noise_scale": tables / eps if math.isfinite(eps) else None,
+            "noise_scale": scale,
             "dp_accuracy_bound": dp_accuracy_bound(eps),
             "release": "touched cells only (simulation)" if self.simulated else "dense",
             "hit_rate": {"constant": len(self.hit_values) == 1,
@@ -385,12 +477,17 @@ def observe(table: np.ndarray | TouchedCells, query_codes: np.ndarray, setting: 
     return observe_dense(table, query_codes, setting)
 
 
-def run_attacks(cell: Cell, obs: Observation, query_labels: np.ndarray, pairs: Pairs, seed: int) -> None:
-    """Both attack variants on one observation, recorded in ``cell``."""
+def run_attacks(cell: Cell, obs: Observation, query_labels: np.ndarray, pairs: Pairs, seed: int,
+                extra: Any = None) -> None:
+    """Both attack variants on one observation, recorded in ``cell``. ``extra(labels or None)``
+    adds features from what else the bundle releases (the class statistics)."""
     t0 = time.perf_counter()
     cell.add_hits(obs.hit_rate, pairs.is_member)
     for attack in ATTACKS:
-        feats = vote_features(obs, query_labels if attack == "label_aware" else None)
+        labels = query_labels if attack == "label_aware" else None
+        feats = vote_features(obs, labels)
+        if extra is not None:
+            feats = np.hstack([feats, extra(labels)])
         cell.runs[attack].append(attack_accuracy(feats, pairs, seed))
     cell.seconds += time.perf_counter() - t0
 
@@ -402,21 +499,24 @@ class DatasetResult:
     pairs: dict[str, int]
 
 
-def run_dataset(ds: Dataset, grid: list[tuple[int, int]], settings: list[Setting], seeds: int,
-                max_pairs: int, max_dense_cells: int, shift_control: bool = False) -> DatasetResult:
-    """All hashing x privacy settings and the kNN reference for one dataset, over seeds.
+def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[Setting], seeds: int,
+                max_pairs: int, max_dense_cells: int, shift_control: bool = False,
+                basis: PublicBasis | None = None) -> DatasetResult:
+    """All target x privacy settings and the kNN reference for one dataset, over seeds.
 
-    With ``shift_control`` it also attacks, per hashing, an exact table built from the training
-    set *minus* the sampled members: they are then non-members too, so whatever accuracy the
-    attack still reaches comes from members (train split) and non-members (test split) being
-    distributed differently, not from membership.
+    With ``shift_control`` it also attacks, per random hashing, an exact table built from the
+    training set *minus* the sampled members: they are then non-members too, so whatever
+    accuracy the attack still reaches comes from members (train split) and non-members (test
+    split) being distributed differently, not from membership. ``basis``: the public basis of
+    the default bundle (needed when the grid holds "default").
     """
     classes = len(ds.labels)
     train, test = ds.train, ds.test
     dim = train.embeddings.shape[1]
     knn = Cell(ds.name, "exact kNN (non-private)", None)
-    cells = {(b, t, s.name): Cell(ds.name, f"{b}x{t}", s) for b, t in grid for s in settings}
-    controls = {(b, t): Cell(ds.name, f"{b}x{t}", INF_DENSE) for b, t in grid} if shift_control else {}
+    cells = {(grid_name(g), s.name): Cell(ds.name, grid_name(g), s) for g in grid for s in settings}
+    hashed = [g for g in grid if not isinstance(g, str)]
+    controls = {(b, t): Cell(ds.name, f"{b}x{t}", INF_DENSE) for b, t in hashed} if shift_control else {}
     info: dict[str, int] = {}
     for seed in range(seeds):
         rng = np.random.default_rng([SAMPLING_STREAM, seed])
@@ -433,15 +533,25 @@ def run_dataset(ds: Dataset, grid: list[tuple[int, int]], settings: list[Setting
             knn.runs[attack].append(attack_accuracy(feats, pairs, seed))
         knn.seconds += time.perf_counter() - t0
 
-        for bits, tables in grid:
+        if DEFAULT_TARGET in grid:
+            for s in settings:
+                rel = release_default(train.embeddings, train.labels, basis, classes, s, seed)
+                codes = rel.hasher.buckets(query_emb)
+                tables = np.arange(codes.shape[1])[None, :]
+                obs = Observation(vote_sums(codes, rel.votes), rel.present[tables, codes].mean(axis=1))
+                run_attacks(cells[(DEFAULT_TARGET, s.name)], obs, query_labels, pairs, seed,
+                            extra=lambda labels, r=rel: centroid_features(r.class_stats, r.clip, query_emb, labels))
+            log(f"  {ds.name} seed {seed} default bundle: done")
+        for bits, tables in hashed:
             hasher = SimHasher(draw_hyperplanes(seed, tables, bits, dim))
             train_codes = hasher.buckets(train.embeddings)
             query_codes = hasher.buckets(query_emb)  # what the attacker computes from the bundle
             dense = table_cells(hasher, classes) <= max_dense_cells
             table = exact_table(train_codes, train.labels, query_codes, bits, classes, dense)
             for s in settings:
-                cells[(bits, tables, s.name)].simulated = not dense
-                run_attacks(cells[(bits, tables, s.name)], observe(table, query_codes, s), query_labels, pairs, seed)
+                cells[(f"{bits}x{tables}", s.name)].simulated = not dense
+                run_attacks(cells[(f"{bits}x{tables}", s.name)], observe(table, query_codes, s), query_labels, pairs,
+                            seed)
             if shift_control:
                 keep = np.ones(len(train.labels), bool)
                 keep[pairs.members] = False
@@ -540,7 +650,7 @@ def plot(rows: list[dict[str, Any]], settings: list[Setting], path: Path) -> Non
     axes[0].set_ylabel("attack advantage (accuracy - 0.5)")
     handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels())}
     axes[1].legend(handles.values(), handles.keys(), fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.suptitle("Membership inference against dpedge vote tables (mean ± std over seeds)")
+    fig.suptitle("Membership inference against dpedge bundles (mean ± std over seeds)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -550,7 +660,8 @@ def plot(rows: list[dict[str, Any]], settings: list[Setting], path: Path) -> Non
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", nargs="+", type=Path, required=True, help="dataset folders (train/test.jsonl, labels.txt)")
-    ap.add_argument("--grid", default="24x4,6x32", help="comma-separated BITSxTABLES settings")
+    ap.add_argument("--grid", default="24x4,6x32,default",
+                    help="comma-separated targets: BITSxTABLES (random hashing) or default (the default bundle)")
     ap.add_argument("--epsilons", default="inf,inf-sparse,8,5,3,1", help="epsilons, plus inf and inf-sparse")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--max-pairs", type=int, default=2000, help="at most this many non-members (and as many members)")
@@ -572,7 +683,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         ds = embedder.dataset(folder)
         log(f"{ds.name}: {len(ds.train.labels)} train, {len(ds.test.labels)} test, {len(ds.labels)} classes")
-        res = run_dataset(ds, grid, settings, args.seeds, args.max_pairs, args.max_dense_cells, args.shift_control)
+        basis = default_basis(embedder, ds) if DEFAULT_TARGET in grid else None
+        res = run_dataset(ds, grid, settings, args.seeds, args.max_pairs, args.max_dense_cells, args.shift_control,
+                          basis)
         rows += [c.to_json() for c in res.rows]
         controls += [{**c.to_json(), "control": "members removed from the datastore"} for c in res.controls]
         pairs_info[ds.name] = res.pairs
@@ -587,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"total {elapsed:.0f} s")
     if args.out:
         result = {
-            "config": {"data": [str(p) for p in args.data], "grid": [f"{b}x{t}" for b, t in grid],
+            "config": {"data": [str(p) for p in args.data], "grid": [grid_name(g) for g in grid],
                        "settings": [s.name for s in settings], "seeds": args.seeds, "max_pairs": args.max_pairs,
                        "max_dense_cells": args.max_dense_cells, "knn_k": KNN_K,
                        "attack": "HistGradientBoostingClassifier on standardized features, 50/50 split",
