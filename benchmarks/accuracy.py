@@ -14,11 +14,14 @@ statistics (OpenDP noise) and the runtime's `Scorer` scores the test set:
 - ``random``     random hyperplanes, Algorithm 2, H=6, T=32 (`--hashing random`), full epsilon
 - ``paper``      the paper's exact setting: random hyperplanes, H=24, T=4, Algorithm 2
 - ``prior``      the zero-shot prior alone (label descriptions; no data, no epsilon)
+- ``dp_lr``, ``dp_nb``, ``dp_ncm384``, ``dp_ncm128``: the DP peers of benchmarks/peers.py
+  (diffprivlib's logistic regression and Gaussian naive Bayes, and the simple DP nearest
+  class mean in 384 and 128 dimensions), same embeddings, epsilons and seeds
 
-and the reference, ``kNN10``: non-private exact cosine kNN (k = 10) with the same encoder.
-It prints one Table-2-style table (accuracy mean ± std over seeds per dataset, and the
-average drop against kNN10), writes JSON with every run, and a PNG of accuracy against
-epsilon.
+and the non-private references ``kNN10`` (exact cosine kNN, k = 10, with the same encoder)
+and ``LR`` (logistic regression). It prints one Table-2-style table (accuracy mean ± std over
+seeds per dataset, and the average drop against kNN10), writes JSON with every run, and a PNG
+of accuracy against epsilon.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder, Split, knn_accuracy  # noqa: E402
+from peers import DP_PEERS, dp_peer, logistic_regression  # noqa: E402
 
 from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
@@ -45,7 +49,7 @@ from runtime.bundle.schema import CENTROID_RULES  # noqa: E402
 from runtime.scoring import Scorer, Weights  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
-METHODS = ("blend", "votes", "centroids", "random", "paper", "prior")
+METHODS = ("blend", "votes", "centroids", "random", "paper", "prior", *DP_PEERS)
 
 
 def _accuracy(scorer: Scorer, ds: Dataset) -> float:
@@ -147,6 +151,17 @@ def main(argv: list[str] | None = None) -> int:
     embedder = Embedder()
     embed_texts = embedder.embedder.embed
     tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")
+    public: dict[str, np.ndarray] = {}
+
+    def embed_public(texts: list[str]) -> np.ndarray:
+        """Public texts (vocabulary words, descriptions) embedded once for every dataset."""
+        missing = [t for t in dict.fromkeys(texts) if t not in public]
+        if missing:
+            public.update(zip(missing, embed_texts(missing)))
+        return np.stack([public[t] for t in texts])
+
+    vocab = embed_public(public_texts(tokenizer_json, None))
+    bounds = (vocab.min(axis=0), vocab.max(axis=0))  # the DP naive Bayes' public feature range
     results: dict[str, dict] = {}
     for folder in args.data:
         t0 = time.perf_counter()
@@ -156,16 +171,18 @@ def main(argv: list[str] | None = None) -> int:
             keep = np.sort(np.random.default_rng(0).choice(len(ds.train.labels), args.train_records, replace=False))
             ds = Dataset(ds.name, ds.labels, Split(ds.train.embeddings[keep], ds.train.labels[keep]), ds.test)
         descriptions = ds.labels.descriptions
-        prior = None if descriptions is None else embed_texts(list(descriptions))
-        basis = fit_public_basis(embed_texts, public_texts(tokenizer_json, descriptions), args.basis_dim)
-        r: dict = {"knn10": knn_accuracy(ds.train, ds.test), "train": len(ds.train.labels),
-                   "classes": len(ds.labels), "runs": {m: {} for m in methods}}
+        prior = None if descriptions is None else embed_public(list(descriptions))
+        basis = fit_public_basis(embed_public, public_texts(tokenizer_json, descriptions), args.basis_dim)
+        peer_basis = basis if args.basis_dim == 128 else fit_public_basis(
+            embed_public, public_texts(tokenizer_json, descriptions), 128)
+        r: dict = {"knn10": knn_accuracy(ds.train, ds.test), "lr": logistic_regression(ds),
+                   "train": len(ds.train.labels), "classes": len(ds.labels), "runs": {m: {} for m in methods}}
         if "prior" in methods and prior is not None:
             acc = _accuracy(Scorer(np.zeros((1, 1, prior.shape[1]), np.float32), np.zeros((1, 2, len(ds.labels)), np.int16),
                                    prior=prior, mode="prior"), ds)
             r["runs"]["prior"] = {str(e): [acc] for e in epsilons}
         for eps in epsilons:
-            for m in ("blend", "votes", "centroids", "random", "paper"):
+            for m in ("blend", "votes", "centroids", "random", "paper", *DP_PEERS):
                 if m in methods:
                     r["runs"][m][str(eps)] = []
             for seed in range(args.seeds):
@@ -179,12 +196,17 @@ def main(argv: list[str] | None = None) -> int:
                     r["runs"]["random"][str(eps)].append(random_release(ds, 6, 32, eps, seed, args.probe_weight))
                 if "paper" in methods:
                     r["runs"]["paper"][str(eps)].append(random_release(ds, 24, 4, eps, seed))
+                for peer in DP_PEERS:
+                    if peer in methods:
+                        r["runs"][peer][str(eps)].append(dp_peer(peer, ds, eps, seed, peer_basis, bounds))
         results[ds.name] = r
         print(f"  ({ds.name}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
 
     names = list(results)
     print(f"\n{'method':<10} {'eps':>5} " + " ".join(f"{n:>13}" for n in names) + f" {'avg drop':>9}")
     print(f"{'kNN10':<10} {'-':>5} " + " ".join(f"{100 * results[n]['knn10']:13.1f}" for n in names))
+    lr_drop = 100 * float(np.mean([results[n]["knn10"] - results[n]["lr"] for n in names]))
+    print(f"{'LR':<10} {'-':>5} " + " ".join(f"{100 * results[n]['lr']:13.1f}" for n in names) + f" {lr_drop:9.1f}")
     summary: dict[str, dict[str, float]] = {}
     for m in methods:
         for eps in epsilons:

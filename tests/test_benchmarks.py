@@ -15,11 +15,13 @@ def test_accuracy_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
                        capture_output=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr.decode()
     text = r.stdout.decode()
-    assert "assistant" in text and "avg drop" in text
+    assert "assistant" in text and "avg drop" in text and "dp_ncm384" in text and "\nLR " in text
     res = json.loads(out.read_text())
     row = res["datasets"]["assistant"]
     assert row["knn10"] > 0.8  # the non-private reference on easy hand-written data
-    for method in ("blend", "votes", "centroids", "random", "paper", "prior"):
+    assert row["lr"] > 0.8  # the non-private logistic regression reference
+    for method in ("blend", "votes", "centroids", "random", "paper", "prior", "dp_lr", "dp_nb", "dp_ncm384",
+                   "dp_ncm128"):
         assert all(0 <= a <= 1 for a in row["runs"][method]["8.0"]), method
     assert len(row["runs"]["blend"]["8.0"]) == 1
     assert sum(row["runs"]["blend"]["8.0"]) > 0.6  # far above chance (1/8) on this data
