@@ -516,7 +516,7 @@ def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[S
     knn = Cell(ds.name, "exact kNN (non-private)", None)
     cells = {(grid_name(g), s.name): Cell(ds.name, grid_name(g), s) for g in grid for s in settings}
     hashed = [g for g in grid if not isinstance(g, str)]
-    controls = {(b, t): Cell(ds.name, f"{b}x{t}", INF_DENSE) for b, t in hashed} if shift_control else {}
+    controls = {grid_name(g): Cell(ds.name, grid_name(g), INF_DENSE) for g in grid} if shift_control else {}
     info: dict[str, int] = {}
     for seed in range(seeds):
         rng = np.random.default_rng([SAMPLING_STREAM, seed])
@@ -534,13 +534,21 @@ def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[S
         knn.seconds += time.perf_counter() - t0
 
         if DEFAULT_TARGET in grid:
-            for s in settings:
-                rel = release_default(train.embeddings, train.labels, basis, classes, s, seed)
+            def attack_default(cell: Cell, setting: Setting, keep: np.ndarray) -> None:
+                rel = release_default(train.embeddings[keep], train.labels[keep], basis, classes, setting, seed)
                 codes = rel.hasher.buckets(query_emb)
                 tables = np.arange(codes.shape[1])[None, :]
                 obs = Observation(vote_sums(codes, rel.votes), rel.present[tables, codes].mean(axis=1))
-                run_attacks(cells[(DEFAULT_TARGET, s.name)], obs, query_labels, pairs, seed,
-                            extra=lambda labels, r=rel: centroid_features(r.class_stats, r.clip, query_emb, labels))
+                run_attacks(cell, obs, query_labels, pairs, seed,
+                            extra=lambda labels: centroid_features(rel.class_stats, rel.clip, query_emb, labels))
+
+            everyone = np.ones(len(train.labels), bool)
+            for s in settings:
+                attack_default(cells[(DEFAULT_TARGET, s.name)], s, everyone)
+            if shift_control:
+                without = everyone.copy()
+                without[pairs.members] = False
+                attack_default(controls[DEFAULT_TARGET], INF_DENSE, without)
             log(f"  {ds.name} seed {seed} default bundle: done")
         for bits, tables in hashed:
             hasher = SimHasher(draw_hyperplanes(seed, tables, bits, dim))
@@ -556,8 +564,8 @@ def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[S
                 keep = np.ones(len(train.labels), bool)
                 keep[pairs.members] = False
                 without = exact_table(train_codes[keep], train.labels[keep], query_codes, bits, classes, dense)
-                controls[(bits, tables)].simulated = not dense
-                run_attacks(controls[(bits, tables)], observe(without, query_codes, INF_DENSE), query_labels,
+                controls[f"{bits}x{tables}"].simulated = not dense
+                run_attacks(controls[f"{bits}x{tables}"], observe(without, query_codes, INF_DENSE), query_labels,
                             pairs, seed)
             log(f"  {ds.name} seed {seed} {bits}x{tables}: done ({'dense release' if dense else 'touched cells'})")
     return DatasetResult([knn, *cells.values()], list(controls.values()), info)

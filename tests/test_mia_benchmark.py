@@ -140,7 +140,7 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     assert sparse["members_mean"] == 1.0 and sparse["nonmembers_mean"] < 0.5  # absent buckets give members away
 
     controls = {row["hashing"]: row for row in result["shift_controls"]}
-    assert set(controls) == {"4x8", "16x2"} and "Shift control" in r.stdout
+    assert set(controls) == {"4x8", "16x2", "default"} and "Shift control" in r.stdout
     assert all(0 <= c["attacks"][a]["mean"] <= 1 for c in controls.values() for a in ("standard", "label_aware"))
     # Without the members in the table, the fine 16x2 hashing no longer tells them apart.
     assert controls["16x2"]["attacks"]["standard"]["mean"] < hashed_rows[("16x2", "inf")]["attacks"]["standard"]["mean"]
