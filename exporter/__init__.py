@@ -1,8 +1,9 @@
 """dpedge exporter (server side): turns a labelled dataset into a differentially private bundle.
 
-Data flows one way: records -> embeddings -> codes -> counts -> noisy tables -> bundle. Only
-`exporter.release` turns exact counts into something that leaves the server. The exporter
-reuses the runtime's tokenizer, encoder and hashing so that both sides hash identically.
+Data flows one way: records -> embeddings -> exact class statistics and vote counts -> noisy
+releases -> bundle (`exporter.build` lists the stages). Only `exporter.privacy.PrivacyBudget`
+turns exact values into something that leaves the server. The exporter reuses the runtime's
+tokenizer, encoder and hashing so that both sides hash identically.
 """
 
 import os
