@@ -1,17 +1,20 @@
-"""Accuracy under privacy: the real releases and the real runtime scoring on real datasets.
+"""Accuracy under privacy: the real releases, the real runtime scoring and the DP peers, on
+real datasets, in one run.
 
     python benchmarks/accuracy.py --data ../shared/data/trec ../shared/data/agnews \\
-        ../shared/data/cr ../shared/data/sst2 [--epsilons 0.1,1,3,5,8] [--seeds 3] \\
-        [--out results.json] [--plot acc.png]
+        ../shared/data/cr ../shared/data/sst2 [--epsilons 0.1,1,3,5,8] [--seeds 5] \\
+        [--train-records N] [--out results.json] [--plot acc.png]
 
 Each dataset is embedded once with the int8 encoder a bundle ships (cached under
-.cache/embeddings). Then, for each epsilon and seed, the exporter's own functions release the
-statistics (OpenDP noise) and the runtime's `Scorer` scores the test set:
+.cache/embeddings). Then, for each epsilon and seed, the exporter's own stages release the
+statistics (exporter.stages over an in-memory engine, OpenDP noise, the build's budget
+split and subspace rule) and the runtime's `Scorer` scores the test set:
 
-- ``blend``      the default bundle: aligned hashing + class centroids + public prior
-- ``votes``      the same release, vote tables alone (Algorithm 2 on aligned hashing)
-- ``centroids``  the same release, noisy class centroids alone
-- ``random``     random hyperplanes, Algorithm 2, H=6, T=32 (`--hashing random`), full epsilon
+- ``default``    the default bundle: class counts and class sums, scored with the prior
+- ``centroids``  the same release, class means alone
+- ``with_votes`` a bundle with vote tables too (``--votes-share`` of epsilon, 0.1), blended
+- ``votes``      that bundle's vote tables alone (Algorithm 2 on aligned hashing)
+- ``random``     random hyperplanes, Algorithm 2, H=6, T=32 (`--hashing random`), whole epsilon
 - ``paper``      the paper's exact setting: random hyperplanes, H=24, T=4, Algorithm 2
 - ``prior``      the zero-shot prior alone (label descriptions; no data, no epsilon)
 - ``dp_lr``, ``dp_nb``, ``dp_ncm384``, ``dp_ncm128``: the DP peers of benchmarks/peers.py
@@ -39,17 +42,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder, Split, knn_accuracy  # noqa: E402
 from peers import DP_PEERS, dp_peer, logistic_regression  # noqa: E402
 
-from exporter.class_stats import DEFAULT_CLIP_L1, ClassStatsCounter, release_class_stats  # noqa: E402
+from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
-from exporter.public_basis import DEFAULT_DIM, PublicBasis, fit_public_basis, public_texts  # noqa: E402
-from exporter.privacy import DEFAULT_CLASS_SHARE, PrivacyBudget, default_shares  # noqa: E402
-from exporter.stages import aligned_hashing  # noqa: E402
+from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
+from exporter.public_basis import fit_public_basis, public_texts, task_basis  # noqa: E402
+from exporter.stages import PublicInputs, aligned_hashing, release_class_stats  # noqa: E402
 from exporter.votes import VoteCounter, release_votes  # noqa: E402
-from runtime.bundle.schema import CENTROID_RULES  # noqa: E402
 from runtime.scoring import Scorer, Weights  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
-METHODS = ("blend", "votes", "centroids", "random", "paper", "prior", *DP_PEERS)
+METHODS = ("default", "centroids", "with_votes", "votes", "random", "paper", "prior", *DP_PEERS)
 
 
 def _accuracy(scorer: Scorer, ds: Dataset) -> float:
@@ -86,32 +88,33 @@ def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int, p
             i = cells.get((t, int(b)))
             if i is not None:
                 exact[i, y] += 1
-    noisy = release_votes(exact[None], PrivacyBudget(eps / tables)).votes[0]  # one "table" here: eps/T gives scale T/eps
+    noisy = release_votes(exact[None], PrivacyBudget(eps / tables)).votes[0]  # one "table": eps/T gives scale T/eps
     index = np.array([[cells[(t, int(b))] for t, b in enumerate(row)] for row in test])
     scores = noisy[index].sum(axis=1, dtype=np.int64)
     return float((scores.argmax(axis=1) == ds.test.labels).mean())
 
 
-def aligned_release(ds: Dataset, basis: PublicBasis, prior: np.ndarray | None, eps: float, seed: int,
-                    args: argparse.Namespace) -> dict[str, float]:
-    """One default-bundle release (class statistics, then aligned vote tables), scored three ways."""
-    counter = ClassStatsCounter(basis, len(ds.labels), args.clip_l1)
-    counter.add(ds.train.embeddings, ds.train.labels)
-    budget = PrivacyBudget(eps, shares=default_shares("aligned", args.class_share))
-    stats = release_class_stats(counter, budget)
-    hashing = aligned_hashing(stats, basis, seed, args.tables, args.bits, args.public_directions, budget)
-    planes, offsets, cs = hashing.planes, hashing.offsets, stats.for_bundle(basis)
-    votes = release_votes(_counts(planes, offsets, ds), budget).votes
-    # The weights a bundle of these settings ships, or the format-2.0 cosine rule to compare.
-    weights = Weights.measured(args.clip_l1) if args.centroid_rule == "gaussian" else Weights()
+def bundle_release(ds: Dataset, public: PublicInputs, eps: float, seed: int, votes_share: float,
+                   args: argparse.Namespace) -> tuple[Scorer, ...]:
+    """One release as `python -m exporter build` makes it (class counts, class sums in the
+    subspace they choose, and vote tables hashed along them when ``votes_share`` > 0), through
+    the build's own stages; returns the runtime's scorers for the blend and each component."""
+    budget = PrivacyBudget(eps, shares=default_shares("aligned", votes_share))
+    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
+    stats = release_class_stats(engine, public, len(ds.labels), budget, basis_dim=args.basis_dim, clip_l1=args.clip_l1)
+    planes = offsets = votes = None
+    if votes_share > 0:
+        hashing = aligned_hashing(stats, seed, args.tables, args.bits, args.public_directions, budget)
+        planes, offsets = hashing.planes, hashing.offsets
+        votes = release_votes(engine.vote_counts(planes, offsets, len(ds.labels)), budget).votes
+    weights = Weights.measured()
     if args.prior_records_per_class is not None:
         weights = dataclasses.replace(weights, prior_records_per_class=args.prior_records_per_class)
-    out = {}
-    for mode in ("blend", "votes", "centroids"):
-        out[mode] = _accuracy(Scorer(planes, votes, offsets=offsets, class_stats=cs, prior=prior, epsilon=eps,
-                                     weights=weights, mode=mode, probe_weight=args.probe_weight), ds)
-    out["bits"] = int(planes.shape[1])
-    return out
+    make = lambda mode: Scorer(planes, votes, offsets=offsets, class_stats=stats.for_bundle(),  # noqa: E731
+                               prior=public.prior, epsilon=eps, weights=weights, mode=mode,
+                               probe_weight=args.probe_weight)
+    modes = ("blend", "centroids") + (("votes",) if votes is not None else ())
+    return tuple(make(m) for m in modes)
 
 
 def _fmt(runs: list[float]) -> str:
@@ -125,19 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None, help="write every run as JSON")
     ap.add_argument("--plot", type=Path, default=None, help="write a PNG of accuracy against epsilon")
-    ap.add_argument("--class-share", type=float, default=DEFAULT_CLASS_SHARE)
-    ap.add_argument("--basis-dim", type=int, default=DEFAULT_DIM)
-    ap.add_argument("--clip-l1", type=float, default=DEFAULT_CLIP_L1)
+    ap.add_argument("--votes-share", type=float, default=0.1,
+                    help="the share of epsilon on vote tables in the with_votes and votes rows (default 0.1)")
+    ap.add_argument("--basis-dim", type=int, default=None, help="default: the build's rule, from the noisy count")
+    ap.add_argument("--clip-l1", type=float, default=None, help="default: the public clip of the chosen dimension")
     ap.add_argument("--public-directions", type=int, default=0)
     ap.add_argument("--probe-weight", type=float, default=0.0,
                     help="also read each table's buckets at Hamming distance 1 with this weight (default 0: off)")
-    ap.add_argument("--centroid-rule", choices=CENTROID_RULES, default="gaussian",
-                    help="gaussian (what the exporter ships) or cosine (format-2.0 bundles), to compare")
     ap.add_argument("--prior-records-per-class", type=float, default=None, metavar="R",
-                    help="the prior boost's records-per-class term (default: what the exporter ships; 0: off)")
+                    help="the prior weight's R (default: what the exporter ships)")
     ap.add_argument("--train-records", type=int, default=0, metavar="N",
-                    help="use a random N-record subset of each training split (kNN10 too): how the "
-                         "default holds up on small datasets (default 0: all records)")
+                    help="use a random N-record subset of each training split (kNN10 and LR too): what a data "
+                         "size buys (default 0: all records)")
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))
@@ -171,27 +173,30 @@ def main(argv: list[str] | None = None) -> int:
             keep = np.sort(np.random.default_rng(0).choice(len(ds.train.labels), args.train_records, replace=False))
             ds = Dataset(ds.name, ds.labels, Split(ds.train.embeddings[keep], ds.train.labels[keep]), ds.test)
         descriptions = ds.labels.descriptions
-        prior = None if descriptions is None else embed_public(list(descriptions))
-        basis = fit_public_basis(embed_public, public_texts(tokenizer_json, descriptions), args.basis_dim)
-        peer_basis = basis if args.basis_dim == 128 else fit_public_basis(
-            embed_public, public_texts(tokenizer_json, descriptions), 128)
+        prior = None if descriptions is None else embed_public(list(descriptions)).astype(np.float32)
+        inputs = PublicInputs(task_basis(vocab, prior), prior)  # what exporter.stages.public_inputs fits
+        peer_basis = fit_public_basis(embed_public, public_texts(tokenizer_json, descriptions), 128)
         r: dict = {"knn10": knn_accuracy(ds.train, ds.test), "lr": logistic_regression(ds),
                    "train": len(ds.train.labels), "classes": len(ds.labels), "runs": {m: {} for m in methods}}
         if "prior" in methods and prior is not None:
-            acc = _accuracy(Scorer(np.zeros((1, 1, prior.shape[1]), np.float32), np.zeros((1, 2, len(ds.labels)), np.int16),
-                                   prior=prior, mode="prior"), ds)
+            acc = _accuracy(Scorer(None, None, prior=prior, mode="prior"), ds)
             r["runs"]["prior"] = {str(e): [acc] for e in epsilons}
         for eps in epsilons:
-            for m in ("blend", "votes", "centroids", "random", "paper", *DP_PEERS):
-                if m in methods:
+            for m in methods:
+                if m != "prior":
                     r["runs"][m][str(eps)] = []
             for seed in range(args.seeds):
-                if {"blend", "votes", "centroids"} & set(methods):
-                    a = aligned_release(ds, basis, prior, eps, seed, args)
-                    r["bits"] = a["bits"]
-                    for m in ("blend", "votes", "centroids"):
+                if {"default", "centroids"} & set(methods):
+                    blend, centroids = bundle_release(ds, inputs, eps, seed, 0.0, args)
+                    r.setdefault("k", {})[str(eps)] = int(blend._k)
+                    for m, scorer in (("default", blend), ("centroids", centroids)):
                         if m in methods:
-                            r["runs"][m][str(eps)].append(a[m])
+                            r["runs"][m][str(eps)].append(_accuracy(scorer, ds))
+                if {"with_votes", "votes"} & set(methods):
+                    blend, _, votes = bundle_release(ds, inputs, eps, seed, args.votes_share, args)
+                    for m, scorer in (("with_votes", blend), ("votes", votes)):
+                        if m in methods:
+                            r["runs"][m][str(eps)].append(_accuracy(scorer, ds))
                 if "random" in methods:
                     r["runs"]["random"][str(eps)].append(random_release(ds, 6, 32, eps, seed, args.probe_weight))
                 if "paper" in methods:
@@ -223,12 +228,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m:<10} {eps:>5g} " + " ".join(cells) + f" {drop:9.1f}")
             if m == "prior":
                 break
+    best = _best_peers(summary, epsilons)
+    if best:
+        print("\nbest DP peer per epsilon: " + ", ".join(f"{e:g}: {p} {d:.1f}" for e, (p, d) in best.items()))
     if args.out:
         args.out.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
-                                        "datasets": results, "avg_drop": summary}, indent=2) + "\n")
+                                        "datasets": results, "avg_drop": summary,
+                                        "best_peer": {str(e): list(v) for e, v in best.items()}}, indent=2) + "\n")
     if args.plot:
         _plot(results, methods, epsilons, args.plot)
     return 0
+
+
+def _best_peers(summary: dict[str, dict[str, float]], epsilons: list[float]) -> dict[float, tuple[str, float]]:
+    """The DP peer with the smallest average drop at each epsilon."""
+    out = {}
+    for e in epsilons:
+        drops = [(summary[p][str(e)], p) for p in DP_PEERS if p in summary and np.isfinite(summary[p][str(e)])]
+        if drops:
+            d, p = min(drops)
+            out[e] = (p, d)
+    return out
 
 
 def _plot(results: dict, methods: list[str], epsilons: list[float], path: Path) -> None:
@@ -243,13 +263,15 @@ def _plot(results: dict, methods: list[str], epsilons: list[float], path: Path) 
             runs = r["runs"][m]
             ys = [100 * np.mean(runs[str(e)]) for e in epsilons if runs.get(str(e))]
             if len(ys) == len(epsilons):
-                ax.plot(epsilons, ys, marker="o", label=m, linestyle="--" if m == "prior" else "-")
+                style = "--" if m == "prior" else (":" if m.startswith("dp_") else "-")
+                ax.plot(epsilons, ys, marker="o", label=m, linestyle=style, linewidth=2.2 if m == "default" else 1)
         ax.axhline(100 * r["knn10"], color="black", linewidth=0.8, label="kNN10 (non-private)")
+        ax.axhline(100 * r["lr"], color="grey", linewidth=0.8, linestyle="-.", label="LR (non-private)")
         ax.set_xscale("log")
         ax.set_title(name)
         ax.set_xlabel("epsilon")
         ax.set_ylabel("accuracy %")
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

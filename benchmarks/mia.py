@@ -11,12 +11,12 @@ was in the training data.
 
 Targets (--grid): ``HxT`` is the paper's hashing, random hyperplanes with H bits and T
 tables, all of epsilon on the vote tables (``--hashing random`` bundles); ``default`` is
-what users ship by default: the noisy class statistics (80% of epsilon) and vote tables
-hashed along them (20%), through the exporter's own budget and stage functions. Against the
-default bundle the attacker reads the buckets and also the released class means: the
-query's centroid logits and distances under the runtime's Gaussian rule, its own class's
-logit, distance and rank (label-aware), so a record that pulled its class mean towards
-itself can show.
+what users ship by default: the noisy class counts (5% of epsilon) and class sums (95%) in
+the public subspace the counts choose, through the exporter's own budget and stage
+functions. Against the default bundle the attacker reads the released class statistics: the
+query's cosine to each noisy class sum (the runtime's rule), the Gaussian-rule logits and
+distances to the class means, and (label-aware) its own class's values and rank, so a record
+that pulled its class mean towards itself can show.
 
 Method, per dataset, hashing setting (H bits x T tables), privacy setting and seed:
 
@@ -88,13 +88,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder  # noqa: E402
 
-from exporter.class_stats import DEFAULT_CLIP_L1, QUANTUM, ClassStatsCounter, ClassStatsRelease, release_class_stats  # noqa: E402,E501
+from exporter.class_stats import QUANTUM, ClassStatsRelease, choose_subspace  # noqa: E402
+from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.noise import NoiseSource  # noqa: E402
 from exporter.options import DEFAULT_TABLES  # noqa: E402
 from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
-from exporter.public_basis import PublicBasis, fit_public_basis, public_texts  # noqa: E402
-from exporter.stages import aligned_hashing  # noqa: E402
+from exporter.public_basis import public_texts, task_basis  # noqa: E402
+from exporter.stages import PublicInputs, release_class_stats  # noqa: E402
 from exporter.votes import VoteCounter, release_votes  # noqa: E402
 from runtime.bundle.schema import ClassStats  # noqa: E402
 from runtime.centroids import centred_means  # noqa: E402
@@ -296,62 +297,58 @@ def observe_touched(cells: TouchedCells, tables: int, setting: Setting,
 
 @dataclass
 class DefaultRelease:
-    """What a default bundle releases: aligned hyperplanes, vote tables and class statistics."""
+    """What a default bundle releases: the class statistics (no vote tables)."""
 
-    hasher: SimHasher
-    votes: np.ndarray       # (T, 2^H, C): released, or the exact counts for the no-noise settings
-    present: np.ndarray     # (T, 2^H) bool: the bucket is present in the release
     class_stats: ClassStats
     clip: float
 
 
-def release_default(train_emb: np.ndarray, train_labels: np.ndarray, basis: PublicBasis, classes: int,
-                    setting: Setting, seed: int) -> DefaultRelease:
-    """The exporter's own default release (budget, class statistics, aligned hashing, vote
-    tables) on the training split; exact statistics for the no-noise settings."""
-    counter = ClassStatsCounter(basis, classes, DEFAULT_CLIP_L1)
-    counter.add(train_emb, train_labels)
-    # Without noise the budget only collects what the hashing declares; nothing is released.
-    budget = PrivacyBudget(setting.epsilon if setting.private else 1.0, shares=default_shares("aligned"))
+def release_default(train_emb: np.ndarray, train_labels: np.ndarray, public: PublicInputs, classes: int,
+                    setting: Setting) -> DefaultRelease:
+    """The exporter's own default release (budget, class counts, the subspace rule, class
+    sums) on the training split; for the no-noise settings, the exact statistics in the
+    subspace the rule picks at epsilon 8 from the exact count."""
     if setting.private:
-        stats = release_class_stats(counter, budget)
-    else:
-        stats = ClassStatsRelease(counter.sums / QUANTUM, counter.counts.astype(np.float64))
-    hashing = aligned_hashing(stats, basis, seed, DEFAULT_TABLES, None, 0, budget)
-    hasher = SimHasher(hashing.planes, hashing.offsets)
-    counts = exact_table(hasher.buckets(train_emb), train_labels, None, hashing.bits, classes, dense=True)
-    present = np.ones(counts.shape[:2], bool)
-    if setting.private:
-        votes = release_votes(counts, budget).votes
-    else:
-        votes = counts
-        if setting.sparse:
-            present = counts.sum(axis=2) > 0
-    return DefaultRelease(hasher, votes, present, stats.for_bundle(basis), counter.clip_l1)
+        budget = PrivacyBudget(setting.epsilon, shares=default_shares("aligned"))
+        stats = release_class_stats(MemoryEngine(train_emb, train_labels), public, classes, budget)
+        return DefaultRelease(stats.for_bundle(), stats.basis.clip_for(stats.basis.dim))
+    counts = np.bincount(train_labels, minlength=classes).astype(np.float64)
+    k, clip = choose_subspace(0.95 * 8.0, counts, 1, public.basis)
+    basis = public.basis.first(k)
+    sums = MemoryEngine(train_emb, train_labels).class_sums(basis, classes, clip).sums / QUANTUM
+    return DefaultRelease(ClassStatsRelease(sums, counts, basis).for_bundle(), clip)
 
 
 def centroid_features(cs: ClassStats, clip: float, query_emb: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
-    """What the released class means say about a query, as the runtime's Gaussian rule reads
-    them: per-class logits <z, m_c> - |m_c|^2/2 and squared distances to the centred means,
-    the top-1 margin and |z|; label-aware, the own class's logit, distance and rank."""
+    """What the released class statistics say about a query: the runtime's cosine to each
+    noisy class sum in the public-centred frame, and the Gaussian-rule logits <z, m_c> -
+    |m_c|^2/2 and squared distances to the centred class means (z clipped like a record),
+    the top-1 margin and |z|; label-aware, the own class's cosine, logit, distance and rank."""
     proj = cs.projection.astype(np.float64)
+    raw = (np.asarray(query_emb, np.float64) - cs.origin) @ proj.T
+    sums = np.asarray(cs.sums, np.float64)
+    cosine = (raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)) @ (
+        sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)).T
     centred, mu = centred_means(cs.sums, cs.counts)
-    z = clip_l1((np.asarray(query_emb, np.float64) - cs.origin) @ proj.T, clip) - mu
+    z = clip_l1(raw, clip) - mu
     logits = z @ centred.T - 0.5 * (centred**2).sum(axis=1)
     dist = (z**2).sum(axis=1)[:, None] - 2 * z @ centred.T + (centred**2).sum(axis=1)[None, :]
-    top2 = np.sort(logits, axis=1)[:, -2:]
-    cols = [logits, dist, (top2[:, 1] - top2[:, 0])[:, None], np.linalg.norm(z, axis=1)[:, None]]
+    top2 = np.sort(cosine, axis=1)[:, -2:]
+    cols = [cosine, logits, dist, (top2[:, 1] - top2[:, 0])[:, None], np.linalg.norm(z, axis=1)[:, None]]
     if labels is not None:
         rows = np.arange(len(z))
-        own = logits[rows, labels]
-        cols += [own[:, None], dist[rows, labels][:, None], (logits > own[:, None]).sum(axis=1)[:, None]]
+        own = cosine[rows, labels]
+        cols += [own[:, None], logits[rows, labels][:, None], dist[rows, labels][:, None],
+                 (cosine > own[:, None]).sum(axis=1)[:, None]]
     return np.hstack(cols)
 
 
-def default_basis(embedder: Embedder, ds: Dataset) -> PublicBasis:
-    """The public basis a default build of ``ds`` fits (vocabulary words and descriptions)."""
+def default_inputs(embedder: Embedder, ds: Dataset) -> PublicInputs:
+    """The public inputs a default build of ``ds`` fits (vocabulary words and descriptions)."""
     tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")
-    return fit_public_basis(embedder.embedder.embed, public_texts(tokenizer_json, ds.labels.descriptions))
+    vocab = embedder.embedder.embed(public_texts(tokenizer_json, None))
+    prior = None if ds.labels.descriptions is None else embedder.embedder.embed(list(ds.labels.descriptions))
+    return PublicInputs(task_basis(vocab, prior), prior)
 
 
 # --------------------------------------------------------------------------- features and the attack
@@ -438,8 +435,8 @@ class Cell:
             row["k"] = KNN_K
             return row
         eps = self.setting.epsilon
-        if self.hashing == DEFAULT_TARGET:  # two releases; bits from the noisy count
-            bits, tables, scale = None, DEFAULT_TABLES, None
+        if self.hashing == DEFAULT_TARGET:  # class statistics only: no tables, two releases
+            bits, tables, scale = None, None, None
         else:
             bits, tables = (int(x) for x in self.hashing.split("x"))
             scale = tables / eps if math.isfinite(eps) else None
@@ -449,10 +446,11 @@ class Cell:
             "noise_scale": scale,
             "dp_accuracy_bound": dp_accuracy_bound(eps),
             "release": "touched cells only (simulation)" if self.simulated else "dense",
-            "hit_rate": {"constant": len(self.hit_values) == 1,
-                         "value": next(iter(self.hit_values)) if len(self.hit_values) == 1 else None,
-                         "members_mean": float(np.mean(self.hits_members)),
-                         "nonmembers_mean": float(np.mean(self.hits_nonmembers))},
+            "hit_rate": None if not self.hits_members else {
+                "constant": len(self.hit_values) == 1,
+                "value": next(iter(self.hit_values)) if len(self.hit_values) == 1 else None,
+                "members_mean": float(np.mean(self.hits_members)),
+                "nonmembers_mean": float(np.mean(self.hits_nonmembers))},
         })
         return row
 
@@ -477,17 +475,17 @@ def observe(table: np.ndarray | TouchedCells, query_codes: np.ndarray, setting: 
     return observe_dense(table, query_codes, setting)
 
 
-def run_attacks(cell: Cell, obs: Observation, query_labels: np.ndarray, pairs: Pairs, seed: int,
-                extra: Any = None) -> None:
-    """Both attack variants on one observation, recorded in ``cell``. ``extra(labels or None)``
-    adds features from what else the bundle releases (the class statistics)."""
-    t0 = time.perf_counter()
+def run_attacks(cell: Cell, obs: Observation, query_labels: np.ndarray, pairs: Pairs, seed: int) -> None:
+    """Both attack variants on one observation of vote tables, recorded in ``cell``."""
     cell.add_hits(obs.hit_rate, pairs.is_member)
+    run_attack_features(cell, lambda labels: vote_features(obs, labels), pairs, seed, query_labels)
+
+
+def run_attack_features(cell: Cell, features: Any, pairs: Pairs, seed: int, query_labels: np.ndarray) -> None:
+    """Both attack variants on ``features(labels or None)``, recorded in ``cell``."""
+    t0 = time.perf_counter()
     for attack in ATTACKS:
-        labels = query_labels if attack == "label_aware" else None
-        feats = vote_features(obs, labels)
-        if extra is not None:
-            feats = np.hstack([feats, extra(labels)])
+        feats = features(query_labels if attack == "label_aware" else None)
         cell.runs[attack].append(attack_accuracy(feats, pairs, seed))
     cell.seconds += time.perf_counter() - t0
 
@@ -501,14 +499,14 @@ class DatasetResult:
 
 def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[Setting], seeds: int,
                 max_pairs: int, max_dense_cells: int, shift_control: bool = False,
-                basis: PublicBasis | None = None) -> DatasetResult:
+                public: PublicInputs | None = None) -> DatasetResult:
     """All target x privacy settings and the kNN reference for one dataset, over seeds.
 
     With ``shift_control`` it also attacks, per random hashing, an exact table built from the
     training set *minus* the sampled members: they are then non-members too, so whatever
     accuracy the attack still reaches comes from members (train split) and non-members (test
-    split) being distributed differently, not from membership. ``basis``: the public basis of
-    the default bundle (needed when the grid holds "default").
+    split) being distributed differently, not from membership. ``public``: the public inputs
+    of the default bundle (needed when the grid holds "default").
     """
     classes = len(ds.labels)
     train, test = ds.train, ds.test
@@ -535,12 +533,9 @@ def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[S
 
         if DEFAULT_TARGET in grid:
             def attack_default(cell: Cell, setting: Setting, keep: np.ndarray) -> None:
-                rel = release_default(train.embeddings[keep], train.labels[keep], basis, classes, setting, seed)
-                codes = rel.hasher.buckets(query_emb)
-                tables = np.arange(codes.shape[1])[None, :]
-                obs = Observation(vote_sums(codes, rel.votes), rel.present[tables, codes].mean(axis=1))
-                run_attacks(cell, obs, query_labels, pairs, seed,
-                            extra=lambda labels: centroid_features(rel.class_stats, rel.clip, query_emb, labels))
+                rel = release_default(train.embeddings[keep], train.labels[keep], public, classes, setting)
+                run_attack_features(cell, lambda labels: centroid_features(rel.class_stats, rel.clip, query_emb, labels),
+                                    pairs, seed, query_labels)
 
             everyone = np.ones(len(train.labels), bool)
             for s in settings:
@@ -592,7 +587,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"| {r['dataset']} | {r['hashing']} | - | {pct(a)} | {adv(a)} | {pct(la)} | {adv(la)} | - | - |")
             continue
         h = r["hit_rate"]
-        hits = (f"{h['value']:g} (constant)" if h["constant"]
+        hits = ("- (no tables)" if h is None else f"{h['value']:g} (constant)" if h["constant"]
                 else f"{h['members_mean']:.2f} / {h['nonmembers_mean']:.2f}")
         star = "*" if r["release"] != "dense" else ""
         lines.append(f"| {r['dataset']} | {r['hashing']}{star} | {r['setting']} | {pct(a)} | {adv(a)} | {pct(la)} "
@@ -691,9 +686,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         ds = embedder.dataset(folder)
         log(f"{ds.name}: {len(ds.train.labels)} train, {len(ds.test.labels)} test, {len(ds.labels)} classes")
-        basis = default_basis(embedder, ds) if DEFAULT_TARGET in grid else None
+        public = default_inputs(embedder, ds) if DEFAULT_TARGET in grid else None
         res = run_dataset(ds, grid, settings, args.seeds, args.max_pairs, args.max_dense_cells, args.shift_control,
-                          basis)
+                          public)
         rows += [c.to_json() for c in res.rows]
         controls += [{**c.to_json(), "control": "members removed from the datastore"} for c in res.controls]
         pairs_info[ds.name] = res.pairs

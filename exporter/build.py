@@ -1,13 +1,15 @@
-"""Build a bundle: read -> embed -> release class statistics -> hash and count -> release votes -> write.
+"""Build a bundle: read -> embed -> release class counts -> release class sums -> [hash, count
+and release votes] -> write.
 
-One `PrivacyBudget` owns the build's epsilon: the two releases (exporter.class_stats,
-exporter.votes) take their shares from it and get their noise through it, and it writes the
-bundle's privacy facts. Everything else is public input or post-processing of a release:
-the public basis and prior (exporter.stages), the aligned hyperplanes and their number of
-bits, the blend's weights. Records are read and embedded by an engine (exporter.local_engine
-in this process, exporter.ray_engine on a cluster) with the runtime's own `Embedder` on the
-very model the bundle ships, so a training text and the same text typed on a device land in
-the same buckets. Only exact aggregates are kept, and only until they are released.
+One `PrivacyBudget` owns the build's epsilon: the releases (exporter.class_stats and, when the
+bundle has vote tables, exporter.votes) take their shares from it and get their noise through
+it, and it writes the bundle's privacy facts. Everything else is public input or
+post-processing of a release: the task basis and the prior (exporter.stages), the subspace
+the counts choose for the sums, the aligned hyperplanes and their number of bits, the
+scoring rule. Records are read and embedded by an engine (exporter.local_engine in this
+process, exporter.ray_engine on a cluster) with the runtime's own `Embedder` on the very model
+the bundle ships, so a training text and the same text typed on a device are embedded alike.
+Only exact aggregates are kept, and only until they are released.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from exporter.class_stats import ClassStatsRelease, release_class_stats
+from exporter.class_stats import ClassStatsRelease
 from exporter.dataset import LabelSet, ReadStats, read_labels
 from exporter.encoder_export import export_encoder
 from exporter.engine import Engine
@@ -30,9 +32,10 @@ from exporter.noise import NoiseSource
 from exporter.options import DEFAULT_BITS, BuildError, BuildOptions, check_options
 from exporter.privacy import PrivacyBudget
 from exporter.progress import Timer
-from exporter.stages import PublicInputs, aligned_hashing, assemble_bundle, public_inputs, random_hashing
+from exporter.stages import (Hashing, PublicInputs, aligned_hashing, assemble_bundle, public_inputs,
+                             random_hashing, release_class_stats)
 from exporter.units import UnitStats
-from exporter.votes import release_votes
+from exporter.votes import VoteRelease, release_votes
 from runtime.bundle import save
 from runtime.bundle.schema import Encoder
 from runtime.embedder import Embedder
@@ -87,32 +90,33 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
 
     stats: ClassStatsRelease | None = None
     public: PublicInputs | None = None
-    clip_l1 = 0.0
+    hashing: Hashing | None = None
+    votes: VoteRelease | None = None
     with _engine(opts, labels, encoder, embedder, embed_for_benchmarks, timer) as engine:
         if opts.aligned:
-            public = public_inputs(embedder.embed, encoder.tokenizer_json, labels, opts.basis_dim, budget)
+            public = public_inputs(embedder.embed, encoder.tokenizer_json, labels, budget)
             t = timer.add("public basis", t)
-            counter = engine.class_stats(public.basis, len(labels), opts.clip_l1)
+            stats = release_class_stats(engine, public, len(labels), budget, basis_dim=opts.basis_dim,
+                                        clip_l1=opts.clip_l1)
             t = timer.start()
-            stats, clip_l1 = release_class_stats(counter, budget), counter.clip_l1
-            del counter
-            hashing = aligned_hashing(stats, public.basis, seed, opts.tables, opts.bits, opts.public_directions, budget)
-            timer.add("noise", t)
+            if opts.has_tables:
+                hashing = aligned_hashing(stats, seed, opts.table_count, opts.bits, opts.public_directions, budget)
         else:
-            hashing = random_hashing(seed, opts.tables, opts.bits or DEFAULT_BITS, encoder.dim, budget)
-        counts = engine.vote_counts(hashing.planes, hashing.offsets, len(labels))
-        t = timer.start()
-        votes = release_votes(counts, budget)
-        del counts  # the exact counts are not needed past this point
-        t = timer.add("noise", t)
+            hashing = random_hashing(seed, opts.table_count, opts.bits or DEFAULT_BITS, encoder.dim, budget)
+        if hashing is not None:
+            counts = engine.vote_counts(hashing.planes, hashing.offsets, len(labels))
+            t = timer.start()
+            votes = release_votes(counts, budget)
+            del counts  # the exact counts are not needed past this point
+            t = timer.add("noise", t)
         read_stats, units = engine.stats, engine.units
 
-    bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public, clip_l1=clip_l1,
+    bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public,
                              stand_in=embed_for_benchmarks is not None)
     out = save(bundle, opts.out)
     timer.add("write", t)
     return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=read_stats, privacy=bundle.privacy,
-                       clipped_cells=votes.clipped_cells, seconds=timer.seconds, units=units)
+                       clipped_cells=0 if votes is None else votes.clipped_cells, seconds=timer.seconds, units=units)
 
 
 def _engine(opts: BuildOptions, labels: LabelSet, encoder: Encoder, embedder: Embedder | None,

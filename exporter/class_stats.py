@@ -1,27 +1,30 @@
-"""Noisy per-class sums and counts of the embeddings, in the public subspace.
+"""The class statistics: noisy per-class counts, then noisy per-class sums in a public subspace.
 
-One of the two statistics a default bundle releases (the vote tables are the other). They
-give the aligned hashing its directions and the runtime its centroid scores.
+What a default bundle releases, in two releases from one budget (exporter.privacy):
 
-Sensitivity. Each record's projected embedding z = P (x - origin) is put on an integer grid
-of QUANTUM steps per unit and clipped there, to L1 norm at most S = round(QUANTUM * B) grid
-steps (B the clip in embedding units): the row is scaled down to grid L1 <= S and each
-coordinate truncated toward zero, which only shrinks it, so the integer row's L1 is at most S
-exactly, for every B. Each count is kept on a grid of COUNT_STEPS per record (a count weighs
-COUNT_STEPS / QUANTUM = 1/4 of a unit). Adding or removing one record changes its class's sum
-by at most S and its class's count by COUNT_STEPS in L1, so the whole release has integer L1
-sensitivity S + COUNT_STEPS (times K when a person may contribute K records: the budget
-multiplies), and discrete Laplace noise of that scale over epsilon_1 on every coordinate
-(every class, also classes with no records) is pure epsilon_1-DP.
+1. ``class_counts``: the number of records of each class. One record changes one count by 1:
+   L1 sensitivity 1 (K when a person may contribute K records: the budget multiplies).
+2. ``class_sums``: per-class sums of the records' embeddings in the first k coordinates of
+   the public task basis (exporter.public_basis), each record put on an integer grid of
+   QUANTUM steps per unit and clipped there to L1 norm at most S = round(QUANTUM * B) steps:
+   the row is scaled down to grid L1 <= S and each coordinate truncated toward zero, which
+   only shrinks it, so the integer row's L1 is at most S exactly, for every B. One record
+   enters one class's sum: L1 sensitivity S.
 
-The counts weigh 1/4 because the sums carry the signal and the counts only scale it
-(docs/accuracy.md has the measurements).
+Discrete Laplace noise of scale sensitivity / share on every coordinate, every class included,
+makes each release pure DP for its share. k and B are chosen between the two releases from
+the released noisy record count N (`choose_subspace`): post-processing of release 1 and
+public inputs, so they cost nothing more, and the second release is fixed before it sees a
+record. The rule: the sums carry r = epsilon_sums * N / (C * K) records' worth of signal per
+class and noise unit, and k grows with r (about r / RECORDS_PER_DIM coordinates, on a grid of
+K_STEP, between K_STEP and the embedding size); B is the public clip of those k coordinates
+(the vocabulary's median L1 norm there), which clips nearly every sentence, so it acts as a
+normalisation. docs/accuracy.md has the measurements behind the rule and its constants.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -30,16 +33,16 @@ from exporter.public_basis import PublicBasis
 from runtime.bundle.schema import ClassStats, Release, Statistic
 from runtime.scoring import clip_l1 as clip_to_l1
 
-#: Grid steps per unit of the projected embedding: 0.01 resolution, far below the noise, and
-#: int32 sums hold about 7 million records per class at the largest clip.
+#: Grid steps per unit of the projected embedding: 0.01 resolution, far below the noise.
 QUANTUM = 100
-#: Grid steps per record in the counts (a count weighs COUNT_STEPS / QUANTUM of a unit).
-COUNT_STEPS = 25
-DEFAULT_CLIP_L1 = 5.0
+#: The subspace rule: about one coordinate per RECORDS_PER_DIM records' worth of signal per
+#: class, on a grid of K_STEP coordinates.
+RECORDS_PER_DIM = 10.0
+K_STEP = 16
 
-MECHANISM = ("discrete Laplace noise on every coordinate of the per-class sums of the clipped, projected "
-             f"embeddings (integer grid of 1/{QUANTUM}) and on every class count (weighted "
-             f"{Fraction(COUNT_STEPS, QUANTUM)}: {COUNT_STEPS} grid steps per record)")
+COUNTS_MECHANISM = "discrete Laplace noise on every class's record count"
+SUMS_MECHANISM = ("discrete Laplace noise on every coordinate of the per-class sums of the clipped embeddings "
+                  f"projected on the public task basis (integer grid of 1/{QUANTUM})")
 
 
 def clip_steps(clip_l1: float) -> int:
@@ -73,27 +76,60 @@ def clip_and_quantize(z: np.ndarray, steps: int) -> np.ndarray:
     """
     q = np.trunc(clip_to_l1(np.asarray(z, np.float64) * QUANTUM, steps)).astype(np.int64)
     if len(q) and int(np.abs(q).sum(axis=1).max()) > steps:  # an invariant: the proof above
-        raise RuntimeError("a clipped record exceeds the class statistics' sensitivity; nothing was released")
+        raise RuntimeError("a clipped record exceeds the class sums' sensitivity; nothing was released")
     return q
 
 
-class ClassStatsCounter:
-    """Exact clipped sums and counts, accumulated chunk by chunk (never released as they are).
+def release_class_counts(counts: np.ndarray, budget: PrivacyBudget) -> np.ndarray:
+    """Noisy record counts per class (float, records), through the budget.
+
+    Example:
+        >>> release_class_counts(np.array([40, 60]), budget)          # doctest: +SKIP
+        array([41., 58.])
+    """
+    noisy = budget.release(Statistic.CLASS_COUNTS, np.asarray(counts, np.int64), sensitivity=1,
+                           mechanism=COUNTS_MECHANISM)
+    return noisy.astype(np.float64)
+
+
+def noisy_record_count(counts: np.ndarray) -> float:
+    """N: the sum of the released noisy class counts, at least 1 (post-processing)."""
+    return max(float(np.sum(counts)), 1.0)
+
+
+def choose_subspace(epsilon_sums: float, counts: np.ndarray, max_records_per_unit: int,
+                    basis: PublicBasis) -> tuple[int, float]:
+    """(k, B) for the class sums, from their share of epsilon, the released noisy counts and
+    public inputs only (see the module doc).
+
+    Example:
+        >>> from exporter.public_basis import task_basis
+        >>> b = task_basis(np.random.default_rng(0).standard_normal((500, 384)), None)
+        >>> [choose_subspace(eps, np.array([1000.0, 1000.0]), 1, b)[0] for eps in (0.01, 0.95, 9.5)]
+        [16, 96, 384]
+    """
+    r = epsilon_sums * noisy_record_count(counts) / (len(counts) * max_records_per_unit)
+    k = int(np.clip(K_STEP * np.round(r / RECORDS_PER_DIM / K_STEP), K_STEP, basis.dim))
+    return k, basis.clip_for(k)
+
+
+class ClassSumCounter:
+    """Exact clipped, quantized per-class sums in a k-d public basis, accumulated chunk by
+    chunk (never released as they are).
 
     Example:
         >>> from exporter.public_basis import PublicBasis
-        >>> c = ClassStatsCounter(PublicBasis(np.zeros(2, np.float32), np.eye(2, dtype=np.float32)), classes=2,
-        ...                       clip_l1=1.0)
+        >>> c = ClassSumCounter(PublicBasis(np.zeros(2, np.float32), np.eye(2, dtype=np.float32)), classes=2,
+        ...                     clip_l1=1.0)
         >>> c.add(np.array([[3.0, -4.0]]), np.array([1]))
-        >>> c.sums.tolist(), c.counts.tolist()
-        ([[0, 0], [42, -57]], [0, 1])
+        >>> c.sums.tolist()
+        [[0, 0], [42, -57]]
     """
 
-    def __init__(self, basis: PublicBasis, classes: int, clip_l1: float = DEFAULT_CLIP_L1):
+    def __init__(self, basis: PublicBasis, classes: int, clip_l1: float):
         self.basis, self.classes = basis, classes
         self.steps = clip_steps(clip_l1)
         self.sums = np.zeros((classes, basis.dim), np.int64)
-        self.counts = np.zeros(classes, np.int64)
 
     @property
     def clip_l1(self) -> float:
@@ -101,44 +137,38 @@ class ClassStatsCounter:
         return self.steps / QUANTUM
 
     def add(self, embeddings: np.ndarray, labels: np.ndarray) -> None:
-        q = clip_and_quantize(self.basis.project(embeddings), self.steps)
-        np.add.at(self.sums, labels, q)
-        self.counts += np.bincount(labels, minlength=self.classes)
+        np.add.at(self.sums, labels, clip_and_quantize(self.basis.project(embeddings), self.steps))
 
-    def merge(self, other: "ClassStatsCounter") -> None:
+    def merge(self, other: "ClassSumCounter") -> None:
         """Add another counter's exact totals (a partition's, on the Ray engine)."""
         self.sums += other.sums
-        self.counts += other.counts
+
+
+def release_class_sums(counter: ClassSumCounter, budget: PrivacyBudget) -> np.ndarray:
+    """Noisy per-class sums (classes, k), in embedding units, through the budget.
+
+    Example:
+        >>> release_class_sums(counter, budget).shape                 # doctest: +SKIP
+        (4, 96)
+    """
+    c, k = counter.sums.shape
+    noisy = budget.release(Statistic.CLASS_SUMS, counter.sums, sensitivity=counter.steps, mechanism=SUMS_MECHANISM,
+                           facts={Release.GRID: QUANTUM, Release.CLIP_L1: counter.clip_l1, Release.DIM: k,
+                                  Release.NOTE: f"released in grid units of 1/{QUANTUM}; the bundle stores the sums "
+                                                "divided back to embedding units"})
+    return noisy.astype(np.float64).reshape(c, k) / QUANTUM
 
 
 @dataclass(frozen=True)
 class ClassStatsRelease:
-    """Noisy sums (classes, k) and counts (classes,), in units of the projected embedding."""
+    """The two releases together: noisy sums (classes, k) in embedding units and noisy counts
+    (classes,) in records, with the k-d public basis the sums live in."""
 
     sums: np.ndarray
     counts: np.ndarray
+    basis: PublicBasis
 
-    def for_bundle(self, basis: PublicBasis) -> ClassStats:
-        """What the bundle (and the runtime's Scorer) holds: the release with its public basis."""
-        return ClassStats(origin=basis.origin, projection=basis.projection,
+    def for_bundle(self) -> ClassStats:
+        """What the bundle (and the runtime's Scorer) holds."""
+        return ClassStats(origin=self.basis.origin, projection=self.basis.projection,
                           sums=self.sums.astype(np.float32), counts=self.counts.astype(np.float32))
-
-
-def release_class_stats(counter: ClassStatsCounter, budget: PrivacyBudget) -> ClassStatsRelease:
-    """Noise on every sum coordinate and count, through the budget (see the module doc).
-
-    Example:
-        >>> r = release_class_stats(counter, budget)                 # doctest: +SKIP
-        >>> r.sums.shape, budget.privacy_facts()["releases"][0]["sensitivity_l1"]   # doctest: +SKIP
-        ((4, 128), 525)
-    """
-    flat = np.concatenate([counter.sums.reshape(-1), counter.counts * COUNT_STEPS])
-    c, d = counter.sums.shape
-    noisy = budget.release(Statistic.CLASS_STATS, flat, sensitivity=counter.steps + COUNT_STEPS, mechanism=MECHANISM,
-                           facts={Release.GRID: QUANTUM, Release.COUNT_GRID: COUNT_STEPS,
-                                  Release.CLIP_L1: counter.clip_l1, Release.DIM: d,
-                                  Release.NOTE: f"sums are released in grid units of 1/{QUANTUM}, counts in units of "
-                                                f"1/{COUNT_STEPS} record; the bundle stores both divided back "
-                                                "(embedding units, records); sensitivity and scale are in grid units"})
-    noisy = noisy.astype(np.float64)
-    return ClassStatsRelease(sums=noisy[:c * d].reshape(c, d) / QUANTUM, counts=noisy[c * d:] / COUNT_STEPS)

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from exporter.class_stats import ClassStatsCounter
+from exporter.class_stats import ClassSumCounter
 from exporter.dataset import ReadStats
 from exporter.options import BuildError
 from exporter.public_basis import PublicBasis
 from exporter.units import UnitStats
+from exporter.votes import VoteCounter
+from runtime.simhash import SimHasher
 
 
 def _kept(stats: ReadStats) -> tuple[int, int, int, int]:
@@ -41,8 +43,12 @@ class Engine(ABC):
         self.units: UnitStats | None = None
 
     @abstractmethod
-    def class_stats(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassStatsCounter:
-        """Exact clipped, quantized per-class sums and counts of every record."""
+    def class_counts(self, classes: int) -> np.ndarray:
+        """Exact record counts per class (the first pass of a build with class statistics)."""
+
+    @abstractmethod
+    def class_sums(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassSumCounter:
+        """Exact clipped, quantized per-class sums of every record in ``basis``."""
 
     @abstractmethod
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
@@ -67,3 +73,31 @@ class Engine(ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class MemoryEngine(Engine):
+    """An engine over embeddings already in memory (benchmarks and tests run the build's own
+    stages on cached embeddings through it)."""
+
+    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, name: str = "<memory>"):
+        super().__init__(Path(name))
+        self.embeddings, self.labels = np.asarray(embeddings, np.float32), np.asarray(labels, np.int64)
+
+    def _pass(self) -> None:
+        self.finish_pass(ReadStats(records=len(self.labels)))
+
+    def class_counts(self, classes: int) -> np.ndarray:
+        self._pass()
+        return np.bincount(self.labels, minlength=classes)
+
+    def class_sums(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassSumCounter:
+        counter = ClassSumCounter(basis, classes, clip_l1)
+        counter.add(self.embeddings, self.labels)
+        self._pass()
+        return counter
+
+    def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
+        counter = VoteCounter(planes.shape[0], planes.shape[1], classes)
+        counter.add(SimHasher(planes, offsets).buckets(self.embeddings), self.labels)
+        self._pass()
+        return counter.counts

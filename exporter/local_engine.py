@@ -1,10 +1,11 @@
 """The local engine: reads, embeds and counts records in this process, one chunk at a time.
 
-Records are streamed in chunks of CHUNK_RECORDS and only exact aggregates are kept. Under
-aligned hashing the vote tables need the released class statistics before any record is
-hashed, so the embeddings of the first pass are spilled to an anonymous temporary file
-(deleted on close, also on a crash) and read back in chunks for the second: memory stays one
-chunk, the disk holds 1.5 KB per record, and nothing is embedded twice.
+Records are streamed in chunks of CHUNK_RECORDS and only exact aggregates are kept. A build
+with class statistics needs the released class counts before it can choose the subspace of
+the class sums (and the released sums before it can hash along them), so the embeddings of
+the first pass are spilled to an anonymous temporary file (deleted on close, also on a
+crash) and read back in chunks for the later passes: memory stays one chunk, the disk holds
+1.5 KB per record, and nothing is embedded twice.
 
 With a unit column, a first quick pass reads only the units (exporter.units plans which K
 records of each person to keep) and the records pass keeps at most K per person.
@@ -18,7 +19,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 import numpy as np
 
-from exporter.class_stats import ClassStatsCounter
+from exporter.class_stats import ClassSumCounter
 from exporter.dataset import LabelSet, ReadStats, Record, read_records
 from exporter.engine import Engine
 from exporter.options import BuildOptions
@@ -79,30 +80,42 @@ class LocalEngine(Engine):
         self.timer.add("read", t)
         self.finish_pass(stats, same_records=self.bound is None or self.bound.consistent)
 
-    def class_stats(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassStatsCounter:
-        counter = ClassStatsCounter(basis, classes, clip_l1)
+    def class_counts(self, classes: int) -> np.ndarray:
+        """Pass 1: read, embed and spill every kept record; count them per class."""
+        counts = np.zeros(classes, np.int64)
         self._spill = tempfile.TemporaryFile(prefix="dpedge-embeddings-")
-        for emb, y in self._embedded("embed (pass 1 of 2)", "class statistics"):
-            counter.add(emb, y)
+        for emb, y in self._embedded("embed (pass 1)", "class counts"):
+            counts += np.bincount(y, minlength=classes)
             self._dim = emb.shape[1]
             self._spill.write(np.concatenate([emb, y.astype(np.float32)[:, None]], axis=1).tobytes())
+        return counts
+
+    def _spilled(self, stage: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(embeddings, class indices) of the first pass, read back from the spill file in blocks;
+        the consumer's work is timed as ``stage``."""
+        assert self._spill is not None
+        t = self.timer.start()
+        self._spill.seek(0)
+        row, dim = (self._dim + 1) * 4, self._dim
+        while block := self._spill.read(row * CHUNK_RECORDS * 16):
+            a = np.frombuffer(block, dtype=np.float32).reshape(-1, dim + 1)
+            yield a[:, :dim], a[:, dim].astype(np.int64)
+        self.timer.add(stage, t)
+
+    def class_sums(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassSumCounter:
+        counter = ClassSumCounter(basis, classes, clip_l1)
+        for emb, y in self._spilled("class sums"):
+            counter.add(emb, y)
         return counter
 
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
         tables, bits, _ = planes.shape
         counter = VoteCounter(tables, bits, classes)
         hasher = SimHasher(planes, offsets)
-        if self._spill is None:  # the only pass: read, embed, hash and count
-            for emb, y in self._embedded("embed+hash+count", "hash+count"):
-                counter.add(hasher.buckets(emb), y)
-            return counter.counts
-        t = self.timer.start()
-        self._spill.seek(0)
-        row, dim = (self._dim + 1) * 4, self._dim
-        while block := self._spill.read(row * CHUNK_RECORDS * 16):
-            a = np.frombuffer(block, dtype=np.float32).reshape(-1, dim + 1)
-            counter.add(hasher.buckets(a[:, :dim]), a[:, dim].astype(np.int64))
-        self.timer.add("hash+count", t)
+        chunks = (self._embedded("embed+hash+count", "hash+count") if self._spill is None  # the only pass
+                  else self._spilled("hash+count"))
+        for emb, y in chunks:
+            counter.add(hasher.buckets(emb), y)
         return counter.counts
 
     def close(self) -> None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from exporter.class_stats import DEFAULT_CLIP_L1, clip_steps
+from exporter.class_stats import clip_steps
 from exporter.hyperplanes import AUTO_BITS
-from exporter.privacy import DEFAULT_CLASS_SHARE, BudgetError, NeighbourRelation, check_epsilon, default_shares
-from exporter.public_basis import DEFAULT_DIM as DEFAULT_BASIS_DIM
+from exporter.privacy import MAX_VOTES_SHARE, BudgetError, NeighbourRelation, check_epsilon, default_shares
 
-__all__ = ["DEFAULT_BASIS_DIM", "DEFAULT_CLASS_SHARE", "DEFAULT_CLIP_L1", "BuildError", "BuildOptions", "check_options"]
+__all__ = ["BuildError", "BuildOptions", "check_options"]
 
 #: Coarse hashing with many tables: the paper's H=24, T=4 leaves almost every query in an
 #: empty bucket with this encoder (docs/accuracy.md).
@@ -38,7 +37,7 @@ class BuildOptions:
     labels: Path
     epsilon: float
     out: Path
-    tables: int = DEFAULT_TABLES
+    tables: int | None = None  # None: DEFAULT_TABLES (only bundles with vote tables have any)
     bits: int | None = None  # None: DEFAULT_BITS, or with aligned hashing chosen from the noisy record count
     seed: int | None = None
     encoder_source: Path | None = None
@@ -55,20 +54,28 @@ class BuildOptions:
     workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
     progress: bool = True
     engine: str = "local"  # "local" (this process) or "ray" (Ray Data; exporter/ray_engine.py, docs/ray.md)
-    #: "aligned" (default): release noisy class statistics first (share ``class_share`` of
-    #: epsilon), hash in the span of their class directions, and ship centroids and the
-    #: label-description prior for blended scoring (format 2). "random": the paper's random
-    #: hyperplanes and Algorithm 2 only (format 1.2).
+    #: "aligned" (default): release noisy class counts and class sums (format 3), plus vote
+    #: tables hashed in the span of the noisy class directions when ``votes_share`` > 0.
+    #: "random": the paper's random hyperplanes and vote tables only (format 1.2).
     hashing: str = "aligned"
-    class_share: float = DEFAULT_CLASS_SHARE
-    basis_dim: int = DEFAULT_BASIS_DIM
-    clip_l1: float = DEFAULT_CLIP_L1
-    public_directions: int = 0
+    votes_share: float = 0.0
+    basis_dim: int | None = None  # None: chosen from the noisy record count (class_stats.choose_subspace)
+    clip_l1: float | None = None  # None: the public clip of the chosen dimension
+    public_directions: int = 0  # with vote tables: public basis directions hashed besides the class directions
     ray_address: str | None = None  # with engine "ray": None starts a local Ray; "auto" / "ray://HOST:10001" joins
 
     @property
     def aligned(self) -> bool:
         return self.hashing == "aligned"
+
+    @property
+    def has_tables(self) -> bool:
+        """Whether the bundle releases vote tables."""
+        return not self.aligned or self.votes_share > 0
+
+    @property
+    def table_count(self) -> int:
+        return DEFAULT_TABLES if self.tables is None else self.tables
 
     def relation(self) -> NeighbourRelation:
         """The neighbour relation the guarantee is stated for (checked by `check_options`)."""
@@ -77,7 +84,7 @@ class BuildOptions:
         return NeighbourRelation.record()
 
     def shares(self) -> dict[str, float]:
-        return default_shares(self.hashing, self.class_share)
+        return default_shares(self.hashing, self.votes_share)
 
 
 def table_bytes(tables: int, bits: int, classes: int) -> int:
@@ -91,7 +98,12 @@ def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool 
     except ValueError as exc:
         raise BuildError(str(exc)) from None
     _check_hashing(opts)
-    check_shape(opts.tables, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes, opts.max_table_mib)
+    if opts.has_tables:
+        check_shape(opts.table_count, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes,
+                    opts.max_table_mib)
+    elif opts.tables is not None or opts.bits is not None or opts.public_directions:
+        raise BuildError("--tables, --bits and --public-directions shape the vote tables, and this bundle has none: "
+                         "add --votes-share (or --hashing random), or leave them out")
     _check_unit(opts)
     _check_engine(opts, benchmark_stand_in)
 
@@ -119,13 +131,14 @@ def _check_hashing(opts: BuildOptions) -> None:
     try:
         opts.shares()
     except BudgetError:
-        raise BuildError(f"--class-share must be between 0 and 1 (exclusive), got {opts.class_share}") from None
-    if not 1 <= opts.basis_dim <= 384:
+        raise BuildError(f"--votes-share must be between 0 and {MAX_VOTES_SHARE}, got {opts.votes_share}") from None
+    if opts.basis_dim is not None and not 1 <= opts.basis_dim <= 384:
         raise BuildError(f"--basis-dim must be between 1 and 384, got {opts.basis_dim}")
-    try:
-        clip_steps(opts.clip_l1)
-    except ValueError as exc:
-        raise BuildError(f"--clip-l1: {exc}") from None
+    if opts.clip_l1 is not None:
+        try:
+            clip_steps(opts.clip_l1)
+        except ValueError as exc:
+            raise BuildError(f"--clip-l1: {exc}") from None
 
 
 def _check_unit(opts: BuildOptions) -> None:

@@ -29,9 +29,11 @@ import numpy as np
 from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
 from runtime.bundle.schema import PRIVACY_RTOL, Privacy, Release, Statistic
 
-#: Share of epsilon the class statistics get under aligned hashing; the vote tables get the
-#: rest (docs/accuracy.md measures the split).
-DEFAULT_CLASS_SHARE = 0.8
+#: Share of epsilon the class counts get; the class sums get the rest, less the vote tables'
+#: share when a bundle has them (docs/accuracy.md measures the split).
+COUNTS_SHARE = 0.05
+#: Largest share the vote tables may take (the sums keep at least a tenth of epsilon).
+MAX_VOTES_SHARE = 0.85
 #: Largest absolute exact value the i32 noise domain takes: leaves room for the noise.
 MAX_EXACT_VALUE = (2**31 - 1) // 2
 
@@ -95,19 +97,25 @@ class NeighbourRelation:
                 Privacy.PRIVACY_UNIT: f"one person, up to {k} records", Privacy.MAX_RECORDS_PER_UNIT: k}
 
 
-def default_shares(hashing: str, class_share: float = DEFAULT_CLASS_SHARE) -> dict[str, float]:
-    """The plan of a build: aligned hashing releases class statistics then vote tables;
-    random hashing releases only the vote tables.
+def default_shares(hashing: str, votes_share: float = 0.0) -> dict[str, float]:
+    """The plan of a build, in release order: the class counts, the class sums, and vote
+    tables hashed along them when ``votes_share`` > 0; random hashing releases only the vote
+    tables.
 
     Example:
         >>> default_shares("aligned"), default_shares("random")
-        ({'class_stats': 0.8, 'votes': 0.2}, {'votes': 1.0})
+        ({'class_counts': 0.05, 'class_sums': 0.95}, {'votes': 1.0})
+        >>> default_shares("aligned", 0.1)
+        {'class_counts': 0.05, 'class_sums': 0.85, 'votes': 0.1}
     """
     if hashing == "random":
         return {Statistic.VOTES: 1.0}
-    if not 0 < class_share < 1:
-        raise BudgetError(f"the class statistics' share must be between 0 and 1 (exclusive), got {class_share}")
-    return {Statistic.CLASS_STATS: float(class_share), Statistic.VOTES: round(1.0 - class_share, 12)}
+    if not 0 <= votes_share <= MAX_VOTES_SHARE:
+        raise BudgetError(f"the vote tables' share must be between 0 and {MAX_VOTES_SHARE}, got {votes_share}")
+    plan = {Statistic.CLASS_COUNTS: COUNTS_SHARE, Statistic.CLASS_SUMS: round(1.0 - COUNTS_SHARE - votes_share, 12)}
+    if votes_share > 0:
+        plan[Statistic.VOTES] = float(votes_share)
+    return plan
 
 
 class PrivacyBudget:
@@ -116,13 +124,14 @@ class PrivacyBudget:
     ``shares`` maps each statistic to its fraction of epsilon, in release order; fractions
     must be positive and add up to 1. The last planned release gets exactly what is left, so
     the shares add up to epsilon without float drift. ``headline`` names the release whose
-    sensitivity and scale the privacy map also states at its top level (the vote tables':
-    what format-1 readers check). ``noise_for_tests`` is the test-only hook that pins the
-    noise: every fact the budget writes then says the release is not differentially private.
+    sensitivity and scale the privacy map also states at its top level (default: the vote
+    tables', what format-1 readers check, or the last planned release without tables).
+    ``noise_for_tests`` is the test-only hook that pins the noise: every fact the budget
+    writes then says the release is not differentially private.
     """
 
     def __init__(self, epsilon: float, relation: NeighbourRelation | None = None, *,
-                 shares: Mapping[str, float] | None = None, headline: str = Statistic.VOTES,
+                 shares: Mapping[str, float] | None = None, headline: str | None = None,
                  noise_for_tests: NoiseSource | None = None):
         self.epsilon = check_epsilon(epsilon)
         self.relation = relation or NeighbourRelation.record()
@@ -131,6 +140,8 @@ class PrivacyBudget:
             raise BudgetError(f"every planned share must be a positive fraction, got {plan}")
         if abs(sum(plan.values()) - 1.0) > 1e-9:
             raise BudgetError(f"the planned shares must add up to the whole epsilon (1.0), got {sum(plan.values())}")
+        if headline is None:
+            headline = Statistic.VOTES if Statistic.VOTES in plan else list(plan)[-1]
         if headline not in plan:
             raise BudgetError(f"the headline release {headline!r} is not in the plan {list(plan)}")
         self.plan = plan

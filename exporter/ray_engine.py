@@ -13,13 +13,14 @@ How the work is split (docs/ray.md):
 
    - `EmbedHashCount`: hashes with the bundle's hyperplanes (and offsets, under aligned
      hashing) through the runtime's SimHasher and returns a partial count table;
-   - `EmbedClassStats` (pass 1 of an aligned build): returns the shard's exact clipped,
-     quantized per-class sums and counts (`exporter.class_stats.ClassStatsCounter`).
+   - `EmbedClassSums` (pass 2 of a build with class statistics): returns the shard's exact
+     clipped, quantized per-class sums (`exporter.class_stats.ClassSumCounter`).
 3. The driver sums the partial results into the dense totals. Nothing is noised or released
    here: the build releases each total once, on the driver, through its privacy budget.
 
 `RayEngine` runs these passes for `exporter.build` with the same interface as the local
-engine (exporter.engine), inside one Ray session.
+engine (exporter.engine), inside one Ray session. A build's first pass, the class counts,
+needs no embedding: the driver streams the file itself with the local reader.
 
 Limits: JSONL only (a CSV record may span lines, so CSV cannot be cut at newlines); the
 dataset path must be readable at the same path on every worker; per-person bounding
@@ -38,9 +39,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from exporter.class_stats import ClassStatsCounter
+from exporter.class_stats import ClassSumCounter
 from exporter.dataset import (MAX_LISTED_UNKNOWN_LABELS, DatasetError, LabelSet, ReadStats, decode_line,
-                              detect_format, parse_jsonl_line, validate_row)
+                              detect_format, parse_jsonl_line, read_records, validate_row)
 from exporter.engine import Engine
 from exporter.options import BuildError, BuildOptions
 from exporter.progress import Timer
@@ -202,19 +203,19 @@ class EmbedHashCount(_ShardActor):
         return {"counts": counter.counts.reshape(-1)}
 
 
-class EmbedClassStats(_ShardActor):
+class EmbedClassSums(_ShardActor):
     """Pass 1 of an aligned build: each shard's exact clipped, quantized per-class sums and
-    counts (`exporter.class_stats.ClassStatsCounter`, int64), never anything released."""
+    sums (`exporter.class_stats.ClassSumCounter`, int64), never anything released."""
 
     def __init__(self, encoder: Any, basis: PublicBasis, clip_l1: float, spec: ReadSpec):
         super().__init__(encoder, spec)
         self.basis, self.clip_l1, self.classes = basis, float(clip_l1), len(spec.labels)
 
     def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
-        counter = ClassStatsCounter(self.basis, self.classes, self.clip_l1)
+        counter = ClassSumCounter(self.basis, self.classes, self.clip_l1)
         if embeddings is not None:
             counter.add(embeddings, classes)
-        return {"sums": counter.sums.reshape(-1), "class_counts": counter.counts}
+        return {"sums": counter.sums.reshape(-1)}
 
 
 def _merge(total: ReadStats, part: dict[str, Any]) -> None:
@@ -307,9 +308,9 @@ def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, offs
     return total, stats
 
 
-def class_stats_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, clip_l1: float, *,
+def class_sums_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, clip_l1: float, *,
                          fmt: str | None = None, address: str | None = None, workers: int | None = None,
-                         lines_per_shard: int | None = None) -> tuple[ClassStatsCounter, ReadStats]:
+                        lines_per_shard: int | None = None) -> tuple[ClassSumCounter, ReadStats]:
     """Pass 1 of an aligned build on Ray: the exact per-class sums and counts of every record,
     as a `ClassStatsCounter` (the same integers the local engine accumulates: each record's
     clipped, quantized projection is an integer vector, so partial sums add up exactly), and
@@ -318,17 +319,16 @@ def class_stats_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, c
     check_format(Path(spec.path), fmt)
     import_ray()
     shards = plan_shards(Path(spec.path), lines_per_shard or DEFAULT_LINES_PER_SHARD)
-    total = ClassStatsCounter(basis, len(spec.labels), clip_l1)
+    total = ClassSumCounter(basis, len(spec.labels), clip_l1)
     if not shards:
         return total, ReadStats()
 
     def add(batch: dict[str, np.ndarray]) -> None:
         total.sums += batch["sums"].sum(axis=0, dtype=np.int64).reshape(total.sums.shape)
-        total.counts += batch["class_counts"].sum(axis=0, dtype=np.int64)
 
     with ray_session(address, workers) as ray:
         kwargs = {"encoder": ray.put(encoder), "basis": basis, "clip_l1": clip_l1, "spec": spec}
-        stats = _run_shards(ray, spec, shards, EmbedClassStats, kwargs, add, workers)
+        stats = _run_shards(ray, spec, shards, EmbedClassSums, kwargs, add, workers)
     return total, stats
 
 
@@ -350,10 +350,10 @@ class RayEngine(Engine):
         self._session = ExitStack()
         self._started = False
 
-    def _pass(self, stage: str, work: Callable[[], tuple[Any, ReadStats]]) -> Any:
+    def _pass(self, stage: str, work: Callable[[], tuple[Any, ReadStats]], start_ray: bool = True) -> Any:
         t = self.timer.start()
         try:
-            if not self._started:  # one Ray instance for every pass
+            if start_ray and not self._started:  # one Ray instance for every Ray pass
                 self._session.enter_context(ray_session(self.run["address"], self.run["workers"]))
                 self._started = True
             result, stats = work()
@@ -363,8 +363,21 @@ class RayEngine(Engine):
         self.finish_pass(stats)
         return result
 
-    def class_stats(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassStatsCounter:
-        return self._pass("ray: read+embed+class statistics", lambda: class_stats_with_ray(self.spec, self.encoder, basis, clip_l1, **self.run))
+    def class_counts(self, classes: int) -> np.ndarray:
+        """Pass 1 needs no embedding: the driver streams the file once with the local reader
+        (the same parser and row checks as the shards) and counts the records per class."""
+        def count() -> tuple[np.ndarray, ReadStats]:
+            stats, counts = ReadStats(), np.zeros(classes, np.int64)
+            for record in read_records(self.spec.path, self.spec.labels, fmt="jsonl", text_field=self.spec.text_field,
+                                       label_field=self.spec.label_field,
+                                       skip_unknown_labels=self.spec.skip_unknown_labels,
+                                       skip_bad_texts=self.spec.skip_bad_texts, stats=stats):
+                counts[record.label] += 1
+            return counts, stats
+        return self._pass("driver: read+count classes", count, start_ray=False)
+
+    def class_sums(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassSumCounter:
+        return self._pass("ray: read+embed+class sums", lambda: class_sums_with_ray(self.spec, self.encoder, basis, clip_l1, **self.run))
 
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
         return self._pass("ray: read+embed+hash+count", lambda: count_with_ray(self.spec, self.encoder, planes, offsets=offsets, **self.run))

@@ -1,5 +1,5 @@
 """The stages of a build that do not depend on where records are read: the public inputs,
-the hashing, and the bundle assembled from the releases.
+the class statistics' rule, the hashing, and the bundle assembled from the releases.
 
 Both engines (exporter.local_engine, exporter.ray_engine) and benchmarks/accuracy.py go
 through these functions, so a Ray build, a local build and the accuracy benchmark fit the
@@ -16,14 +16,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from exporter.class_stats import ClassStatsRelease
+from exporter.class_stats import (ClassStatsRelease, ClassSumCounter, choose_subspace, release_class_counts,
+                                  release_class_sums)
 from exporter.dataset import LabelSet
+from exporter.engine import Engine
 from exporter.hyperplanes import aligned_hyperplanes, bits_for, draw_hyperplanes
 from exporter.privacy import PrivacyBudget
-from exporter.public_basis import PublicBasis, fit_public_basis, public_texts
+from exporter.public_basis import PublicBasis, public_texts, task_basis
 from exporter.votes import VoteRelease
 from runtime import __version__
-from runtime.bundle.schema import LSH_FAMILY, Bundle, Encoder, ExporterKey, Lsh
+from runtime.bundle.schema import LSH_FAMILY, Bundle, Encoder, ExporterKey, Lsh, Statistic
 from runtime.scoring import Weights
 
 #: Turns texts into unit embeddings, shape (n, dim), float32 (an `Embedder`'s `embed`).
@@ -36,25 +38,38 @@ STAND_IN = "BENCHMARK STAND-IN: the counts were not made by this encoder; do not
 
 @dataclass(frozen=True)
 class PublicInputs:
-    """What an aligned build derives from public text only: the subspace of the class
-    statistics and the prior's description embeddings (None without descriptions)."""
+    """What a build with class statistics derives from public text only: the task basis of
+    the class sums and the prior's description embeddings (None without descriptions)."""
 
     basis: PublicBasis
     prior: np.ndarray | None
 
 
-def public_inputs(embed: EmbedTexts, tokenizer_json: str, labels: LabelSet, basis_dim: int,
-                  budget: PrivacyBudget) -> PublicInputs:
-    """The public basis (the encoder's vocabulary words and the label descriptions) and the
+def public_inputs(embed: EmbedTexts, tokenizer_json: str, labels: LabelSet, budget: PrivacyBudget) -> PublicInputs:
+    """The task basis (the encoder's vocabulary words and the label descriptions) and the
     prior; never a record."""
-    basis = fit_public_basis(embed, public_texts(tokenizer_json, labels.descriptions), basis_dim)
-    budget.declare_public("public basis: principal components of the encoder's own vocabulary words and the label "
-                          "descriptions (no private record)")
-    prior = None
-    if labels.descriptions is not None:
-        prior = np.asarray(embed(list(labels.descriptions)), np.float32)
+    vocabulary = np.asarray(embed(public_texts(tokenizer_json, None)), np.float64)
+    prior = None if labels.descriptions is None else np.asarray(embed(list(labels.descriptions)), np.float32)
+    budget.declare_public("public basis: the label descriptions' contrasts, then the principal directions of the "
+                          "encoder's own vocabulary words and the descriptions, and their median L1 norms (no "
+                          "private record)")
+    if prior is not None:
         budget.declare_public("prior: the label descriptions' embeddings (public text only)")
-    return PublicInputs(basis, prior)
+    return PublicInputs(task_basis(vocabulary, prior), prior)
+
+
+def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budget: PrivacyBudget, *,
+                        basis_dim: int | None = None, clip_l1: float | None = None) -> ClassStatsRelease:
+    """The class counts, then the rule, then the class sums: the two releases of the class
+    statistics, with the subspace chosen between them from the released counts."""
+    counts = release_class_counts(engine.class_counts(classes), budget)
+    k, clip = choose_subspace(budget.share(Statistic.CLASS_SUMS), counts, budget.relation.max_records, public.basis)
+    if basis_dim is not None:  # an operator's override, chosen without the data
+        k, clip = basis_dim, public.basis.clip_for(basis_dim)
+    basis = public.basis.first(k)
+    budget.declare_public("subspace dimension and clip (from the released noisy class counts, or given)")
+    sums: ClassSumCounter = engine.class_sums(basis, classes, clip if clip_l1 is None else clip_l1)
+    return ClassStatsRelease(release_class_sums(sums, budget), counts, basis)
 
 
 @dataclass(frozen=True)
@@ -90,11 +105,11 @@ def random_hashing(seed: int, tables: int, bits: int, dim: int, budget: PrivacyB
                    "bit h (h = 0..bits-1) is 1 iff <x, r_h> > 0; bucket = sum_h bit_h * 2^h")
 
 
-def aligned_hashing(stats: ClassStatsRelease, basis: PublicBasis, seed: int, tables: int, bits: int | None,
-                    public_directions: int, budget: PrivacyBudget) -> Hashing:
+def aligned_hashing(stats: ClassStatsRelease, seed: int, tables: int, bits: int | None, public_directions: int,
+                    budget: PrivacyBudget) -> Hashing:
     """Hyperplanes in the span of the released noisy class directions, through the released
     mean, with H from the released noisy record count unless given: post-processing."""
-    planes, offsets = aligned_hyperplanes(seed, tables, bits or bits_for(float(stats.counts.sum())), basis,
+    planes, offsets = aligned_hyperplanes(seed, tables, bits or bits_for(float(stats.counts.sum())), stats.basis,
                                           stats.sums, stats.counts, public_directions)
     budget.declare_public("hyperplanes and offsets: seeded Gaussian directions inside the span of the released noisy "
                           "class directions (post-processing of the class statistics)")
@@ -106,9 +121,9 @@ def aligned_hashing(stats: ClassStatsRelease, basis: PublicBasis, seed: int, tab
                    "given" if bits else "bits_for(sum of the noisy class counts)")
 
 
-def assemble_bundle(labels: LabelSet, encoder: Encoder, budget: PrivacyBudget, hashing: Hashing, votes: VoteRelease,
-                    *, stats: ClassStatsRelease | None = None, public: PublicInputs | None = None,
-                    clip_l1: float = 0.0, stand_in: bool = False) -> Bundle:
+def assemble_bundle(labels: LabelSet, encoder: Encoder, budget: PrivacyBudget, hashing: Hashing | None,
+                    votes: VoteRelease | None, *, stats: ClassStatsRelease | None = None,
+                    public: PublicInputs | None = None, stand_in: bool = False) -> Bundle:
     """The bundle: the releases, the public inputs, and the privacy facts the budget writes."""
     budget.declare_public(LABELS_ARE_PUBLIC)
     budget.declare_public(ENCODER_IS_PUBLIC)
@@ -116,10 +131,11 @@ def assemble_bundle(labels: LabelSet, encoder: Encoder, budget: PrivacyBudget, h
                 ExporterKey.CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if stand_in:
         exporter[ExporterKey.EMBEDDINGS] = STAND_IN
-    format_2: dict[str, Any] = {}
+    format_3: dict[str, Any] = {}
     if stats is not None and public is not None:
-        format_2 = dict(class_stats=stats.for_bundle(public.basis), prior=public.prior,
-                        scoring=Weights.measured(clip_l1).as_map())
+        format_3 = dict(class_stats=stats.for_bundle(), prior=public.prior, scoring=Weights.measured().as_map())
+    tables = dict(lsh=None, hyperplanes=None, votes=None, offsets=None)
+    if hashing is not None and votes is not None:
+        tables = dict(lsh=hashing.lsh_map(), hyperplanes=hashing.planes, votes=votes.votes, offsets=hashing.offsets)
     return Bundle(labels=labels.names, label_descriptions=labels.descriptions, privacy=budget.privacy_facts(),
-                  lsh=hashing.lsh_map(), hyperplanes=hashing.planes, votes=votes.votes, encoder=encoder,
-                  exporter=exporter, offsets=hashing.offsets, **format_2)
+                  encoder=encoder, exporter=exporter, **tables, **format_3)

@@ -52,11 +52,10 @@ def _num(v: Any) -> str:
 
 def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     """A JSON-ready description of the bundle; sizes are in bytes."""
-    sizes = {
-        "encoder": len(b.encoder.model) + len(b.encoder.tokenizer_json.encode()),
-        "votes": b.votes.nbytes,
-        "hyperplanes": b.hyperplanes.nbytes + (0 if b.offsets is None else b.offsets.nbytes),
-    }
+    sizes = {"encoder": len(b.encoder.model) + len(b.encoder.tokenizer_json.encode())}
+    if b.votes is not None:
+        sizes["votes"] = b.votes.nbytes
+        sizes["hyperplanes"] = b.hyperplanes.nbytes + (0 if b.offsets is None else b.offsets.nbytes)
     if b.class_stats is not None:
         cs = b.class_stats
         sizes["class_stats"] = cs.origin.nbytes + cs.projection.nbytes + cs.sums.nbytes + cs.counts.nbytes
@@ -71,14 +70,14 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
         "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
         "privacy": _plain(b.privacy),
-        "lsh": {**_plain(b.lsh), Lsh.TABLES: b.tables, Lsh.BITS: b.bits},
+        "lsh": None if b.lsh is None else {**_plain(b.lsh), Lsh.TABLES: b.tables, Lsh.BITS: b.bits},
         "encoder": {
             "format": b.encoder.format, "dim": b.encoder.dim, "max_length": b.encoder.max_length,
             "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
         },
         "exporter": _plain(b.exporter),
         "scoring": _plain(b.scoring) if b.scoring else None,
-        "components": [name for name, present in (("votes", True), ("centroids", b.class_stats is not None),
+        "components": [name for name, present in (("centroids", b.class_stats is not None), ("votes", b.votes is not None),
                                                   ("prior", b.prior is not None)) if present],
         "sizes_bytes": sizes,
     }
@@ -132,8 +131,11 @@ def format_info(info: dict[str, Any]) -> str:
     if info.get("scoring"):
         sc = info["scoring"]
         lines.append("scoring     blend: " + ", ".join(f"{k} {_num(v)}" for k, v in sc.items() if k != Scoring.RULE))
-    lines.append(f"hashing     SimHash, {lsh[Lsh.TABLES]} tables x {lsh[Lsh.BITS]} bits, "
-                 f"{lsh.get(Lsh.DISTRIBUTION, '?')} hyperplanes, seed {lsh.get(Lsh.SEED, '?')}")
+    if lsh is None:
+        lines.append("hashing     none (no vote tables: the class statistics and the prior score)")
+    else:
+        lines.append(f"hashing     SimHash, {lsh[Lsh.TABLES]} tables x {lsh[Lsh.BITS]} bits, "
+                     f"{lsh.get(Lsh.DISTRIBUTION, '?')} hyperplanes, seed {lsh.get(Lsh.SEED, '?')}")
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens")
     if "backend" in info:

@@ -1,33 +1,36 @@
-"""Scores from the released statistics: table votes, class centroids and the public prior.
+"""Scores from the released statistics: class centroids, table votes and the public prior.
 
-Everything here reads only what the bundle released (noisy vote tables, noisy class
-statistics) and public inputs (the label descriptions' embeddings), so it is post-processing
+Everything here reads only what the bundle released (noisy class statistics, noisy vote
+tables) and public inputs (the label descriptions' embeddings), so it is post-processing
 and costs no privacy budget however often it runs.
 
-A format-1 bundle (or one with only vote tables) is scored by the paper's Algorithm 2: the
-class with the largest summed noisy votes. A format-2 bundle blends three probability-like
-vectors per query:
+A bundle with vote tables only (format 1) is scored by the paper's Algorithm 2: the class
+with the largest summed noisy votes. Otherwise the scores blend up to three probability-like
+vectors per query x (a unit embedding):
 
-    score = w_v * votes / sum(votes)  +  w_c * softmax(centroid logits / tau_c)
-            + w_p * boost * softmax(cos(x, descriptions) / tau_p)
+    score = w_c * softmax(centroid logits / tau_c)
+            + w_v * votes / sum(votes)                       (when the bundle has vote tables)
+            + w_p * boost * softmax(cos(x, d_c) / tau_p)     (when it has label descriptions)
 
-where votes are the per-class sums of the query's buckets with negative noisy cells read as
-0, and the prior's boost (`prior_boost`: max(1, 1/epsilon, R * classes / (epsilon * N)), N
-the released noisy record count) grows where the released statistics are mostly noise
-(small epsilon, or few records per class) and the public descriptions are the better
-evidence. The centroid logits follow the bundle's ``centroid_rule``:
+where votes are the per-class sums of the query's buckets with negative noisy cells read as 0
+(0 / 0 reads as 0), d_c the description embeddings, and the label is the argmax (ties go to
+the lower class index). The centroid logits follow the bundle's ``centroid_rule``, with z the
+query in the public basis, z = P (x - origin):
 
-- "gaussian" (format 2.1, the default since): the query is projected and clipped exactly
-  as the exporter clipped the records (L1 norm at most ``centroid_clip_l1``), the released
-  overall mean m is subtracted, and logit_c = <z, m_c> - |m_c|^2 / 2 with m_c the centred
-  class means: nearest class mean in Euclidean distance, the linear discriminant of Gaussian
-  classes with a shared isotropic covariance. Unlike cosine it keeps how far each
-  noisy mean sits from the centre, and clipping the query puts it on the means' scale.
-- "cosine" (format 2.0 bundles, which carry no rule): logit_c = cos(z, m_c), z the unclipped
-  query relative to m.
+- "cosine_public" (format 3.0, the default): logit_c = cos(z, S_c), S_c the noisy class sum
+  (the direction of the class mean in the public-centred frame; counts and clip do not
+  enter, so neither does the query's scale).
+- "gaussian" (format 2.1): the query clipped like the records (L1 at most
+  ``centroid_clip_l1``), minus the released overall mean m; logit_c = <z, m_c> - |m_c|^2 / 2
+  with m_c the centred class means.
+- "cosine" (format 2.0): logit_c = cos(z - m, m_c).
 
-The weights, temperatures and rule were chosen by measurement (docs/accuracy.md) and ship
-in the bundle's ``scoring`` map.
+The prior's boost follows ``prior_boost_rule``: "linear" (format 3.0) is R * C * K /
+(epsilon * N), fading as the release carries more signal; "max" (format 2) is max(1, 1 /
+epsilon, R * C / (epsilon * N)); N is the released noisy record count (the sum of the class
+counts, at least 1), R the bundle's ``prior_records_per_class``, K its records per person.
+The rules and their constants ship in the bundle's ``scoring`` map (docs/bundle-format.md);
+docs/accuracy.md has the measurements behind them.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from runtime.bundle.schema import CENTROID_RULES, SCORING_MAX, ClassStats, Scoring
+from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, ClassStats, Privacy, Scoring)
 from runtime.centroids import centred_means
 from runtime.simhash import SimHasher
 
@@ -48,31 +51,31 @@ MODES = ("blend", "votes", "centroids", "prior")
 
 @dataclass(frozen=True)
 class Weights:
-    """The blend's weights and temperatures (the bundle's ``scoring`` map overrides these)."""
+    """The blend's weights, temperatures and rules (the bundle's ``scoring`` map overrides
+    these). The defaults are what a format-2.0 bundle, whose map names no rule, means."""
 
     votes: float = 1.0
     centroids: float = 1.0
     prior: float = 1.0
     centroid_temperature: float = 0.05
     prior_temperature: float = 0.05
-    #: The defaults above and "cosine" are what a format-2.0 bundle (no rule in its map) means.
     centroid_rule: str = "cosine"
     centroid_clip_l1: float = 0.0
-    #: The prior's boost is max(1, 1/epsilon, this * classes / (epsilon * noisy record count)):
-    #: a release with few records per class per unit of epsilon leans on the prior (0: off,
-    #: what a format-2.0 bundle means).
+    #: R in the prior's boost (0: no count term).
     prior_records_per_class: float = 0.0
+    prior_boost_rule: str = "max"
 
     @classmethod
-    def measured(cls, clip_l1: float) -> "Weights":
-        """What the exporter ships (format 2.1): the Gaussian centroid rule on the records' clip.
+    def measured(cls) -> "Weights":
+        """What the exporter ships (format 3.0): the public-frame cosine at temperature 0.04 and
+        the linear prior weight with R = 100 (docs/accuracy.md).
 
         Example:
-            >>> Weights.measured(5.0).centroid_rule, Weights.measured(5.0).centroid_temperature
-            ('gaussian', 0.003)
+            >>> w = Weights.measured(); w.centroid_rule, w.centroid_temperature, w.prior_boost_rule
+            ('cosine_public', 0.04, 'linear')
         """
-        return cls(centroid_rule="gaussian", centroid_clip_l1=float(clip_l1), centroid_temperature=0.003,
-                   prior_records_per_class=1000.0)
+        return cls(centroid_rule="cosine_public", centroid_temperature=0.04, prior_records_per_class=100.0,
+                   prior_boost_rule="linear")
 
     @classmethod
     def from_map(cls, m: Mapping[str, Any] | None) -> "Weights":
@@ -84,14 +87,15 @@ class Weights:
             >>> Weights.from_map({"centroid_rule": "median"})
             Traceback (most recent call last):
             ...
-            ValueError: unknown centroid_rule 'median' (one of cosine, gaussian)
+            ValueError: unknown centroid_rule 'median' (one of cosine, gaussian, cosine_public)
         """
         known = {f.name for f in fields(cls)}
+        rules = {Scoring.CENTROID_RULE: CENTROID_RULES, Scoring.PRIOR_BOOST_RULE: PRIOR_BOOST_RULES}
         kw: dict[str, Any] = {}
         for k, v in (m or {}).items():
-            if k == Scoring.CENTROID_RULE:
-                if v not in CENTROID_RULES:
-                    raise ValueError(f"unknown centroid_rule {v!r} (one of {', '.join(CENTROID_RULES)})")
+            if k in rules:
+                if v not in rules[k]:
+                    raise ValueError(f"unknown {k} {v!r} (one of {', '.join(rules[k])})")
                 kw[k] = v
             elif k in known:
                 kw[k] = float(v)
@@ -104,8 +108,8 @@ class Weights:
         """The bundle's ``scoring`` map for these weights (plus a human-readable rule); the
         field names are the schema's `Scoring` keys."""
         return {**{f.name: getattr(self, f.name) for f in fields(self)},
-                Scoring.RULE: "see runtime/scoring.py: normalized positive votes + centroid softmax "
-                        "+ prior_boost * prior softmax"}
+                Scoring.RULE: "docs/bundle-format.md, section 9: centroid softmax + normalized positive votes "
+                              "+ prior boost x prior softmax"}
 
 
 def vote_sums(buckets: np.ndarray, votes: np.ndarray) -> np.ndarray:
@@ -151,24 +155,28 @@ def _rowwise(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.stack([row @ m for row in x]) if len(x) else np.zeros((0, m.shape[1]))
 
 
-def prior_boost(epsilon: float | None, records_per_class: float, counts: np.ndarray | None) -> float:
-    """How much the prior's weight grows: max(1, 1/epsilon, R * classes / (epsilon * N)), at
-    most SCORING_MAX, where N is the released noisy record count (the sum of the class counts,
-    at least 1) and R the bundle's ``prior_records_per_class``.
+def prior_boost(epsilon: float | None, records_per_class: float, counts: np.ndarray | None, rule: str = "max",
+                max_records_per_unit: int = 1) -> float:
+    """How much the prior's weight grows with how little signal the release carries, at most
+    SCORING_MAX (see the module doc for the two rules).
 
-    Why: the released statistics carry about epsilon * N / classes records' worth of signal
-    per class; below about R of it they are mostly noise, and a blend that trusts them is
-    worse than the public prior alone (measured on 500-record subsets at epsilon 1: 28.8
-    points of average drop to kNN without the count term, 9.1 with it, the prior alone 9.5;
-    docs/accuracy.md).
+    The released statistics carry about epsilon * N / (C * K) records' worth of signal per
+    class: where that is small, the public descriptions are the better evidence.
 
     Example:
         >>> prior_boost(0.5, 0.0, None), prior_boost(1.0, 1000.0, np.array([250.0, 250.0]))
         (2.0, 4.0)
+        >>> prior_boost(1.0, 100.0, np.array([250.0, 250.0]), "linear")
+        0.4
     """
     if epsilon is None:
         return 1.0
     eps = float(epsilon)
+    if rule == "linear":
+        if counts is None:
+            raise ValueError("the linear prior boost needs the released class counts")
+        n = max(float(np.sum(np.asarray(counts, np.float64))), 1.0)
+        return min(records_per_class * len(counts) * max_records_per_unit / (eps * n), SCORING_MAX)
     boost = max(1.0, 1.0 / eps)
     if records_per_class and counts is not None:
         n = max(float(np.sum(np.asarray(counts, np.float64))), 1.0)
@@ -195,8 +203,11 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
 class Scorer:
     """Scores embeddings against a bundle's released statistics (see the module doc).
 
-    The classifier and the benchmarks both score through this class, so a benchmark
-    measures exactly what a device computes.
+    The classifier and the benchmarks both score through this class, so a benchmark measures
+    exactly what a device computes. Everything that depends only on the bundle is computed
+    here once (post-processing); a query then costs one product with a (dim, k + C) matrix
+    (the public projection and the prior's directions side by side), a few (k, C) products
+    and, with vote tables, the hashing.
 
     Example:
         >>> scorer = Scorer.from_bundle(bundle)                        # doctest: +SKIP
@@ -204,46 +215,70 @@ class Scorer:
         (10, 7)
     """
 
-    def __init__(self, hyperplanes: np.ndarray, votes: np.ndarray, *, offsets: np.ndarray | None = None,
-                 class_stats: ClassStats | None = None, prior: np.ndarray | None = None,
-                 weights: Weights | None = None, epsilon: float | None = None, mode: str = "blend",
-                 probe_weight: float = 0.0):
-        self.hasher = SimHasher(hyperplanes, offsets)
-        if votes.shape[:2] != (self.hasher.tables, 2**self.hasher.bits):
-            raise ValueError(f"votes shape {votes.shape} does not match {self.hasher.tables} tables of "
-                             f"{2**self.hasher.bits} buckets")
+    def __init__(self, hyperplanes: np.ndarray | None, votes: np.ndarray | None, *,
+                 offsets: np.ndarray | None = None, class_stats: ClassStats | None = None,
+                 prior: np.ndarray | None = None, weights: Weights | None = None, epsilon: float | None = None,
+                 mode: str = "blend", probe_weight: float = 0.0, max_records_per_unit: int = 1):
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r} (one of {', '.join(MODES)})")
+        if (hyperplanes is None) != (votes is None):
+            raise ValueError("vote tables need their hyperplanes, and hyperplanes their tables")
+        if votes is None and class_stats is None and prior is None:
+            raise ValueError("nothing to score with: no vote tables, class statistics or prior")
+        if mode == "votes" and votes is None:
+            raise ValueError("this bundle has no vote tables to score with votes")
         if mode == "centroids" and class_stats is None:
             raise ValueError("this bundle has no class statistics to score with centroids")
         if mode == "prior" and prior is None:
             raise ValueError("this bundle has no label descriptions to score with a prior")
         if not (np.isfinite(probe_weight) and probe_weight >= 0):
             raise ValueError(f"the probe weight must be a finite number >= 0, got {probe_weight}")
-        self.votes, self.mode, self.probe_weight = votes, mode, float(probe_weight)
-        # The blend reads negative noisy cells as 0; clipping the table once keeps that off
-        # the per-query path (post-processing of the release, like the rest).
-        self._positive_votes = None if self.plain_votes_only(class_stats, prior, mode) else np.maximum(votes, 0)
+        self.mode, self.probe_weight = mode, float(probe_weight)
         self.weights = weights or Weights()
-        self.prior_boost = prior_boost(epsilon, self.weights.prior_records_per_class,
-                                       None if class_stats is None else class_stats.counts)
-        self._prior = None if prior is None else _unit_rows(np.asarray(prior, np.float64))
-        self._stats = None
+        self.hasher = self.votes = self._positive_votes = None
+        if votes is not None:
+            self.hasher = SimHasher(hyperplanes, offsets)
+            if votes.shape[:2] != (self.hasher.tables, 2**self.hasher.bits):
+                raise ValueError(f"votes shape {votes.shape} does not match {self.hasher.tables} tables of "
+                                 f"{2**self.hasher.bits} buckets")
+            self.votes = votes
+            # The blend reads negative noisy cells as 0; clipping the table once keeps that off
+            # the per-query path (post-processing of the release, like the rest).
+            if not self.plain_votes_only(class_stats, prior, mode):
+                self._positive_votes = np.maximum(votes, 0)
+        counts = None if class_stats is None else class_stats.counts
+        self.prior_boost = prior_boost(epsilon, self.weights.prior_records_per_class, counts,
+                                       self.weights.prior_boost_rule, max_records_per_unit)
+        self._k = 0
+        self._centroids: tuple[Any, ...] | None = None
+        cols = []
         if class_stats is not None:
-            centred, mu = centred_means(class_stats.sums, class_stats.counts)
             proj = np.asarray(class_stats.projection, np.float64)
-            # P (x - origin) = P x - P origin: one matmul per query.
-            p_origin = proj @ np.asarray(class_stats.origin, np.float64)
-            if self.weights.centroid_rule == "gaussian":
-                self._stats = (proj.T.copy(), p_origin, mu, centred.T.copy(), 0.5 * (centred**2).sum(axis=1))
-            else:
-                self._stats = (proj.T.copy(), p_origin + mu, None, _unit_rows(centred).T.copy(), None)
+            self._k = proj.shape[0]
+            cols.append(proj.T)
+            self._centroids = self._centroid_rule(class_stats, proj @ np.asarray(class_stats.origin, np.float64))
+        self._has_prior = prior is not None
+        if prior is not None:
+            cols.append(_unit_rows(np.asarray(prior, np.float64)).T)
+        # One (dim, k + C) matrix: a query's projection and its prior cosines in one product.
+        self._matrix = np.ascontiguousarray(np.concatenate(cols, axis=1)) if cols else None
+
+    def _centroid_rule(self, cs: ClassStats, p_origin: np.ndarray) -> tuple[Any, ...]:
+        """What the bundle's centroid rule needs per query, prepared once: (shift, mean or
+        None, class directions (k, C), half squared norms or None)."""
+        rule = self.weights.centroid_rule
+        if rule == "cosine_public":
+            return p_origin, None, _unit_rows(np.asarray(cs.sums, np.float64)).T.copy(), None
+        centred, mu = centred_means(cs.sums, cs.counts)
+        if rule == "gaussian":
+            return p_origin, mu, centred.T.copy(), 0.5 * (centred**2).sum(axis=1)
+        return p_origin + mu, None, _unit_rows(centred).T.copy(), None
 
     @classmethod
     def from_bundle(cls, b: Any, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
         return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=b.class_stats, prior=b.prior,
-                   weights=Weights.from_map(b.scoring), epsilon=float(b.privacy["epsilon"]), mode=mode,
-                   probe_weight=probe_weight)
+                   weights=Weights.from_map(b.scoring), epsilon=float(b.privacy[Privacy.EPSILON]), mode=mode,
+                   probe_weight=probe_weight, max_records_per_unit=int(b.privacy.get(Privacy.MAX_RECORDS_PER_UNIT, 1)))
 
     @staticmethod
     def plain_votes_only(class_stats: Any, prior: Any, mode: str) -> bool:
@@ -252,38 +287,58 @@ class Scorer:
     @property
     def plain_votes(self) -> bool:
         """True when the scores are Algorithm 2's summed votes (no centroids or prior to blend)."""
-        return self.plain_votes_only(self._stats, self._prior, self.mode)
+        return self.votes is not None and self.plain_votes_only(self._centroids, self._has_prior or None, self.mode)
 
-    def centroid_probs(self, x: np.ndarray) -> np.ndarray:
-        proj_t, shift, mu, means_t, half_norms = self._stats
-        z = _rowwise(x, proj_t) - shift
-        if mu is None:  # cosine
-            logits = _rowwise(_unit_rows(z), means_t)
-        else:           # gaussian: clip as the exporter clipped the records, then centre
-            z = clip_l1(z, self.weights.centroid_clip_l1) - mu
-            logits = _rowwise(z, means_t) - half_norms
+    def _centroid_probs(self, z: np.ndarray) -> np.ndarray:
+        shift, mu, dirs_t, half_norms = self._centroids
+        z = z - shift
+        if half_norms is not None:  # gaussian: clip as the exporter clipped the records, then centre
+            logits = _rowwise(clip_l1(z, self.weights.centroid_clip_l1) - mu, dirs_t) - half_norms
+        else:                       # cosine rules
+            logits = _rowwise(_unit_rows(z), dirs_t)
         return _softmax(logits / self.weights.centroid_temperature)
 
+    def _prior_probs(self, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+        cos = h[:, self._k:] / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        return _softmax(cos / self.weights.prior_temperature)
+
+    def centroid_probs(self, x: np.ndarray) -> np.ndarray:
+        """The centroid component alone, shape (n, classes)."""
+        return self._centroid_probs(_rowwise(np.asarray(x, np.float64), self._matrix)[:, :self._k])
+
     def prior_probs(self, x: np.ndarray) -> np.ndarray:
-        return _softmax(_rowwise(_unit_rows(x), self._prior.T) / self.weights.prior_temperature)
+        """The prior component alone (before its weight and boost), shape (n, classes)."""
+        x = np.asarray(x, np.float64)
+        return self._prior_probs(x, _rowwise(x, self._matrix))
 
     def scores(self, embeddings: np.ndarray) -> np.ndarray:
         """Per-class scores, shape (n, classes), float64; the label is the argmax."""
         x = np.asarray(embeddings, np.float64)
-        if self.mode == "centroids":
-            return self.centroid_probs(x)
-        if self.mode == "prior":
-            return self.prior_probs(x)
-        buckets = self.hasher.buckets(x)
         if self.plain_votes:
+            buckets = self.hasher.buckets(x)
             if self.probe_weight:
                 return probed_vote_sums(buckets, self.votes, self.hasher.bits, self.probe_weight)
             return vote_sums(buckets, self.votes).astype(np.float64)
+        h = _rowwise(x, self._matrix)
+        if self.mode == "centroids":
+            return self._centroid_probs(h[:, :self._k])
+        if self.mode == "prior":
+            return self._prior_probs(x, h)
         w = self.weights
-        positive = probed_vote_sums(buckets, self._positive_votes, self.hasher.bits, self.probe_weight)
-        out = w.votes * positive / np.maximum(positive.sum(axis=1, keepdims=True), 1e-12)
-        if self._stats is not None:
-            out += w.centroids * self.centroid_probs(x)
-        if self._prior is not None:
-            out += w.prior * self.prior_boost * self.prior_probs(x)
+        out = np.zeros((len(x), self._n_classes()))
+        if self._centroids is not None:
+            out += w.centroids * self._centroid_probs(h[:, :self._k])
+        if self.votes is not None:
+            positive = probed_vote_sums(self.hasher.buckets(x), self._positive_votes, self.hasher.bits,
+                                        self.probe_weight)
+            out += w.votes * positive / np.maximum(positive.sum(axis=1, keepdims=True), 1e-12)
+        if self._has_prior:
+            out += w.prior * self.prior_boost * self._prior_probs(x, h)
         return out
+
+    def _n_classes(self) -> int:
+        if self._centroids is not None:
+            return int(self._centroids[2].shape[1])
+        if self.votes is not None:
+            return int(self.votes.shape[2])
+        return int(self._matrix.shape[1])  # the prior's columns alone

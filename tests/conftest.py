@@ -34,9 +34,19 @@ def build_options(out: Path, **overrides) -> BuildOptions:
 
 @pytest.fixture(scope="session")
 def dp_bundle(exported_encoder, tmp_path_factory) -> Path:
-    """A real DP bundle (OpenDP noise, epsilon 8, default hashing) of the assistant data."""
+    """A real DP bundle (OpenDP noise, epsilon 8, the defaults: class statistics, no vote
+    tables, format 3) of the assistant data."""
     out = tmp_path_factory.mktemp("bundles") / "assistant.dpedge"
     build(build_options(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tables_bundle(exported_encoder, tmp_path_factory) -> Path:
+    """A real DP bundle with every field the format has: class statistics, the prior and vote
+    tables hashed along the class directions (--votes-share 0.1), format 3."""
+    out = tmp_path_factory.mktemp("bundles") / "assistant-tables.dpedge"
+    build(build_options(out, votes_share=0.1))
     return out
 
 
@@ -50,9 +60,10 @@ def random_bundle(exported_encoder, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def exact_bundle(exported_encoder, tmp_path_factory) -> Path:
-    """The same data with zero noise through the test-only hook: exact counts, to check hashing."""
+    """The same data with zero noise through the test-only hook, with vote tables too
+    (--votes-share 0.1): exact counts and sums, to check hashing and the class statistics."""
     out = tmp_path_factory.mktemp("bundles") / "assistant-exact.dpedge"
-    build(build_options(out), noise_for_tests=ConstantNoise(0))
+    build(build_options(out, votes_share=0.1), noise_for_tests=ConstantNoise(0))
     return out
 
 
@@ -66,7 +77,7 @@ def exported_tflite():
 def tflite_exact_bundle(exported_tflite, tmp_path_factory) -> Path:
     """The assistant data through the TFLite encoder, zero noise (test hook): exact counts."""
     out = tmp_path_factory.mktemp("bundles") / "assistant-tflite-exact.dpedge"
-    build(build_options(out, encoder_format="tflite"), noise_for_tests=ConstantNoise(0))
+    build(build_options(out, encoder_format="tflite", votes_share=0.1), noise_for_tests=ConstantNoise(0))
     return out
 
 

@@ -93,45 +93,48 @@ class ScaleIgnoresUnitNoise(HalvedScaleNoise):
 
 # --------------------------------------------------------------------------- planted bugs: class statistics
 # Broken releases of the class statistics for the audit in tests/test_dp_audit.py. Each
-# composes the product's own pieces (ClassStatsCounter, PrivacyBudget) the way a classic
+# composes the product's own pieces (ClassSumCounter, PrivacyBudget) the way a classic
 # implementation mistake would; none of them is reachable from exporter/.
 
 
-def class_stats_ignoring_the_count_weight(counter, budget):
-    """Noise scaled to the sums' clip alone: forgets that a record also moves its class's
-    count (by COUNT_STEPS), while the bundle still claims the full budget."""
-    from exporter.class_stats import COUNT_STEPS, MECHANISM, QUANTUM, ClassStatsRelease
+def class_sums_with_the_float_bound(counter, budget):
+    """The sums' sensitivity one grid step short of what a clipped record can reach: the bound
+    of floor(100 * B) in floating point, under a record that truncates to the full clip."""
+    from exporter.class_stats import QUANTUM, SUMS_MECHANISM
 
-    c, d = counter.sums.shape
-    noisy = budget.release("class_stats", np.concatenate([counter.sums.reshape(-1), counter.counts * COUNT_STEPS]),
-                           sensitivity=counter.steps, mechanism=MECHANISM).astype(np.float64)
-    return ClassStatsRelease(noisy[:c * d].reshape(c, d) / QUANTUM, noisy[c * d:] / COUNT_STEPS)
+    noisy = budget.release("class_sums", counter.sums, sensitivity=counter.steps - 1, mechanism=SUMS_MECHANISM)
+    return noisy.astype(np.float64) / QUANTUM
 
 
-def class_stats_with_the_float_bound(counter, budget):
-    """The sensitivity one grid step short of what a clipped record can reach: the bound of
-    floor(100 * B) in floating point, under a record that truncates to the full clip."""
-    from exporter.class_stats import COUNT_STEPS, MECHANISM, QUANTUM, ClassStatsRelease
+def class_sums_in_embedding_units(counter, budget):
+    """The sensitivity stated in embedding units (the clip, rounded up to 1) while the sums are
+    on the 1/100 grid: noise 100 times too small for a clip of 1."""
+    from exporter.class_stats import QUANTUM, SUMS_MECHANISM
 
-    c, d = counter.sums.shape
-    noisy = budget.release("class_stats", np.concatenate([counter.sums.reshape(-1), counter.counts * COUNT_STEPS]),
-                           sensitivity=counter.steps - 1 + COUNT_STEPS, mechanism=MECHANISM).astype(np.float64)
-    return ClassStatsRelease(noisy[:c * d].reshape(c, d) / QUANTUM, noisy[c * d:] / COUNT_STEPS)
+    noisy = budget.release("class_sums", counter.sums, sensitivity=max(1, -(-counter.steps // QUANTUM)),
+                           mechanism=SUMS_MECHANISM)
+    return noisy.astype(np.float64) / QUANTUM
 
 
 class UnclippedCounter:
-    """A class-statistics counter that quantizes records without clipping them: the bug of
-    clipping after the noise (or never), whose release still states the clipped sensitivity."""
+    """A class-sums counter that quantizes records without clipping them: the bug of clipping
+    after the noise (or never), whose release still states the clipped sensitivity."""
 
     def __init__(self, basis, classes, clip_l1):
-        from exporter.class_stats import ClassStatsCounter
+        from exporter.class_stats import ClassSumCounter
 
-        self._clipped = ClassStatsCounter(basis, classes, clip_l1)
-        self.steps, self.clip_l1, self.basis = self._clipped.steps, self._clipped.clip_l1, basis
-        self.sums, self.counts = self._clipped.sums, self._clipped.counts
+        clipped = ClassSumCounter(basis, classes, clip_l1)
+        self.basis, self.steps, self.clip_l1, self.sums = basis, clipped.steps, clipped.clip_l1, clipped.sums
 
     def add(self, embeddings, labels):
         from exporter.class_stats import QUANTUM
 
         np.add.at(self.sums, labels, np.trunc(self.basis.project(embeddings) * QUANTUM).astype(np.int64))
-        self.counts += np.bincount(labels, minlength=len(self.counts))
+
+
+class CountsOnlyWhereRecords(HalvedScaleNoise):
+    """Real OpenDP noise at the right scale on the class counts, but none on a class without
+    records: its count is released as exactly 0, which says no record has that label."""
+
+    def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
+        return np.where(counts > 0, self._real.add_noise(counts, scale), 0)

@@ -14,8 +14,8 @@ from runtime import bundle as fmt
 
 
 @pytest.fixture(scope="module")
-def data(dp_bundle) -> bytes:
-    return dp_bundle.read_bytes()
+def data(tables_bundle) -> bytes:
+    return tables_bundle.read_bytes()
 
 
 def rewrite(data: bytes, mutate_payload=None, mutate_outer=None) -> bytes:
@@ -38,16 +38,24 @@ def load_bytes(tmp_path: Path, blob: bytes):
     return fmt.load(p)
 
 
-def test_round_trip_gives_identical_fields_and_predictions(dp_bundle, tmp_path):
-    b = fmt.load(dp_bundle)
+@pytest.mark.parametrize("which", ["dp_bundle", "tables_bundle", "random_bundle"])
+def test_round_trip_gives_identical_fields_and_predictions(request, tmp_path, which):
+    path = request.getfixturevalue(which)
+    b = fmt.load(path)
     copy = fmt.save(b, tmp_path / "copy.dpedge")
-    assert copy.read_bytes() == dp_bundle.read_bytes()  # packing is deterministic
+    assert copy.read_bytes() == path.read_bytes()  # packing is deterministic
     b2 = fmt.load(copy)
     assert b2.labels == b.labels and b2.privacy == b.privacy and b2.lsh == b.lsh
-    assert np.array_equal(b2.votes, b.votes) and np.array_equal(b2.hyperplanes, b.hyperplanes)
-    assert b2.votes.dtype == np.dtype("<i2") and b2.hyperplanes.dtype == np.dtype("<f4")
+    for name in ("votes", "hyperplanes", "offsets", "prior"):
+        assert np.array_equal(getattr(b2, name), getattr(b, name)) if getattr(b, name) is not None \
+            else getattr(b2, name) is None
+    if b.votes is not None:
+        assert b2.votes.dtype == np.dtype("<i2") and b2.hyperplanes.dtype == np.dtype("<f4")
+    if b.class_stats is not None:
+        assert all(np.array_equal(getattr(b2.class_stats, f), getattr(b.class_stats, f))
+                   for f in ("origin", "projection", "sums", "counts"))
     texts = ["set a timer for ten minutes", "what's the forecast for Sunday", "lock the back door"]
-    p1 = Classifier.load(dp_bundle).predict(texts)
+    p1 = Classifier.load(path).predict(texts)
     p2 = Classifier.load(copy).predict(texts)
     assert p1 == p2
 
@@ -110,7 +118,7 @@ def test_trailing_bytes(data, tmp_path):
 
 
 @pytest.mark.parametrize("version,message", [
-    ([3, 0], "newer than this runtime supports"),
+    ([4, 0], "newer than this runtime supports"),
     ([9, 3], "upgrade dpedge"),
     ([0, 9], "not supported"),
     ("1.0", "field 'version' is string, expected array"),
@@ -125,7 +133,7 @@ def test_wrong_version(data, tmp_path, version, message):
 def test_newer_minor_version_with_extra_fields_still_loads(data, tmp_path):
     def add_field(p):
         p["future_field"] = {"anything": 1}
-    blob = rewrite(data, mutate_payload=add_field, mutate_outer=lambda o: o.update(version=[1, 7]))
+    blob = rewrite(data, mutate_payload=add_field, mutate_outer=lambda o: o.update(version=[3, 7]))
     assert load_bytes(tmp_path, blob).labels[0] == "alarm_timer"
 
 

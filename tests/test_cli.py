@@ -67,16 +67,21 @@ def test_classify_stdin_answers_each_line_before_the_next_arrives(dp_bundle):
         proc.kill()
 
 
-def test_classify_info(dp_bundle):
+def test_classify_info(dp_bundle, tables_bundle):
     r = run(["runtime.classify", "--bundle", str(dp_bundle), "--info"])
     assert r.returncode == 0
     text = r.stdout.decode()
-    for fact in ("epsilon               8.0", "delta                 0.0", "sensitivity_l1        32",
-                 "noise_scale           20.0", "add or remove one record", "opendp", "discrete Laplace",
-                 "32 tables x 4 bits", "alarm_timer", "MiB total"):
+    for fact in ("epsilon               8.0", "delta                 0.0", "add or remove one record", "opendp",
+                 "discrete Laplace", "release 1             class_counts: epsilon 0.4, L1 sensitivity 1, noise scale 2.5",
+                 "release 2             class_sums: epsilon 7.6", "hashing     none", "alarm_timer", "MiB total"):
         assert fact in text, fact
     info = json.loads(run(["runtime.classify", "--bundle", str(dp_bundle), "--info", "--json"]).stdout)
-    assert info["privacy"]["epsilon"] == 8.0 and info["sizes_bytes"]["votes"] == 32 * 2 ** info["lsh"]["bits"] * 7 * 2
+    assert info["privacy"]["epsilon"] == 8.0 and info["lsh"] is None and "votes" not in info["sizes_bytes"]
+    text = run(["runtime.classify", "--bundle", str(tables_bundle), "--info"]).stdout.decode()
+    for fact in ("sensitivity_l1        32", "noise_scale           40.0", "32 tables x 4 bits", "release 3             votes"):
+        assert fact in text, fact
+    info = json.loads(run(["runtime.classify", "--bundle", str(tables_bundle), "--info", "--json"]).stdout)
+    assert info["sizes_bytes"]["votes"] == 32 * 2 ** info["lsh"]["bits"] * 7 * 2
 
 
 def test_default_bundle_and_missing_bundle(dp_bundle, tmp_path):
@@ -100,7 +105,8 @@ def exporter_build(tmp_path, train, *extra):
 
 
 def test_exporter_build_and_inspect(tmp_path, exported_encoder):
-    r = exporter_build(tmp_path, DATA / "train.jsonl", "--bits", "4", "--tables", "8", "--seed", "5")
+    r = exporter_build(tmp_path, DATA / "train.jsonl", "--votes-share", "0.2", "--bits", "4", "--tables", "8",
+                       "--seed", "5")
     assert r.returncode == 0, r.stderr.decode()
     out = r.stdout.decode()
     assert "records counted: 560" in out and "epsilon = 4" in out
@@ -124,8 +130,10 @@ def test_exporter_reports_bad_records_with_file_and_line(tmp_path, exported_enco
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--bits", "20", "--tables", "128"], "= 1,792.0 MiB, over the limit of 64 MiB"),
-    (["--bits", "21"], "--bits must be between 1 and 20"),
+    (["--votes-share", "0.1", "--bits", "20", "--tables", "128"], "= 1,792.0 MiB, over the limit of 64 MiB"),
+    (["--hashing", "random", "--bits", "21"], "--bits must be between 1 and 20"),
+    (["--bits", "4"], "this bundle has none: add --votes-share"),
+    (["--votes-share", "0.9"], "--votes-share must be between 0 and 0.85"),
     (["--epsilon", "-1"], "epsilon must be a positive finite number"),
 ])
 def test_exporter_refuses_bad_settings(tmp_path, extra, message):

@@ -97,14 +97,17 @@ def test_the_audit_catches_a_per_person_scale_that_ignores_k(neighbours):
 
 
 # --------------------------------------------------------------------------- class statistics
-# The class statistics take 80% of a default bundle's epsilon. D: a few records in a 2-d
-# public subspace; D' = D + x, x an extreme class-1 record whose clip lands whole in one
-# coordinate (the worst case: it moves one sum coordinate by the full clip S and its class's
-# count by COUNT_STEPS). Two checks per implementation: the exact statistics of D and D'
-# (noise pinned at 0 through the test hook) differ by at most the sensitivity the release
-# states, and 3000 real releases on each bound the privacy loss from below.
+# A default bundle's whole epsilon goes to the class statistics: the counts (5%), then the
+# sums (95%). Each release is audited on its own worst case, at epsilon 1.
+#
+# Sums: a 2-d public subspace (identity basis), 2 classes, clip 0.25 (S = 25 grid steps). D:
+# 6 records; D' = D + x, x an extreme class-1 record whose clip lands whole in one coordinate
+# (the worst case: it moves one coordinate of its class's sum by S). Two checks per
+# implementation: the exact sums of D and D' (noise pinned at 0 through the test hook) differ
+# by at most the sensitivity the release states, and 3000 real releases on each bound the
+# privacy loss from below.
 
-STATS_CLIP = 0.25        # S = 25 grid steps, as heavy as a count (COUNT_STEPS = 25): loss splits evenly
+STATS_CLIP = 0.25
 STATS_THRESHOLDS = (0, 10, 20, 40)
 
 
@@ -115,131 +118,155 @@ def _stats_neighbours():
     rng = np.random.default_rng(1)  # test data, not noise
     d = (rng.standard_normal((6, 2)) * 0.05, np.array([0, 0, 0, 1, 1, 1]))
     x = np.array([[10.0, 0.0]])      # L1 40 x the clip: clipped to (S, 0) on the grid
-    dp = (np.vstack([d[0], x]), np.append(d[1], 1))
-    return basis, d, dp
+    return basis, d, (np.vstack([d[0], x]), np.append(d[1], 1))
 
 
-def _stats_release(make_counter, release, noise=None):
-    """release(counter(D or D')) -> (flat released grid values, stated sensitivity)."""
-    from exporter.class_stats import COUNT_STEPS, QUANTUM
+def _sums_impl(bug: str):
+    from exporter.class_stats import ClassSumCounter, release_class_sums
+    from noise_hooks import UnclippedCounter, class_sums_in_embedding_units, class_sums_with_the_float_bound
 
+    return {"product": (ClassSumCounter, release_class_sums),
+            "float bound one step short": (ClassSumCounter, class_sums_with_the_float_bound),
+            "sensitivity in embedding units": (ClassSumCounter, class_sums_in_embedding_units),
+            "noise before clipping": (UnclippedCounter, release_class_sums)}[bug]
+
+
+def _sums_release(bug: str, noise=None):
+    """data -> (released sums in grid units, flattened; the stated sensitivity)."""
+    from exporter.class_stats import QUANTUM
+
+    make_counter, release = _sums_impl(bug)
     basis, *_ = _stats_neighbours()
 
     def run(data):
         counter = make_counter(basis, 2, STATS_CLIP)
         counter.add(*data)
-        budget = PrivacyBudget(EPSILON, shares={"class_stats": 1.0}, headline="class_stats", noise_for_tests=noise)
-        r = release(counter, budget)
-        grid = np.concatenate([np.rint(r.sums.reshape(-1) * QUANTUM), np.rint(r.counts * COUNT_STEPS)])
+        budget = PrivacyBudget(EPSILON, shares={"class_sums": 1.0}, noise_for_tests=noise)
+        grid = np.rint(np.asarray(release(counter, budget)).reshape(-1) * QUANTUM)
         return grid, budget.privacy_facts()["sensitivity_l1"]
     return run
 
 
-def _stats_impl(bug):
-    from exporter.class_stats import ClassStatsCounter, release_class_stats
-    from noise_hooks import UnclippedCounter, class_stats_ignoring_the_count_weight, class_stats_with_the_float_bound
-
-    return {"product": (ClassStatsCounter, release_class_stats),
-            "count weight ignored": (ClassStatsCounter, class_stats_ignoring_the_count_weight),
-            "float bound one step short": (ClassStatsCounter, class_stats_with_the_float_bound),
-            "noise before clipping": (UnclippedCounter, release_class_stats)}[bug]
-
-
-def stats_distance(bug: str) -> tuple[float, int]:
-    """L1 distance (grid units) between the exact releases of D and D', and the stated sensitivity."""
+def sums_distance(bug: str) -> tuple[float, int]:
+    """L1 distance (grid units) between the exact sums of D and D', and the stated sensitivity."""
     _, d, dp = _stats_neighbours()
-    run = _stats_release(*_stats_impl(bug), noise=ConstantNoise(0))
+    run = _sums_release(bug, noise=ConstantNoise(0))
     (a, stated), (b, _) = run(d), run(dp)
     return float(np.abs(b - a).sum()), stated
 
 
-def stats_audit(bug: str):
+def sums_audit(bug: str):
     """Lower bound on the privacy loss from 3000 real releases of D and of D' each. The
-    statistic: the smaller of x's sum coordinate and its class count, each measured from its
-    exact value under D' (in the upper tail both exceed it: the event's loss is exactly
-    epsilon for a correct release)."""
+    statistic: x's sum coordinate measured from its exact value under D' (in the upper tail
+    the event's loss is exactly epsilon for a correct release)."""
     _, d, dp = _stats_neighbours()
-    run = _stats_release(*_stats_impl(bug))
-    exact, _ = _stats_release(*_stats_impl("product"), noise=ConstantNoise(0))(dp)
-    sum_at, count_at = 2, 5                   # sums[1, 0] and counts[1] in the flat grid vector
-    stat = lambda data: run_releases(lambda: run(data)[0],  # noqa: E731
-                                     lambda g: min(g[sum_at] - exact[sum_at], g[count_at] - exact[count_at]), RUNS)
+    run = _sums_release(bug)
+    exact, _ = _sums_release("product", noise=ConstantNoise(0))(dp)
+    at = 2                                    # sums[1, 0] in the flat grid vector
+    stat = lambda data: run_releases(lambda: run(data)[0], lambda g: g[at] - exact[at], RUNS)  # noqa: E731
     result = epsilon_lower_bound(stat(d), stat(dp), STATS_THRESHOLDS, ALPHA)
-    print(f"\nclass statistics, {bug}: epsilon lower bound {result.epsilon_lower:.3f} from '{result.event}' "
+    print(f"\nclass sums, {bug}: epsilon lower bound {result.epsilon_lower:.3f} from '{result.event}' "
           f"over {RUNS} releases each of D and D'")
     return result
 
 
-def test_the_class_statistics_move_by_at_most_their_stated_sensitivity():
-    distance, stated = stats_distance("product")
-    assert distance == stated == 25 + 25   # tight: the worst record uses the whole bound
+def test_the_class_sums_move_by_at_most_their_stated_sensitivity():
+    distance, stated = sums_distance("product")
+    assert distance == stated == 25   # tight: the worst record uses the whole bound
 
 
-@pytest.mark.parametrize("bug", ["count weight ignored", "float bound one step short", "noise before clipping"])
+@pytest.mark.parametrize("bug", ["float bound one step short", "sensitivity in embedding units",
+                                 "noise before clipping"])
 def test_the_sensitivity_check_catches_a_planted_bug(bug):
-    distance, stated = stats_distance(bug)
+    distance, stated = sums_distance(bug)
     assert distance > stated
 
 
-def test_the_real_class_statistics_release_stays_within_its_epsilon():
-    result = stats_audit("product")
+def test_the_real_class_sums_release_stays_within_its_epsilon():
+    result = sums_audit("product")
     assert 0.4 * EPSILON < result.epsilon_lower <= EPSILON
 
 
-@pytest.mark.parametrize("bug", ["count weight ignored", "noise before clipping"])
-def test_the_class_statistics_audit_catches_a_planted_bug(bug):
-    """(The float bound one step short costs 50/49 of epsilon: too little for 3000 runs to show;
+@pytest.mark.parametrize("bug", ["sensitivity in embedding units", "noise before clipping"])
+def test_the_class_sums_audit_catches_a_planted_bug(bug):
+    """(The float bound one step short costs 25/24 of epsilon: too little for 3000 runs to show;
     the sensitivity check above catches it.)"""
-    assert stats_audit(bug).epsilon_lower > EPSILON
+    assert sums_audit(bug).epsilon_lower > EPSILON
 
 
-def test_bundle_holds_only_noisy_tables_and_public_inputs(dp_bundle, exported_encoder):
-    """Every field of the payload is accounted for: the noisy tables, public inputs (labels,
-    descriptions, seeded hyperplanes, the pretrained encoder and its check text) and facts
-    about the mechanism. No exact counts, embeddings, record ids or record count."""
+def counts_audit(noise=None):
+    """The class counts: D has no record of class 1, D' adds one. Statistic: class 1's noisy
+    count minus 1 (its exact value under D'); scale 1 / epsilon = 1."""
+    from exporter.class_stats import release_class_counts
+
+    d, dp = np.array([6, 0]), np.array([6, 1])
+
+    def release(counts):
+        return release_class_counts(counts, PrivacyBudget(EPSILON, shares={"class_counts": 1.0}, noise_for_tests=noise))
+    stat = lambda c: run_releases(lambda: release(c), lambda out: out[1] - 1, RUNS)  # noqa: E731
+    result = epsilon_lower_bound(stat(d), stat(dp), (-1, 0, 1, 2, 3), ALPHA)
+    print(f"\nclass counts, {type(noise).__name__ if noise else 'product'}: epsilon lower bound "
+          f"{result.epsilon_lower:.3f} from '{result.event}' over {RUNS} releases each of D and D'")
+    return result
+
+
+def test_the_real_class_counts_release_stays_within_its_epsilon():
+    result = counts_audit()
+    assert 0.4 * EPSILON < result.epsilon_lower <= EPSILON
+
+
+def test_the_counts_audit_catches_noise_only_where_records_are():
+    from noise_hooks import CountsOnlyWhereRecords
+
+    assert counts_audit(CountsOnlyWhereRecords()).epsilon_lower > EPSILON
+
+
+def test_bundle_holds_only_noisy_statistics_and_public_inputs(dp_bundle, exported_encoder):
+    """Every field of a default bundle's payload is accounted for: the noisy class counts and
+    sums, public inputs (labels, descriptions, the public basis, the prior, the pretrained
+    encoder and its check text) and facts about the mechanism. No exact counts, embeddings,
+    record ids or record count."""
     from conftest import DATA
+    from exporter.class_stats import QUANTUM, ClassSumCounter
     from exporter.dataset import read_labels, read_records
+    from exporter.public_basis import PublicBasis
     from runtime import Classifier
 
     outer = msgpack.unpackb(dp_bundle.read_bytes(), raw=False)
     payload = msgpack.unpackb(outer["payload"], raw=False)
     assert set(outer) == {"format", "version", "checksum", "payload"}
-    assert set(payload) == {"labels", "label_descriptions", "privacy", "lsh", "votes", "encoder", "exporter",
-                            "class_stats", "prior", "scoring"}  # class_stats: the second noisy release
+    assert set(payload) == {"labels", "label_descriptions", "privacy", "encoder", "exporter", "class_stats", "prior",
+                            "scoring"}  # no vote tables in the default bundle
     assert set(payload["encoder"]) == {"format", "model", "tokenizer_json", "max_length", "dim", "pooling",
                                        "normalized", "inputs", "output", "facts", "check"}
     # the encoder is the public export, byte for byte: it was not touched by the records
     assert payload["encoder"]["model"] == (exported_encoder.directory / "model.onnx").read_bytes()
     assert payload["encoder"]["check"]["text"] == exported_encoder.facts["check"]["text"]
-    assert set(payload["lsh"]) == {"family", "tables", "bits", "dim", "seed", "distribution", "bit_rule", "hyperplanes",
-                                   "offsets", "bits_rule"}  # offsets: post-processing of the class statistics
+    assert set(payload["class_stats"]) == {"origin", "projection", "sums", "counts"}
     assert set(payload["exporter"]) == {"name", "version", "created"}
 
     clf = Classifier.load(dp_bundle, threads=1)
     labels = read_labels(DATA / "labels.txt")
     records = list(read_records(DATA / "train.jsonl", labels))
     n = len(records)
-    # the hyperplanes are a seeded draw inside the span of the *released* noisy class
-    # statistics (post-processing), not fitted to the records
-    from exporter.hyperplanes import aligned_hyperplanes
-    from exporter.public_basis import PublicBasis
     cs = clf.bundle.class_stats
-    planes, offsets = aligned_hyperplanes(1234, clf.bundle.tables, clf.bundle.bits, PublicBasis(cs.origin, cs.projection),
-                                          cs.sums, cs.counts)
-    assert np.allclose(planes, clf.bundle.hyperplanes, atol=1e-4) and np.allclose(offsets, clf.bundle.offsets, atol=1e-4)
-    # the released votes are not the exact counts (noise on every cell, empty ones included)
-    counter = VoteCounter(clf.bundle.tables, clf.bundle.bits, len(labels))
-    counter.add(clf.scorer.hasher.buckets(clf.embed([r.text for r in records])), np.array([r.label for r in records]))
-    votes = clf.bundle.votes.astype(np.int64)
-    assert np.mean(votes != counter.counts) > 0.5 and np.mean(votes[counter.counts == 0] != 0) > 0.5
-    assert counter.counts.astype("<i2").tobytes() not in outer["payload"]
-    # no record count anywhere in the metadata (the votes' own total is a noisy statistic)
-    metadata = msgpack.packb({k: v for k, v in payload.items() if k not in ("votes", "lsh", "encoder", "class_stats", "prior")})
-    assert str(n).encode() not in metadata and msgpack.packb(n) not in msgpack.packb(payload["privacy"])
-    # no record embedding: nothing in the payload is a record's embedding (the only vector
-    # besides the hyperplanes is the check text's)
-    check = np.frombuffer(payload["encoder"]["check"]["embedding"]["data"], "<f4")
+    # the released values are not the exact ones (noise on every coordinate and every count)
+    y = np.array([r.label for r in records])
+    exact_counts = np.bincount(y, minlength=len(labels))
+    sums = clf.bundle.privacy["releases"][1]
+    counter = ClassSumCounter(PublicBasis(cs.origin, cs.projection), len(labels), sums["clip_l1"])
     emb = clf.embed([r.text for r in records])
+    counter.add(emb, y)
+    assert np.mean(cs.counts != exact_counts) > 0.5 and np.mean(np.abs(cs.sums - counter.sums / QUANTUM) > 1e-3) > 0.5
+    assert counter.sums.astype("<f4").tobytes()[:64] not in outer["payload"]
+    # the projection is the public task basis (the same for every dataset with these labels),
+    # and its size was chosen from the released noisy count
+    assert np.allclose(cs.projection @ cs.projection.T, np.eye(len(cs.projection)), atol=1e-4)
+    # no record count anywhere in the metadata (the counts' own total is a noisy statistic)
+    metadata = msgpack.packb({k: v for k, v in payload.items() if k not in ("encoder", "class_stats", "prior")})
+    assert str(n).encode() not in metadata and msgpack.packb(n) not in msgpack.packb(payload["privacy"])
+    # no record embedding: nothing in the payload is a record's embedding
+    check = np.frombuffer(payload["encoder"]["check"]["embedding"]["data"], "<f4")
     assert float((emb @ check).max()) < 0.99
     blob = dp_bundle.read_bytes()
     assert emb[:20].astype("<f4").tobytes()[:64] not in blob

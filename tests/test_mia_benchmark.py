@@ -128,13 +128,15 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
 
     for (hashing, setting), row in hashed_rows.items():
         assert row["release"] == ("touched cells only (simulation)" if hashing == "16x2" else "dense")
-        if setting != "inf-sparse":  # DP and dense exact tables: every bucket present
+        if hashing == "default":
+            assert row["hit_rate"] is None  # the default bundle has no tables
+        elif setting != "inf-sparse":  # DP and dense exact tables: every bucket present
             assert row["hit_rate"]["constant"] and row["hit_rate"]["value"] == 1.0
     dp = hashed_rows[("16x2", "1")]
     assert (dp["epsilon"], dp["noise_scale"]) == (1.0, 2.0)
     assert dp["dp_accuracy_bound"] == pytest.approx(np.e / (1 + np.e))
-    default = hashed_rows[("default", "1")]  # class statistics and aligned votes within one epsilon
-    assert (default["tables"], default["bits"], default["noise_scale"]) == (32, None, None)
+    default = hashed_rows[("default", "1")]  # class counts and class sums within one epsilon
+    assert (default["tables"], default["bits"], default["noise_scale"]) == (None, None, None)
     assert default["dp_accuracy_bound"] == pytest.approx(np.e / (1 + np.e))
     sparse = hashed_rows[("16x2", "inf-sparse")]["hit_rate"]
     assert sparse["members_mean"] == 1.0 and sparse["nonmembers_mean"] < 0.5  # absent buckets give members away
@@ -146,9 +148,10 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     assert controls["16x2"]["attacks"]["standard"]["mean"] < hashed_rows[("16x2", "inf")]["attacks"]["standard"]["mean"]
 
 
-def test_centroid_features_read_the_released_means_as_the_runtime_does():
-    """The default bundle's extra attack features: Gaussian-rule logits against the centred
-    released means, distances, the top-1 margin, and (label-aware) the own class's logit,
+def test_centroid_features_read_the_released_statistics_as_the_runtime_does():
+    """The default bundle's attack features: the runtime's cosine to each noisy class sum
+    (its argmax is the device's centroid label), Gaussian-rule logits and distances to the
+    centred means, the top-1 margin, |z|, and (label-aware) the own class's cosine, logit,
     distance and rank."""
     from runtime.bundle.schema import ClassStats
     from runtime.scoring import Scorer, Weights
@@ -158,8 +161,9 @@ def test_centroid_features_read_the_released_means_as_the_runtime_does():
     q = np.array([[0.9, 0.1], [0.2, 0.7]])
     plain = mia.centroid_features(cs, 1.0, q, None)
     aware = mia.centroid_features(cs, 1.0, q, np.array([0, 0]))
-    assert plain.shape == (2, 2 + 2 + 1 + 1) and aware.shape == (2, 9)
-    planes, votes = np.zeros((1, 1, 2), np.float32), np.zeros((1, 2, 2), np.int16)
-    runtime = Scorer(planes, votes, class_stats=cs, weights=Weights.measured(1.0), mode="centroids").scores(q)
+    assert plain.shape == (2, 2 + 2 + 2 + 1 + 1) and aware.shape == (2, 12)
+    runtime = Scorer(None, None, class_stats=cs, weights=Weights.measured(), mode="centroids").scores(q)
     assert (plain[:, :2].argmax(axis=1) == runtime.argmax(axis=1)).all()   # same rule as the device
+    assert np.allclose(plain[:, :2], [[0.9 / np.hypot(0.9, 0.1), 0.1 / np.hypot(0.9, 0.1)],
+                                      [0.2 / np.hypot(0.2, 0.7), 0.7 / np.hypot(0.2, 0.7)]])
     assert aware[:, -1].tolist() == [0, 1]                                   # own-class rank

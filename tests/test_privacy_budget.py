@@ -12,34 +12,45 @@ from noise_hooks import ConstantNoise, OverspendingNoise
 ZEROS = np.zeros(6, np.int32)
 
 
-def two_releases(epsilon=1.0, relation=None, noise=None, class_share=0.8):
-    budget = PrivacyBudget(epsilon, relation, shares=default_shares("aligned", class_share), noise_for_tests=noise)
-    budget.release("class_stats", ZEROS, sensitivity=525, mechanism="sums")
+def three_releases(epsilon=1.0, relation=None, noise=None, votes_share=0.1):
+    budget = PrivacyBudget(epsilon, relation, shares=default_shares("aligned", votes_share), noise_for_tests=noise)
+    budget.release("class_counts", ZEROS, sensitivity=1, mechanism="counts")
+    budget.release("class_sums", ZEROS, sensitivity=388, mechanism="sums")
     budget.release("votes", ZEROS, sensitivity=32, mechanism="tables")
     return budget
 
 
 def test_shares_add_up_to_epsilon_and_nothing_is_left():
-    b = two_releases(3.0)
+    b = three_releases(3.0)
     facts = b.privacy_facts()
     shares = [r["epsilon"] for r in facts["releases"]]
-    assert shares[0] == pytest.approx(2.4) and sum(shares) <= 3.0 and sum(shares) == pytest.approx(3.0, rel=1e-12)
-    assert b.remaining == pytest.approx(0.0, abs=1e-12)
-    assert [r["statistic"] for r in facts["releases"]] == facts["released_statistics"] == ["class_stats", "votes"]
+    assert shares[:2] == pytest.approx([0.15, 2.55]) and sum(shares) <= 3.0
+    assert sum(shares) == pytest.approx(3.0, rel=1e-12) and b.remaining == pytest.approx(0.0, abs=1e-12)
+    assert [r["statistic"] for r in facts["releases"]] == facts["released_statistics"] == [
+        "class_counts", "class_sums", "votes"]
     # the top level states the vote tables' release (what format-1 readers check)
-    assert facts["sensitivity_l1"] == 32 and facts["noise_scale"] == facts["releases"][1]["noise_scale"]
+    assert facts["sensitivity_l1"] == 32 and facts["noise_scale"] == facts["releases"][2]["noise_scale"]
+
+
+def test_without_tables_the_top_level_states_the_last_release():
+    b = PrivacyBudget(2.0, shares=default_shares("aligned"))
+    b.release("class_counts", ZEROS, sensitivity=1, mechanism="counts")
+    b.release("class_sums", ZEROS, sensitivity=388, mechanism="sums")
+    facts = b.privacy_facts()
+    assert facts["released_statistics"] == ["class_counts", "class_sums"] and facts["sensitivity_l1"] == 388
+    assert facts["noise_scale"] == pytest.approx(388 / 1.9)
 
 
 def test_every_release_states_scale_sensitivity_and_its_noise_source():
-    facts = two_releases(2.0).privacy_facts()
+    facts = three_releases(2.0).privacy_facts()
     for r in facts["releases"]:
         assert r["noise_scale"] == pytest.approx(r["sensitivity_l1"] / r["epsilon"])
         assert r["noise_source"].startswith("OpenDP make_laplace") and r["max_records_per_unit"] == 1
 
 
 def test_a_person_multiplies_every_sensitivity_by_k():
-    facts = two_releases(1.0, NeighbourRelation.person("user_id", 4)).privacy_facts()
-    assert [r["sensitivity_l1"] for r in facts["releases"]] == [4 * 525, 4 * 32]
+    facts = three_releases(1.0, NeighbourRelation.person("user_id", 4)).privacy_facts()
+    assert [r["sensitivity_l1"] for r in facts["releases"]] == [4, 4 * 388, 4 * 32]
     assert facts["privacy_unit"] == "one person, up to 4 records" and facts["max_records_per_unit"] == 4
 
 
@@ -89,13 +100,13 @@ def test_values_must_be_integers_that_fit_the_noise_domain():
 
 def test_facts_are_refused_while_a_planned_release_is_missing():
     b = PrivacyBudget(1.0, shares=default_shares("aligned"))
-    b.release("class_stats", ZEROS, sensitivity=5, mechanism="m")
-    with pytest.raises(BudgetError, match="planned releases not made: votes"):
+    b.release("class_counts", ZEROS, sensitivity=1, mechanism="m")
+    with pytest.raises(BudgetError, match="planned releases not made: class_sums"):
         b.privacy_facts()
 
 
 def test_the_test_hook_marks_every_release_as_not_private():
-    facts = two_releases(noise=ConstantNoise(0)).privacy_facts()
+    facts = three_releases(noise=ConstantNoise(0)).privacy_facts()
     assert "NOT differentially private" in facts["noise_source"]
     assert all("NOT differentially private" in r["noise_source"] for r in facts["releases"])
 

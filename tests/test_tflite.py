@@ -130,9 +130,9 @@ def test_an_engine_computing_other_embeddings_is_refused(which, dp_bundle, tflit
         Classifier.load(bad)
 
 
-def test_a_bundle_without_check_text_still_loads(dp_bundle, tmp_path):
+def test_a_bundle_without_check_text_still_loads(random_bundle, tmp_path):
     """Bundles written before format 1.1 have no check; they load, unverified."""
-    outer = msgpack.unpackb(dp_bundle.read_bytes(), raw=False)
+    outer = msgpack.unpackb(random_bundle.read_bytes(), raw=False)
     payload = msgpack.unpackb(outer["payload"], raw=False)
     del payload["encoder"]["check"]
     outer["version"] = [1, 0]

@@ -88,14 +88,17 @@ def test_per_person_build_keeps_k_per_person_and_says_so(exported_encoder, tmp_p
     bundle's privacy facts name the unit with sensitivity K*T."""
     train = _with_units(tmp_path, lambda i: "heavy" if i < 300 else f"p{i % 7}")
     report = build(build_options(tmp_path / "u.dpedge", train=train, unit_field="user_id", max_records_per_unit=4,
-                                 tables=8, bits=4), noise_for_tests=ConstantNoise(0))
+                                 votes_share=0.1, tables=8, bits=4), noise_for_tests=ConstantNoise(0))
     b = fmt.load(report.out)
     assert b.votes.sum() == 8 * 4 * 8  # 8 people x 4 records, in each of 8 tables
+    assert b.class_stats.counts.sum() == 8 * 4
     assert report.units.units == 8 and report.units.records_dropped == 560 - 32
     p = b.privacy
+    counts, sums, votes = p["releases"]
     assert (p["max_records_per_unit"], p["sensitivity_l1"]) == (4, 32)
-    assert p["noise_scale"] == pytest.approx(4 * 8 / (p["releases"][1]["epsilon"]))
-    assert p["releases"][0]["sensitivity_l1"] == 4 * 525  # the class statistics (B 5, count 1/4) scale with K too
+    assert p["noise_scale"] == pytest.approx(4 * 8 / votes["epsilon"])
+    # the class statistics scale with K too: a count per record, the clip per record
+    assert counts["sensitivity_l1"] == 4 and sums["sensitivity_l1"] == 4 * round(100 * sums["clip_l1"])
     assert p["privacy_unit"] == "one person, up to 4 records" and "'user_id'" in p["neighbour_relation"]
 
 

@@ -21,10 +21,10 @@ import numpy as np
 
 from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_FORMATS, ENCODER_INPUTS, FLOAT_DTYPE,
                                    FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_LENGTH_RANGE, MAX_TABLES,
-                                   PRIVACY_RTOL, SCORING_MAX, SCORING_NUMBERS, SCORING_TEMPERATURES,
-                                   SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE, Array, Bundle, ClassStats,
-                                   ClassStatsKey, Encoder, EncoderKey, Lsh, Outer, Payload, PriorKey, Privacy,
-                                   Release, Scoring, Statistic, path)
+                                   PRIOR_BOOST_RULES, PRIVACY_RTOL, SCORING_MAX, SCORING_NUMBERS,
+                                   SCORING_TEMPERATURES, SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE,
+                                   VOTES_OPTIONAL_FROM, Array, Bundle, ClassStats, ClassStatsKey, Encoder, EncoderKey,
+                                   Lsh, Outer, Payload, PriorKey, Privacy, Release, Scoring, Statistic, path)
 from runtime.errors import BundleError
 
 
@@ -55,11 +55,11 @@ def load(file: str | os.PathLike[str]) -> Bundle:
     except OSError as exc:
         raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
     try:
-        body = _checked_payload(data)
+        major, body = _checked_payload(data)
         # Drop the file's bytes before parsing the payload: a bundle is mostly its encoder,
         # so each copy alive at once costs its whole size in peak memory on the device.
         del data
-        return _parse_payload(body)
+        return _parse_payload(body, major)
     except BundleError as exc:
         raise BundleError(f"{p}: {exc}") from exc.__cause__
 
@@ -73,7 +73,7 @@ def unpack(data: bytes) -> Bundle:
         ...
         runtime.errors.BundleError: bundle is not a dpedge bundle: top level is integer, expected a map
     """
-    return _parse_payload(_checked_payload(bytes(data)))
+    return _parse_payload(*reversed(_checked_payload(bytes(data))))
 
 
 def _no_ext(code: int, data: bytes) -> Any:
@@ -246,7 +246,7 @@ def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
     return {"check_text": text, "check_embedding": emb}
 
 
-def _check_version(version: Any) -> None:
+def _check_version(version: Any) -> int:
     if (not isinstance(version, list) or len(version) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
         raise BundleError(f"field '{Outer.VERSION}' must be [major, minor], got {_show(version)}")
@@ -260,6 +260,7 @@ def _check_version(version: Any) -> None:
     if major not in SUPPORTED_MAJORS:
         raise BundleError(f"bundle format version {major}.{minor} is not supported (this runtime reads {readable})")
     # A newer minor version only adds fields; readers ignore fields they do not know.
+    return major
 
 
 _PRIVACY_REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -274,13 +275,14 @@ _PRIVACY_REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _checked_payload(data: bytes) -> bytes:
-    """The outer map's payload bytes, after the format, version and checksum checks."""
+def _checked_payload(data: bytes) -> tuple[int, bytes]:
+    """The major version and the outer map's payload bytes, after the format, version and
+    checksum checks."""
     outer = _Fields(_parse_msgpack(data, "bundle"), "")
     if outer.m.get(Outer.FORMAT) != FORMAT_NAME:
         raise BundleError(f"not a dpedge bundle: field '{Outer.FORMAT}' is {_show(outer.m.get(Outer.FORMAT))}, "
                           f"expected {FORMAT_NAME!r}")
-    _check_version(outer.get(Outer.VERSION, list))
+    major = _check_version(outer.get(Outer.VERSION, list))
     checksum = outer.sub(Outer.CHECKSUM)
     if checksum.get(Outer.ALGORITHM, str) != CHECKSUM_ALGORITHM:
         raise BundleError(f"unsupported checksum algorithm {_show(checksum.m[Outer.ALGORITHM])}")
@@ -288,14 +290,14 @@ def _checked_payload(data: bytes) -> bytes:
     body = outer.get(Outer.PAYLOAD, bytes)
     if hashlib.sha256(body).digest() != digest:
         raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
-    return body
+    return major, body
 
 
-def _parse_payload(body: bytes) -> Bundle:
-    return _validate_payload(_Fields(_parse_msgpack(body, "bundle payload"), ""))
+def _parse_payload(body: bytes, major: int) -> Bundle:
+    return _validate_payload(_Fields(_parse_msgpack(body, "bundle payload"), ""), major)
 
 
-def _validate_payload(p: _Fields) -> Bundle:
+def _validate_payload(p: _Fields, major: int) -> Bundle:
     labels = _read_str_list(p, Payload.LABELS)
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
         raise BundleError(f"field '{Payload.LABELS}' must hold at least two distinct, non-empty labels")
@@ -314,41 +316,27 @@ def _validate_payload(p: _Fields) -> Bundle:
         raise BundleError(f"field '{privacy.where(Privacy.DELTA)}' is {privacy.m[Privacy.DELTA]}: only pure "
                           f"epsilon-DP bundles (delta = 0) exist")
 
-    lsh = p.sub(Payload.LSH)
-    if lsh.get(Lsh.FAMILY, str) != LSH_FAMILY:
-        raise BundleError(f"field '{lsh.where(Lsh.FAMILY)}' is {_show(lsh.m[Lsh.FAMILY])}, expected {LSH_FAMILY!r}")
-    tables, bits, dim = lsh.get(Lsh.TABLES, int), lsh.get(Lsh.BITS, int), lsh.get(Lsh.DIM, int)
-    if not (1 <= bits <= MAX_BITS and 1 <= tables <= MAX_TABLES and dim >= 1):
-        raise BundleError(f"LSH parameters out of range: tables={tables}, bits={bits}, dim={dim}")
-    hyperplanes = _read_array(lsh.sub(Lsh.HYPERPLANES), FLOAT_DTYPE, 3)
-    if hyperplanes.shape != (tables, bits, dim):
-        raise BundleError(f"field '{lsh.where(Lsh.HYPERPLANES)}' has shape {hyperplanes.shape}, "
-                          f"expected {(tables, bits, dim)}")
-    if not np.isfinite(hyperplanes).all():
-        raise BundleError(f"field '{lsh.where(Lsh.HYPERPLANES)}' holds non-finite values")
-    votes = _read_array(p.sub(Payload.VOTES), VOTES_DTYPE, 3)
-    if votes.shape != (tables, 2**bits, len(labels)):
-        raise BundleError(f"field '{Payload.VOTES}' has shape {votes.shape}, expected {(tables, 2**bits, len(labels))}")
     per_unit = privacy.get(Privacy.MAX_RECORDS_PER_UNIT, int, optional=True)  # absent before format 1.2
     per_unit = 1 if per_unit is None else per_unit
     if per_unit < 1:
         raise BundleError(f"field '{privacy.where(Privacy.MAX_RECORDS_PER_UNIT)}' is {per_unit}, expected at least 1")
-    if privacy.m[Privacy.SENSITIVITY_L1] != per_unit * tables:
-        person = f", for each of the up to {per_unit} records of a person" if per_unit > 1 else ""
-        raise BundleError(
-            f"field '{privacy.where(Privacy.SENSITIVITY_L1)}' is {privacy.m[Privacy.SENSITIVITY_L1]} but a record "
-            f"touches one cell in each of {tables} tables{person}"
-        )
-
-    offsets = _finite_array(lsh, Lsh.OFFSETS, (tables, bits)) if Lsh.OFFSETS in lsh.m else None
+    lsh = hyperplanes = votes = offsets = None
+    if major < VOTES_OPTIONAL_FROM or Payload.LSH in p.m or Payload.VOTES in p.m:
+        lsh, hyperplanes, votes, offsets = _read_tables(p, privacy, len(labels), per_unit)
+        dim = lsh.m[Lsh.DIM]
+    else:
+        dim = p.sub(Payload.ENCODER).get(EncoderKey.DIM, int)
     class_stats = _read_class_stats(p, len(labels), dim) if Payload.CLASS_STATS in p.m else None
-    _check_releases(privacy, eps, class_stats)
+    if votes is None and class_stats is None:
+        raise BundleError(f"a bundle without vote tables ('{Payload.VOTES}') must hold '{Payload.CLASS_STATS}': "
+                          "it has nothing to classify with")
+    _check_releases(privacy, eps, class_stats, votes is not None)
     prior = None
     if Payload.PRIOR in p.m:
         prior = _finite_array(p.sub(Payload.PRIOR), PriorKey.EMBEDDINGS, (len(labels), dim))
     scoring = p.get(Payload.SCORING, dict, optional=True)
     if scoring is not None:
-        _check_scoring(scoring)
+        _check_scoring(scoring, class_stats is not None)
 
     enc = p.sub(Payload.ENCODER)
     fmt = enc.get(EncoderKey.FORMAT, str)
@@ -371,6 +359,8 @@ def _validate_payload(p: _Fields) -> Bundle:
     )
     if encoder.dim != dim:
         raise BundleError(f"encoder produces {encoder.dim}-d embeddings but the hyperplanes are {dim}-d")
+    if encoder.dim < 1:
+        raise BundleError(f"field '{enc.where(EncoderKey.DIM)}' is {encoder.dim}, expected at least 1")
     low, high = MAX_LENGTH_RANGE
     if not low <= encoder.max_length <= high:
         raise BundleError(f"field '{enc.where(EncoderKey.MAX_LENGTH)}' is {encoder.max_length}, expected {low}..{high}")
@@ -384,7 +374,7 @@ def _validate_payload(p: _Fields) -> Bundle:
         labels=tuple(labels),
         label_descriptions=None if descriptions is None else tuple(descriptions),
         privacy=privacy.m,
-        lsh={k: v for k, v in lsh.m.items() if k not in (Lsh.HYPERPLANES, Lsh.OFFSETS)},
+        lsh=None if lsh is None else {k: v for k, v in lsh.m.items() if k not in (Lsh.HYPERPLANES, Lsh.OFFSETS)},
         hyperplanes=hyperplanes,
         votes=votes,
         encoder=encoder,
@@ -396,7 +386,36 @@ def _validate_payload(p: _Fields) -> Bundle:
     )
 
 
-def _check_scoring(scoring: dict[str, Any]) -> None:
+def _read_tables(p: _Fields, privacy: _Fields, classes: int,
+                 per_unit: int) -> tuple[_Fields, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The hashing and the vote tables (required before format 3, optional from it): ``lsh``
+    as a field map, the hyperplanes, the votes and the offsets (None when absent)."""
+    lsh = p.sub(Payload.LSH)
+    if lsh.get(Lsh.FAMILY, str) != LSH_FAMILY:
+        raise BundleError(f"field '{lsh.where(Lsh.FAMILY)}' is {_show(lsh.m[Lsh.FAMILY])}, expected {LSH_FAMILY!r}")
+    tables, bits, dim = lsh.get(Lsh.TABLES, int), lsh.get(Lsh.BITS, int), lsh.get(Lsh.DIM, int)
+    if not (1 <= bits <= MAX_BITS and 1 <= tables <= MAX_TABLES and dim >= 1):
+        raise BundleError(f"LSH parameters out of range: tables={tables}, bits={bits}, dim={dim}")
+    hyperplanes = _read_array(lsh.sub(Lsh.HYPERPLANES), FLOAT_DTYPE, 3)
+    if hyperplanes.shape != (tables, bits, dim):
+        raise BundleError(f"field '{lsh.where(Lsh.HYPERPLANES)}' has shape {hyperplanes.shape}, "
+                          f"expected {(tables, bits, dim)}")
+    if not np.isfinite(hyperplanes).all():
+        raise BundleError(f"field '{lsh.where(Lsh.HYPERPLANES)}' holds non-finite values")
+    votes = _read_array(p.sub(Payload.VOTES), VOTES_DTYPE, 3)
+    if votes.shape != (tables, 2**bits, classes):
+        raise BundleError(f"field '{Payload.VOTES}' has shape {votes.shape}, expected {(tables, 2**bits, classes)}")
+    if privacy.m[Privacy.SENSITIVITY_L1] != per_unit * tables:
+        person = f", for each of the up to {per_unit} records of a person" if per_unit > 1 else ""
+        raise BundleError(
+            f"field '{privacy.where(Privacy.SENSITIVITY_L1)}' is {privacy.m[Privacy.SENSITIVITY_L1]} but a record "
+            f"touches one cell in each of {tables} tables{person}"
+        )
+    offsets = _finite_array(lsh, Lsh.OFFSETS, (tables, bits)) if Lsh.OFFSETS in lsh.m else None
+    return lsh, hyperplanes, votes, offsets
+
+
+def _check_scoring(scoring: dict[str, Any], has_class_stats: bool) -> None:
     """The names the runtime reads must hold what it can use (a number where a number is meant,
     a known centroid rule, positive temperatures and clip), within bounds that keep the blend
     finite (SCORING_MAX, TEMPERATURE_MIN)."""
@@ -420,6 +439,13 @@ def _check_scoring(scoring: dict[str, Any]) -> None:
     if rule == "gaussian" and not scoring.get(Scoring.CENTROID_CLIP_L1):
         raise BundleError(f"field '{path(where, Scoring.CENTROID_CLIP_L1)}' must be positive for the gaussian "
                           f"centroid rule")
+    boost = scoring.get(Scoring.PRIOR_BOOST_RULE, PRIOR_BOOST_RULES[0])
+    if boost not in PRIOR_BOOST_RULES:
+        raise BundleError(f"field '{path(where, Scoring.PRIOR_BOOST_RULE)}' must be one of "
+                          f"{', '.join(PRIOR_BOOST_RULES)}, got {_show(boost)}")
+    if boost == "linear" and not has_class_stats:
+        raise BundleError(f"field '{path(where, Scoring.PRIOR_BOOST_RULE)}' is 'linear', which needs the released "
+                          f"class counts of '{Payload.CLASS_STATS}'")
 
 
 def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
@@ -437,8 +463,10 @@ def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
                       counts=_finite_array(cs, ClassStatsKey.COUNTS, (classes,)))
 
 
-def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None) -> None:
-    """Format 2: each released statistic with its share; the shares add up to the epsilon."""
+def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None, has_votes: bool) -> None:
+    """Formats 2 and 3: each released statistic with its share; the shares add up to at most
+    the epsilon. The class statistics are one release in format 2 (``class_stats``) and two
+    in format 3 (``class_counts``, then ``class_sums``)."""
     releases = privacy.get(Privacy.RELEASES, list, optional=class_stats is None)
     if releases is None:
         return
@@ -453,7 +481,11 @@ def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None
         if not (share > 0 and math.isfinite(share)):
             raise BundleError(f"field '{f.where(Release.EPSILON)}' must be positive, got {share}")
         total += float(share)
-    if Statistic.VOTES not in names or (class_stats is not None and Statistic.CLASS_STATS not in names):
+    needed = {Statistic.VOTES} if has_votes else set()
+    if class_stats is not None:
+        needed |= ({Statistic.CLASS_STATS} if Statistic.CLASS_STATS in names
+                   else {Statistic.CLASS_COUNTS, Statistic.CLASS_SUMS})
+    if not needed <= set(names):
         raise BundleError(f"field '{privacy.where(Privacy.RELEASES)}' must list every released statistic, got {names}")
     if total > eps * (1 + PRIVACY_RTOL):
         raise BundleError(f"the releases spend epsilon {total}, more than the bundle's epsilon {eps}")

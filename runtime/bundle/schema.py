@@ -21,12 +21,16 @@ from typing import Any
 import numpy as np
 
 FORMAT_NAME = "dpedge-bundle"
-#: What a bundle that uses any format-2 field is written as (aligned hashing, blended scoring).
-FORMAT_VERSION = (2, 1)
+#: What a bundle with class statistics is written as (3.0: vote tables optional, the
+#: public-frame cosine rule and the linear prior weight).
+FORMAT_VERSION = (3, 0)
 #: What a bundle with vote tables only is written as (``--hashing random``).
 FORMAT_VERSION_PLAIN = (1, 2)
 #: Majors this reader understands; a newer major is refused, a newer minor only adds fields.
-SUPPORTED_MAJORS = (1, 2)
+SUPPORTED_MAJORS = (1, 2, 3)
+#: From this major on, ``lsh`` and ``votes`` are optional (a bundle may release class
+#: statistics alone).
+VOTES_OPTIONAL_FROM = 3
 CHECKSUM_ALGORITHM = "sha256"
 
 
@@ -119,7 +123,11 @@ class Statistic:
     """Values of ``privacy.releases[i].statistic``: the statistics a bundle can release."""
 
     VOTES = "votes"
+    #: Format 2: class sums and counts in one release.
     CLASS_STATS = "class_stats"
+    #: Format 3: the class counts, then the class sums in a subspace the counts chose.
+    CLASS_COUNTS = "class_counts"
+    CLASS_SUMS = "class_sums"
 
 
 class Lsh:
@@ -186,6 +194,7 @@ class Scoring:
     CENTROID_RULE = "centroid_rule"
     CENTROID_CLIP_L1 = "centroid_clip_l1"
     PRIOR_RECORDS_PER_CLASS = "prior_records_per_class"
+    PRIOR_BOOST_RULE = "prior_boost_rule"
     RULE = "rule"
 
 
@@ -218,8 +227,12 @@ MAX_LENGTH_RANGE = (2, 8192)
 #: is computing something else (docs/encoder.md: other CPUs and engine versions stay above 0.998).
 CHECK_MIN_COSINE = 0.98
 
-#: How the centroid component turns a query into logits ("cosine": format 2.0's rule).
-CENTROID_RULES = ("cosine", "gaussian")
+#: How the centroid component turns a query into logits: "cosine" (format 2.0), "gaussian"
+#: (2.1), "cosine_public" (3.0: cosine to the class sums in the public-centred frame).
+CENTROID_RULES = ("cosine", "gaussian", "cosine_public")
+#: How the prior's weight follows the release: "max" (2.x: max(1, 1/epsilon, R C / (epsilon
+#: N))) or "linear" (3.0: R C K / (epsilon N), fading as the release holds more signal).
+PRIOR_BOOST_RULES = ("max", "linear")
 #: The ``scoring`` names that hold numbers.
 SCORING_NUMBERS = (Scoring.VOTES, Scoring.CENTROIDS, Scoring.PRIOR, Scoring.CENTROID_TEMPERATURE,
                    Scoring.PRIOR_TEMPERATURE, Scoring.CENTROID_CLIP_L1, Scoring.PRIOR_RECORDS_PER_CLASS)
@@ -275,23 +288,24 @@ class ClassStats:
 
 @dataclass(frozen=True)
 class Bundle:
-    """A released DP datastore plus its encoder.
+    """A differentially private release plus its encoder.
 
     ``votes`` has shape (tables, 2**bits, classes), int16; ``hyperplanes`` has shape
     (tables, bits, dim), float32. Bit h (0-based) of a table's bucket id is 1 iff the
     embedding's dot product with ``hyperplanes[t, h]`` is greater than ``offsets[t, h]``
-    (0 without offsets; see runtime.simhash).
+    (0 without offsets; see runtime.simhash). From format 3 a bundle may release class
+    statistics alone: ``lsh``, ``hyperplanes`` and ``votes`` are then None.
     """
 
     labels: tuple[str, ...]
     label_descriptions: tuple[str, ...] | None
     privacy: dict[str, Any]
-    lsh: dict[str, Any]
-    hyperplanes: np.ndarray
-    votes: np.ndarray
+    lsh: dict[str, Any] | None
+    hyperplanes: np.ndarray | None
+    votes: np.ndarray | None
     encoder: Encoder
     exporter: dict[str, Any]
-    #: Format 2 (all optional): hyperplane offsets (tables, bits); the released class
+    #: Formats 2 and 3 (all optional): hyperplane offsets (tables, bits); the released class
     #: statistics; the label descriptions' embeddings (classes, dim); the blend's weights.
     offsets: np.ndarray | None = None
     class_stats: ClassStats | None = None
@@ -299,13 +313,15 @@ class Bundle:
     scoring: dict[str, Any] | None = None
 
     @property
-    def uses_format_2(self) -> bool:
-        return any(x is not None for x in (self.offsets, self.class_stats, self.prior, self.scoring))
+    def uses_class_stats_format(self) -> bool:
+        """True when the bundle needs format 3 (anything beyond plain vote tables)."""
+        return self.votes is None or any(x is not None for x in (self.offsets, self.class_stats, self.prior,
+                                                                 self.scoring))
 
     @property
     def tables(self) -> int:
-        return int(self.votes.shape[0])
+        return 0 if self.votes is None else int(self.votes.shape[0])
 
     @property
     def bits(self) -> int:
-        return int(self.hyperplanes.shape[1])
+        return 0 if self.hyperplanes is None else int(self.hyperplanes.shape[1])

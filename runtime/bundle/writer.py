@@ -52,18 +52,19 @@ def payload_map(b: Bundle) -> dict[str, Any]:
     if e.check_text is not None:
         encoder[EncoderKey.CHECK] = {EncoderKey.CHECK_TEXT: e.check_text,
                                      EncoderKey.CHECK_EMBEDDING: array_record(e.check_embedding, FLOAT_DTYPE)}
-    lsh = {**b.lsh, Lsh.HYPERPLANES: array_record(b.hyperplanes, FLOAT_DTYPE)}
-    if b.offsets is not None:
-        lsh[Lsh.OFFSETS] = array_record(b.offsets, FLOAT_DTYPE)
     payload: dict[str, Any] = {
         Payload.LABELS: list(b.labels),
         Payload.LABEL_DESCRIPTIONS: None if b.label_descriptions is None else list(b.label_descriptions),
         Payload.PRIVACY: b.privacy,
-        Payload.LSH: lsh,
-        Payload.VOTES: array_record(b.votes, VOTES_DTYPE),
-        Payload.ENCODER: encoder,
-        Payload.EXPORTER: b.exporter,
     }
+    if b.votes is not None:
+        lsh = {**b.lsh, Lsh.HYPERPLANES: array_record(b.hyperplanes, FLOAT_DTYPE)}
+        if b.offsets is not None:
+            lsh[Lsh.OFFSETS] = array_record(b.offsets, FLOAT_DTYPE)
+        payload[Payload.LSH] = lsh
+        payload[Payload.VOTES] = array_record(b.votes, VOTES_DTYPE)
+    payload[Payload.ENCODER] = encoder
+    payload[Payload.EXPORTER] = b.exporter
     if b.class_stats is not None:
         cs = b.class_stats
         payload[Payload.CLASS_STATS] = {ClassStatsKey.ORIGIN: array_record(cs.origin, FLOAT_DTYPE),
@@ -79,7 +80,8 @@ def payload_map(b: Bundle) -> dict[str, Any]:
 
 
 def pack(b: Bundle) -> bytes:
-    """Serialize a bundle to bytes: format 2.1 if it uses any format-2 field, else 1.2.
+    """Serialize a bundle to bytes: format 3.0 if it uses anything beyond plain vote tables,
+    else 1.2.
 
     Example:
         >>> data = pack(b)                                   # doctest: +SKIP
@@ -89,7 +91,7 @@ def pack(b: Bundle) -> bytes:
     body = msgpack.packb(payload_map(b), use_bin_type=True)
     outer = {
         Outer.FORMAT: FORMAT_NAME,
-        Outer.VERSION: list(FORMAT_VERSION if b.uses_format_2 else FORMAT_VERSION_PLAIN),
+        Outer.VERSION: list(FORMAT_VERSION if b.uses_class_stats_format else FORMAT_VERSION_PLAIN),
         Outer.CHECKSUM: {Outer.ALGORITHM: CHECKSUM_ALGORITHM, Outer.DIGEST: hashlib.sha256(body).digest()},
         Outer.PAYLOAD: body,
     }
