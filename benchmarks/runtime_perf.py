@@ -738,7 +738,7 @@ def section_memory(entries: list[dict[str, Any]], runs: int) -> None:
 
 
 def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
-    """p50 µs of each part of `Scorer.scores` on one embedding, each timed alone in a tight loop.
+    """p50 µs of each part of `Scorer.scores` on one embedding, each call timed on its own.
 
     The parts follow runtime/scoring.py's blend: the float64 copy, the SimHash buckets, the vote
     gather and normalisation, the centroid softmax (projection, clipping, logits, softmax when
@@ -774,8 +774,21 @@ def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
     if getattr(scorer, "_prior", None) is not None:
         parts["prior (label descriptions)"] = lambda: scorer.prior_probs(x)
     parts["numpy call floor (np.add on 1 element)"] = (lambda one=np.ones(1): np.add(one, one))
-    timed = {name: stats_us(time_calls(fn, reps, warmup_count(reps)))["p50_us"] for name, fn in parts.items()}
-    whole = stats_us(time_calls(lambda: scorer.scores(emb), reps, warmup_count(reps)))["p50_us"]
+    parts["whole"] = lambda: scorer.scores(emb)
+    # Every part once per round, round after round, so that a busy moment of a shared machine
+    # lands on all parts alike instead of on whichever was being timed then.
+    samples: dict[str, list[int]] = {name: [] for name in parts}
+    for _ in range(warmup_count(reps)):
+        for fn in parts.values():
+            fn()
+    with no_gc():
+        for _ in range(reps):
+            for name, fn in parts.items():
+                t0 = time.perf_counter_ns()
+                fn()
+                samples[name].append(time.perf_counter_ns() - t0)
+    timed = {name: stats_us(v)["p50_us"] for name, v in samples.items()}
+    whole = timed.pop("whole")
     top = [k for k in timed if not k.startswith("  ") and not k.startswith("numpy call floor")]
     return {"mode": scorer.mode, "parts_p50_us": timed, "whole_p50_us": whole,
             "rest_p50_us": whole - sum(timed[k] for k in top)}
@@ -958,7 +971,7 @@ def print_scoring(entries: list[dict[str, Any]]) -> None:
         rows.append([e["name"], f"whole: Scorer.scores, mode {sc['mode']}", f"{sc['whole_p50_us']:.1f}"])
     if rows:
         emit("6. Where the scoring time goes (one query, p50 µs)", md_table(["bundle", "part", "µs"], rows),
-             "Each part timed alone in a tight loop on the short query's embedding; indented rows split the "
+             "Each part timed call by call on the short query's embedding, all parts in turn every round; indented rows split the "
              "centroid part. The numpy floor is the cost of any one numpy call on a tiny array.")
 
 
