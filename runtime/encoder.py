@@ -45,6 +45,11 @@ class Backend:
     install: str
     make: Callable[[Encoder, int | None], Any]
 
+    @property
+    def copies_model(self) -> bool:
+        """Whether the engine copies the model, so the caller's bytes can go once it is made."""
+        return bool(getattr(getattr(self.make, "func", self.make), "copies_model", False))
+
 
 #: Every backend, in "auto" preference order within a format.
 BACKENDS: dict[str, Backend] = {
@@ -107,7 +112,7 @@ class TextEncoder:
         #: False when the engine has its own copy of the model and is shared by every thread,
         #: so the caller's ``encoder.model`` bytes are never read again and can be freed
         #: (runtime.classifier does); True while engines read them (TFLite, one per thread).
-        self.needs_model_bytes = not (first.thread_safe and getattr(first, "copies_model", False))
+        self.needs_model_bytes = not (first.thread_safe and chosen.copies_model)
         if not self.needs_model_bytes:
             # Forget them here too: no second engine is ever made from a shared one.
             self._spec = dataclasses.replace(encoder, model=b"")
