@@ -709,8 +709,10 @@ def print_table(result: dict[str, Any]) -> None:
             for p in b["problems"]:
                 print(f"\n{r['cpu']} {fmt}: FAIL: {p}")
     t = result["timings"]
-    print(f"\nwall time {t['total_s']:.0f} s (root {t['root_s']:.0f} s{' cold' if result['root']['cold'] else ', cached'}, "
-          f"bundles {t['bundles_s']:.0f} s, pip {t.get('pip_install_s', 0):.0f} s, emulated classify "
+    # Bundles are built while debootstrap runs, so a cold root's time includes them.
+    root = f"root built in {t['root_s']:.0f} s" if result["root"]["cold"] else "root cached"
+    print(f"\nwall time {t['total_s']:.0f} s ({root}, bundles {t['bundles_s']:.0f} s, "
+          f"venv {t.get('venv_s', 0):.0f} s, pip {t.get('pip_install_s', 0):.0f} s, emulated classify "
           f"{sum(r['classify_s'] for r in result['runs']):.0f} s); arm64 versions: "
           + ", ".join(f"{k} {v}" for k, v in result["runs"][0]["arm64_versions"].items()), flush=True)
 
