@@ -29,9 +29,16 @@ class Embedder:
     """
 
     def __init__(self, encoder: Encoder, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
-        self.spec = encoder
         self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
         self.encoder = TextEncoder(encoder, backend=backend, threads=threads, workers=workers)
+
+    @classmethod
+    def of(cls, tokenizer: TextTokenizer, encoder: TextEncoder) -> "Embedder":
+        """An Embedder from a tokenizer and an encoder made elsewhere (runtime.classifier makes
+        them in the order that keeps a device's peak memory lowest)."""
+        embedder = cls.__new__(cls)
+        embedder.tokenizer, embedder.encoder = tokenizer, encoder
+        return embedder
 
     @property
     def backend(self) -> str:
@@ -52,6 +59,6 @@ class Embedder:
     def verify(self) -> float | None:
         """Cosine between this engine's embedding of the bundle's check text and the exporter's
         (None: the bundle has no check); raises BundleError below CHECK_MIN_COSINE."""
-        if self.spec.check_text is None:
+        if self.encoder.check_text is None:
             return None
-        return self.encoder.verify(self.tokenizer.encode([self.spec.check_text])[0])
+        return self.encoder.verify(self.tokenizer.encode([self.encoder.check_text])[0])

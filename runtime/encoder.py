@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import threading
@@ -43,6 +44,11 @@ class Backend:
     module: str
     install: str
     make: Callable[[Encoder, int | None], Any]
+
+    @property
+    def copies_model(self) -> bool:
+        """Whether the engine copies the model, so the caller's bytes can go once it is made."""
+        return bool(getattr(getattr(self.make, "func", self.make), "copies_model", False))
 
 
 #: Every backend, in "auto" preference order within a format.
@@ -100,12 +106,25 @@ class TextEncoder:
         self.backend = chosen.name
         self.dim = encoder.dim
         self._spec = encoder
-        self._make = lambda: chosen.make(encoder, threads)
+        self._make: Callable[[], Any] | None = lambda: chosen.make(encoder, threads)
         first = self._make()
         self._shared = first if first.thread_safe else None
+        #: False when the engine has its own copy of the model and is shared by every thread,
+        #: so the caller's ``encoder.model`` bytes are never read again and can be freed
+        #: (runtime.classifier does); True while engines read them (TFLite, one per thread).
+        self.needs_model_bytes = not (first.thread_safe and chosen.copies_model)
+        if not self.needs_model_bytes:
+            # Forget them here too: no second engine is ever made from a shared one.
+            self._spec = dataclasses.replace(encoder, model=b"")
+            self._make = None
         self._local = threading.local()
         self._local.engine = first
         self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
+
+    @property
+    def check_text(self) -> str | None:
+        """The bundle's public check text (None before format 1.1), for `verify`."""
+        return self._spec.check_text
 
     def _engine(self) -> Any:
         if self._shared is not None:

@@ -33,9 +33,14 @@ def _session_options(threads: int | None):
 
 
 class OnnxRuntimeBackend:
-    """One onnxruntime session; `run` is thread-safe, so every worker shares it."""
+    """One onnxruntime session; `run` is thread-safe, so every worker shares it.
+
+    The session parses the model into memory of its own, so once it exists the caller's
+    model bytes are no longer needed (``copies_model``): runtime.classifier releases them.
+    """
 
     thread_safe = True
+    copies_model = True
 
     def __init__(self, encoder: Encoder, threads: int | None):
         import onnxruntime as ort
@@ -56,6 +61,11 @@ class OnnxRuntimeBackend:
             raise BundleError(f"encoder graph has no output {encoder.output!r}")
         self._inputs = tuple(encoder.inputs)
         self._output = encoder.output
+        # onnxruntime's Python wrapper keeps the model bytes only to build the session again
+        # when its providers change (set_providers, a GPU provider failing over to CPU);
+        # this CPU-only session never does that, and the bytes are the model's whole size.
+        if getattr(self._session, "_model_bytes", None) is not None:
+            self._session._model_bytes = None
 
     def embed_one(self, token_ids: Sequence[int]) -> np.ndarray:
         ids = np.asarray([token_ids], dtype=np.int64)

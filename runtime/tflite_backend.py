@@ -37,9 +37,14 @@ def _interpreter_class(module: str):
 
 
 class TfliteBackend:
-    """One interpreter; interpreters are not thread-safe, so each worker thread gets its own."""
+    """One interpreter; interpreters are not thread-safe, so each worker thread gets its own.
+
+    The interpreter reads the model's flatbuffer in place, from the caller's bytes, and every
+    worker thread builds its own interpreter from them: they must stay alive (``copies_model``).
+    """
 
     thread_safe = False
+    copies_model = False
 
     def __init__(self, encoder: Encoder, threads: int | None, *, module: str, name: str):
         Interpreter = _interpreter_class(module)

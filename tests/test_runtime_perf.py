@@ -54,8 +54,24 @@ def check_runtime_sections(result: dict, bundle_path) -> dict:
     assert tp and all(t["texts_per_s"] > 0 and t["texts"] == 20 for t in tp)
     assert [t["target"].split(" (")[0] for t in entry["targets"]] == [
         "hash+lookup p50", "short query end to end p50", "cold start to answer, median",
-        "cold start peak RSS, median", "bundle size"]
+        "cold start peak RSS, median", "small-device peak RSS goal", "bundle size"]
     assert all(isinstance(t["passed"], bool) for t in entry["targets"])
+
+    # Section 5: the load steps, in Classifier.load's order, end where the cold start ends.
+    stages = entry["memory"]["stages"]
+    names = [st["stage"] for st in stages]
+    assert names[0] == "python interpreter" and names[-1] == "first answer"
+    assert "model bytes released (the engine has its own copy), freed heap returned" in names  # onnxruntime copies it
+    assert all(st["VmRSS"] <= st["VmHWM"] + 0.01 for st in stages)
+    assert abs(stages[-1]["VmHWM"] - cold["peak_rss_mib"]) < 20, (stages[-1], cold)  # same program, same peak
+    whatif = entry["memory"]["engine_whatif"]
+    assert whatif[0]["way"].startswith("bytes") and {w["way"] for w in whatif} >= {"file path"}
+    assert all(w["same_embedding"] and w["peak_added_mib"] > 5 for w in whatif), whatif
+    # Section 6: the blend's parts, each timed alone.
+    sc = entry["scoring"]
+    assert sc["mode"] == "blend" and sc["whole_p50_us"] > 0
+    assert {"hash (SimHash buckets)", "vote gather + normalise", "centroids (all)",
+            "prior (label descriptions)"} <= set(sc["parts_p50_us"])
     return entry
 
 
@@ -64,7 +80,8 @@ def test_runtime_perf_with_baselines(dp_bundle, tmp_path):
     r = run_perf("--bundle", str(dp_bundle), "--train", str(DATA / "train.jsonl"), "--out", str(out), *TINY)
     assert r.returncode == 0, r.stderr[-3000:]
     for title in ("1. Cold start", "2. Per-query latency", "2b. Per-query baselines", "2c. Ratios",
-                  "3. Batch throughput", "4. Bundle size", "Targets"):
+                  "3. Batch throughput", "4. Bundle size", "5. Where the memory goes", "5b. Loading the encoder",
+                  "6. Where the scoring time goes", "Targets"):
         assert f"## {title}" in r.stdout
     result = json.loads(out.read_text())
     entry = check_runtime_sections(result, dp_bundle)
