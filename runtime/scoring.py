@@ -38,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+import math
+
 import numpy as np
 
 from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, ClassStats, Privacy, Scoring)
@@ -144,15 +146,25 @@ def probed_vote_sums(buckets: np.ndarray, votes: np.ndarray, bits: int, weight: 
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
+    """Softmax over the last axis (any leading shape: several softmaxes in one pass)."""
+    z = z - z.max(axis=-1, keepdims=True)
     e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _rowwise(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     """x @ m one row at a time: BLAS may round a many-row product differently from a one-row
     product, and a text's scores must not depend on the batch it arrives in."""
+    if len(x) == 1:
+        return (x[0] @ m)[None, :]
     return np.stack([row @ m for row in x]) if len(x) else np.zeros((0, m.shape[1]))
+
+
+def _norms(a: np.ndarray) -> np.ndarray:
+    """Row norms, shape (n, 1), at least 1e-12 (a zero row divides to zeros, not NaN), each
+    row computed on its own like `_rowwise` (and cheaply: a query at a time, numpy's per-call
+    cost is most of the work)."""
+    return np.array([[max(math.sqrt(float(row @ row)), 1e-12)] for row in a]).reshape(len(a), 1)
 
 
 def prior_boost(epsilon: float | None, records_per_class: float, counts: np.ndarray | None, rule: str = "max",
@@ -205,9 +217,10 @@ class Scorer:
 
     The classifier and the benchmarks both score through this class, so a benchmark measures
     exactly what a device computes. Everything that depends only on the bundle is computed
-    here once (post-processing); a query then costs one product with a (dim, k + C) matrix
-    (the public projection and the prior's directions side by side), a few (k, C) products
-    and, with vote tables, the hashing.
+    here once (post-processing). The public projection P, the class directions D of the
+    centroid rule and the prior's unit description embeddings sit side by side in one (dim,
+    k + 2C) matrix, so a query costs one product with it, a norm, one fused softmax of the
+    two components and, with vote tables, the hashing: z @ D = x @ (P^T D) - (P origin) @ D.
 
     Example:
         >>> scorer = Scorer.from_bundle(bundle)                        # doctest: +SKIP
@@ -249,30 +262,36 @@ class Scorer:
         counts = None if class_stats is None else class_stats.counts
         self.prior_boost = prior_boost(epsilon, self.weights.prior_records_per_class, counts,
                                        self.weights.prior_boost_rule, max_records_per_unit)
-        self._k = 0
-        self._centroids: tuple[Any, ...] | None = None
+        self._has_centroids, self._has_prior = class_stats is not None, prior is not None
+        self._k = self._classes = 0
         cols = []
         if class_stats is not None:
             proj = np.asarray(class_stats.projection, np.float64)
-            self._k = proj.shape[0]
-            cols.append(proj.T)
-            self._centroids = self._centroid_rule(class_stats, proj @ np.asarray(class_stats.origin, np.float64))
-        self._has_prior = prior is not None
+            self._k, self._classes = proj.shape[0], len(class_stats.counts)
+            shift, dirs, offset, self._gauss = self._centroid_rule(class_stats, proj @ np.asarray(
+                class_stats.origin, np.float64))
+            # The temperature divides the logits: folded into the directions and the offset.
+            dirs = dirs / self.weights.centroid_temperature
+            self._offset = None if offset is None else offset / self.weights.centroid_temperature
+            self._shift, self._shift_dirs = shift, shift @ dirs
+            cols += [proj.T, proj.T @ dirs]
         if prior is not None:
-            cols.append(_unit_rows(np.asarray(prior, np.float64)).T)
-        # One (dim, k + C) matrix: a query's projection and its prior cosines in one product.
+            self._classes = len(prior)
+            cols.append(_unit_rows(np.asarray(prior, np.float64)).T / self.weights.prior_temperature)
         self._matrix = np.ascontiguousarray(np.concatenate(cols, axis=1)) if cols else None
 
     def _centroid_rule(self, cs: ClassStats, p_origin: np.ndarray) -> tuple[Any, ...]:
-        """What the bundle's centroid rule needs per query, prepared once: (shift, mean or
-        None, class directions (k, C), half squared norms or None)."""
+        """What the bundle's centroid rule needs per query, prepared once: (shift, class
+        directions D (k, C), logit offset, gaussian clip or None). Logits are, with z = P x - shift:
+        cosine rules (z @ D) / |z|; gaussian min(1, clip / |z|_1) (z @ D) + offset."""
         rule = self.weights.centroid_rule
         if rule == "cosine_public":
-            return p_origin, None, _unit_rows(np.asarray(cs.sums, np.float64)).T.copy(), None
+            return p_origin, _unit_rows(np.asarray(cs.sums, np.float64)).T, None, None
         centred, mu = centred_means(cs.sums, cs.counts)
-        if rule == "gaussian":
-            return p_origin, mu, centred.T.copy(), 0.5 * (centred**2).sum(axis=1)
-        return p_origin + mu, None, _unit_rows(centred).T.copy(), None
+        if rule == "gaussian":  # <clip(z) - mu, m_c> - |m_c|^2 / 2
+            return p_origin, centred.T, -(mu @ centred.T) - 0.5 * (centred**2).sum(axis=1), \
+                self.weights.centroid_clip_l1
+        return p_origin + mu, _unit_rows(centred).T, None, None
 
     @classmethod
     def from_bundle(cls, b: Any, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
@@ -287,29 +306,37 @@ class Scorer:
     @property
     def plain_votes(self) -> bool:
         """True when the scores are Algorithm 2's summed votes (no centroids or prior to blend)."""
-        return self.votes is not None and self.plain_votes_only(self._centroids, self._has_prior or None, self.mode)
+        return self.votes is not None and self.plain_votes_only(self._has_centroids or None,
+                                                                self._has_prior or None, self.mode)
 
-    def _centroid_probs(self, z: np.ndarray) -> np.ndarray:
-        shift, mu, dirs_t, half_norms = self._centroids
-        z = z - shift
-        if half_norms is not None:  # gaussian: clip as the exporter clipped the records, then centre
-            logits = _rowwise(clip_l1(z, self.weights.centroid_clip_l1) - mu, dirs_t) - half_norms
-        else:                       # cosine rules
-            logits = _rowwise(_unit_rows(z), dirs_t)
-        return _softmax(logits / self.weights.centroid_temperature)
-
-    def _prior_probs(self, x: np.ndarray, h: np.ndarray) -> np.ndarray:
-        cos = h[:, self._k:] / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-        return _softmax(cos / self.weights.prior_temperature)
+    def _components(self, x: np.ndarray) -> np.ndarray:
+        """Centroid and prior probabilities, shape (n, 2, C) (a missing component's row is 0)."""
+        h = _rowwise(x, self._matrix)
+        k, c = self._k, self._classes
+        logits = np.zeros((len(x), 2, c))
+        if self._has_centroids:
+            z = h[:, :k] - self._shift
+            zd = h[:, k:k + c] - self._shift_dirs             # z @ D
+            if self._gauss is None:
+                logits[:, 0] = zd / _norms(z)
+            else:  # clip as the exporter clipped the records
+                l1 = np.abs(z).sum(axis=1, keepdims=True)
+                logits[:, 0] = zd * np.minimum(1.0, self._gauss / np.maximum(l1, 1e-300)) + self._offset
+        if self._has_prior:
+            logits[:, 1] = h[:, -c:] / _norms(x)
+        probs = _softmax(logits)
+        if not (self._has_centroids and self._has_prior):
+            probs[:, 0] *= self._has_centroids
+            probs[:, 1] *= self._has_prior
+        return probs
 
     def centroid_probs(self, x: np.ndarray) -> np.ndarray:
         """The centroid component alone, shape (n, classes)."""
-        return self._centroid_probs(_rowwise(np.asarray(x, np.float64), self._matrix)[:, :self._k])
+        return self._components(np.asarray(x, np.float64))[:, 0]
 
     def prior_probs(self, x: np.ndarray) -> np.ndarray:
         """The prior component alone (before its weight and boost), shape (n, classes)."""
-        x = np.asarray(x, np.float64)
-        return self._prior_probs(x, _rowwise(x, self._matrix))
+        return self._components(np.asarray(x, np.float64))[:, 1]
 
     def scores(self, embeddings: np.ndarray) -> np.ndarray:
         """Per-class scores, shape (n, classes), float64; the label is the argmax."""
@@ -319,26 +346,18 @@ class Scorer:
             if self.probe_weight:
                 return probed_vote_sums(buckets, self.votes, self.hasher.bits, self.probe_weight)
             return vote_sums(buckets, self.votes).astype(np.float64)
-        h = _rowwise(x, self._matrix)
-        if self.mode == "centroids":
-            return self._centroid_probs(h[:, :self._k])
-        if self.mode == "prior":
-            return self._prior_probs(x, h)
-        w = self.weights
-        out = np.zeros((len(x), self._n_classes()))
-        if self._centroids is not None:
-            out += w.centroids * self._centroid_probs(h[:, :self._k])
+        if self._matrix is None:  # vote tables and nothing else, read in blend mode
+            out = np.zeros((len(x), self.votes.shape[2]))
+        else:
+            parts = self._components(x)
+            if self.mode == "centroids":
+                return parts[:, 0]
+            if self.mode == "prior":
+                return parts[:, 1]
+            w = self.weights
+            out = w.centroids * parts[:, 0] + (w.prior * self.prior_boost) * parts[:, 1]
         if self.votes is not None:
             positive = probed_vote_sums(self.hasher.buckets(x), self._positive_votes, self.hasher.bits,
                                         self.probe_weight)
-            out += w.votes * positive / np.maximum(positive.sum(axis=1, keepdims=True), 1e-12)
-        if self._has_prior:
-            out += w.prior * self.prior_boost * self._prior_probs(x, h)
+            out += self.weights.votes * positive / np.maximum(positive.sum(axis=1, keepdims=True), 1e-12)
         return out
-
-    def _n_classes(self) -> int:
-        if self._centroids is not None:
-            return int(self._centroids[2].shape[1])
-        if self.votes is not None:
-            return int(self.votes.shape[2])
-        return int(self._matrix.shape[1])  # the prior's columns alone
