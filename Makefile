@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 
 models/quickstart.dpedge: $(VENV)/.installed data/assistant/train.jsonl data/assistant/labels.txt
 	$(PY) -m exporter encoder
-	$(PY) -m exporter build --train data/assistant/train.jsonl --labels data/assistant/labels.txt --bits 4 \
+	$(PY) -m exporter build --train data/assistant/train.jsonl --labels data/assistant/labels.txt \
 	    --epsilon 8 --out $@
 
 bundle: models/quickstart.dpedge

@@ -8,7 +8,6 @@ and its sensitivity, and the `--hashing random` bundle's single release too.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 from conftest import ROOT
 from runtime import bundle as fmt
@@ -21,21 +20,26 @@ def privacy_section() -> str:
     return " ".join(text[start:end].split())  # one line: statements may wrap anywhere
 
 
-def test_readme_names_every_release_of_the_default_bundle(dp_bundle):
+def test_readme_names_every_release_of_the_default_bundle(dp_bundle, tables_bundle):
     section = privacy_section()
     privacy = fmt.load(dp_bundle).privacy
     releases = privacy["releases"]
-    assert [r["statistic"] for r in releases] == privacy["released_statistics"]
+    assert [r["statistic"] for r in releases] == privacy["released_statistics"] == ["class_counts", "class_sums"]
     for r in releases:
         share = round(100 * r["epsilon"] / privacy["epsilon"])
         assert f"`{r['statistic']}`, **{share}% of epsilon**" in section, r["statistic"]
-    stats, votes = releases
-    assert f"L1 sensitivity {stats['sensitivity_l1']}" in section
-    assert f"public {stats['dim']}-d subspace" in section and f"L1 norm {stats['clip_l1']:g}" in section
-    assert f"grid of 1/{stats['grid']}" in section
-    assert f"weighing {Fraction(stats['count_grid'], stats['grid'])}" in section
-    tables = fmt.load(dp_bundle).tables
-    assert f"T = {tables} tables (L1 sensitivity T)" in section and votes["sensitivity_l1"] == tables
+    counts, sums = releases
+    assert counts["sensitivity_l1"] == 1 and "(L1 sensitivity 1)" in section
+    assert sums["sensitivity_l1"] == round(sums["grid"] * sums["clip_l1"])
+    assert f"grid of 1/{sums['grid']}" in section and "(L1 sensitivity round(100 x B))" in section
+    k = fmt.load(dp_bundle).class_stats.projection.shape[0]
+    assert sums["dim"] == k and 16 <= k <= 384 and "from 16 to 384" in section
+    # the optional third release, as a --votes-share bundle states it
+    votes = fmt.load(tables_bundle).privacy["releases"][-1]
+    tables = fmt.load(tables_bundle).tables
+    assert votes["statistic"] == "votes" and votes["sensitivity_l1"] == tables
+    assert "`--votes-share F` adds a third release, `votes`" in section
+    assert f"T = {tables} tables: L1 sensitivity T)" in section
 
 
 def test_readme_states_the_neighbour_relation_delta_and_noise_the_bundle_states(dp_bundle, random_bundle):
