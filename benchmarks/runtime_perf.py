@@ -743,39 +743,28 @@ def section_memory(entries: list[dict[str, Any]], runs: int) -> None:
 def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
     """p50 µs of each part of `Scorer.scores` on one embedding, each call timed on its own.
 
-    The parts follow runtime/scoring.py's blend: the float64 copy, the SimHash buckets, the vote
-    gather and normalisation, the centroid softmax (projection, clipping, logits, softmax when
-    the scorer's internals are as expected) and the label-description prior. "whole" is the
-    call itself; "rest" is whole minus the parts (the blend's own arithmetic).
+    The parts follow runtime/scoring.py: the float64 copy; the one product of the query with the
+    (dim, k + 2C) matrix (projection, class directions, prior) and the two components' logits
+    and fused softmax; with vote tables, the SimHash buckets and the vote gather and
+    normalisation. "whole" is the call itself; "rest" is whole minus the parts (the blend's
+    own arithmetic).
     """
-    from runtime.scoring import _softmax, clip_l1, probed_vote_sums
+    from runtime.scoring import _rowwise, probed_vote_sums
 
     scorer = clf.scorer
     emb = clf.encoder.embed_one(clf.tokenizer.encode([text])[0])[None, :]
     x = np.asarray(emb, np.float64)
-    bits = scorer.hasher.bits
-    positive = np.maximum(scorer.votes, 0)
-    buckets = scorer.hasher.buckets(x)
-    parts: dict[str, Callable[[], Any]] = {
-        "float64 copy": lambda: np.asarray(emb, np.float64),
-        "hash (SimHash buckets)": lambda: scorer.hasher.buckets(x),
-        "vote gather + normalise": lambda: (lambda v: v / np.maximum(v.sum(axis=1, keepdims=True), 1e-12))(
-            probed_vote_sums(buckets, positive, bits, scorer.probe_weight)),
-    }
-    stats = getattr(scorer, "_stats", None)
-    if stats is not None:
-        parts["centroids (all)"] = lambda: scorer.centroid_probs(x)
-        if isinstance(stats, tuple) and len(stats) == 5 and stats[2] is not None:
-            proj_t, shift, mu, means_t, half = stats
-            z = x @ proj_t - shift
-            zc = clip_l1(z, scorer.weights.centroid_clip_l1) - mu
-            logits = zc @ means_t - half
-            parts["  centroids: projection (384 -> k)"] = lambda: np.stack([row @ proj_t for row in x]) - shift
-            parts["  centroids: L1 clip, centre"] = lambda: clip_l1(z, scorer.weights.centroid_clip_l1) - mu
-            parts["  centroids: logits"] = lambda: np.stack([row @ means_t for row in zc]) - half
-            parts["  centroids: softmax"] = lambda: _softmax(logits / scorer.weights.centroid_temperature)
-    if getattr(scorer, "_prior", None) is not None:
-        parts["prior (label descriptions)"] = lambda: scorer.prior_probs(x)
+    parts: dict[str, Callable[[], Any]] = {"float64 copy": lambda: np.asarray(emb, np.float64)}
+    if scorer._matrix is not None:
+        parts["centroids + prior (all)"] = lambda: scorer._components(x)
+        parts["  one product (dim x (k + 2C))"] = lambda: _rowwise(x, scorer._matrix)
+    if scorer.votes is not None:
+        bits = scorer.hasher.bits
+        positive = np.maximum(scorer.votes, 0)
+        buckets = scorer.hasher.buckets(x)
+        parts["hash (SimHash buckets)"] = lambda: scorer.hasher.buckets(x)
+        parts["vote gather + normalise"] = lambda: (lambda v: v / np.maximum(v.sum(axis=1, keepdims=True), 1e-12))(
+            probed_vote_sums(buckets, positive, bits, scorer.probe_weight))
     parts["numpy call floor (np.add on 1 element)"] = (lambda one=np.ones(1): np.add(one, one))
     parts["whole"] = lambda: scorer.scores(emb)
     # Every part once per round, round after round, so that a busy moment of a shared machine
@@ -929,11 +918,12 @@ def print_sizes(entries: list[dict[str, Any]]) -> None:
     rows = []
     for e in entries:
         s = e["sizes_bytes"]
-        rows.append([e["name"], e["format"], *(f"{s[k] / MIB:.3f}" for k in ("encoder", "votes", "hyperplanes", "metadata", "file")),
-                     f"{s['file'] / 1e6:.2f}"])
+        rows.append([e["name"], e["format"], *(f"{s.get(k, 0) / MIB:.3f}" for k in (
+            "encoder", "class_stats", "prior", "votes", "hyperplanes", "metadata", "file")), f"{s['file'] / 1e6:.2f}"])
     emit("4. Bundle size", md_table(
-        ["bundle", "encoder format", "encoder MiB", "tables (votes) MiB", "hyperplanes MiB", "metadata MiB",
-         "total MiB", "total MB"], rows), "encoder includes its tokenizer.json; MB = 10^6 bytes, MiB = 2^20.")
+        ["bundle", "encoder format", "encoder MiB", "class statistics MiB", "prior MiB", "tables (votes) MiB",
+         "hyperplanes MiB", "metadata MiB", "total MiB", "total MB"], rows),
+         "encoder includes its tokenizer.json; MB = 10^6 bytes, MiB = 2^20.")
 
 
 def print_memory(entries: list[dict[str, Any]]) -> None:
@@ -1043,7 +1033,8 @@ def describe_bundles(bundles: list[tuple[Path, Bundle]]) -> list[dict[str, Any]]
             raise UsageError(f"{path}: {exc}") from None
         entries.append({"path": str(path), "name": path.name, "format": b.encoder.format, "labels": list(b.labels),
                         "backend": backend, "sizes_bytes": bundle_sizes(b, path), "cold_start": {}, "latency": {},
-                        "ratios": {}, "throughput": []})
+                        "ratios": {}, "throughput": [],
+                        "class_stats_dim": None if b.class_stats is None else int(b.class_stats.projection.shape[0])})
     return entries
 
 

@@ -20,9 +20,10 @@ def test_accuracy_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
     row = res["datasets"]["assistant"]
     assert row["knn10"] > 0.8  # the non-private reference on easy hand-written data
     assert row["lr"] > 0.8  # the non-private logistic regression reference
-    for method in ("blend", "votes", "centroids", "random", "paper", "prior", "dp_lr", "dp_nb", "dp_ncm384",
-                   "dp_ncm128"):
+    for method in ("default", "centroids", "with_votes", "votes", "random", "paper", "prior", "dp_lr", "dp_nb",
+                   "dp_ncm384", "dp_ncm128"):
         assert all(0 <= a <= 1 for a in row["runs"][method]["8.0"]), method
-    assert len(row["runs"]["blend"]["8.0"]) == 1
-    assert sum(row["runs"]["blend"]["8.0"]) > 0.6  # far above chance (1/8) on this data
+    assert len(row["runs"]["default"]["8.0"]) == 1
+    assert sum(row["runs"]["default"]["8.0"]) > 0.6  # far above chance (1/7) on this data
+    assert 16 <= row["k"]["8.0"] <= 384 and set(res["best_peer"]) == {"1.0", "8.0"}
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
