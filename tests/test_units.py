@@ -119,7 +119,7 @@ def test_a_record_without_its_unit_is_an_error_naming_the_line(exported_encoder,
 def test_cli_per_person_flags(exported_encoder, tmp_path):
     train = _with_units(tmp_path, lambda i: f"p{i % 9}")
     r = subprocess.run([sys.executable, "-m", "exporter", "build", "--train", str(train), "--labels",
-                        str(DATA / "labels.txt"), "--epsilon", "4", "--bits", "4", "--unit-column", "user_id",
+                        str(DATA / "labels.txt"), "--epsilon", "4", "--unit-column", "user_id",
                         "--max-records-per-unit", "10", "--out", str(tmp_path / "cli.dpedge"), "--quiet"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
