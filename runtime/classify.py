@@ -79,7 +79,12 @@ def _emit(out: TextIO, pred: Prediction, text: str, args: argparse.Namespace) ->
         record = {"text": text, "label": pred.label, "scores": pred.scores}
         if args.top_k > 1:
             record["top"] = [label for label, _ in pred.top(args.top_k)]
-        out.write(json.dumps(record, ensure_ascii=not _utf8(out)) + "\n")
+        try:
+            # allow_nan=False: bare NaN or Infinity is not JSON; such a line is skipped instead.
+            line = json.dumps(record, ensure_ascii=not _utf8(out), allow_nan=False)
+        except ValueError:
+            raise InputError("the scores are not finite numbers, so there is no answer to write") from None
+        out.write(line + "\n")
     else:
         out.write(_format(pred, text, args.top_k) + "\n")
     out.flush()  # one answer per line as it comes, also when a person types on stdin
@@ -115,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 info["backend"] = choose_backend(b.encoder.format, args.backend).name
             except BundleError as exc:
                 info["backend"] = f"none ({exc})"
-            print(json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info))
+            print(json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False) if args.json else format_info(info))
             return 0
         clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score,
                               probe_weight=args.probe_weight)
@@ -143,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         # stdout goes to /dev/null so that the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except BundleError as exc:  # e.g. a worker thread's engine that cannot be built
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     return 1 if failures else 0
 
 

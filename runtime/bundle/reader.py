@@ -19,12 +19,15 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from runtime.bundle.model_family import check_model
 from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_FORMATS, ENCODER_INPUTS, FLOAT_DTYPE,
-                                   FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_LENGTH_RANGE, MAX_TABLES,
+                                   FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_CHECK_TEXT_CHARS,
+                                   MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_LENGTH_RANGE, MAX_NAME_CHARS, MAX_TABLES,
                                    PRIVACY_RTOL, SCORING_MAX, SCORING_NUMBERS, SCORING_TEMPERATURES,
                                    SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE, Array, Bundle, ClassStats,
                                    ClassStatsKey, Encoder, EncoderKey, Lsh, Outer, Payload, PriorKey, Privacy,
                                    Release, Scoring, Statistic, path)
+from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 
 
@@ -238,6 +241,11 @@ def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
         return {}
     check = enc.sub(EncoderKey.CHECK)
     text = check.get(EncoderKey.CHECK_TEXT, str)
+    # The check text is tokenized and encoded at load, before any query: bounded like a query
+    # could never be (queries may have 1,000,000 characters).
+    if len(text) > MAX_CHECK_TEXT_CHARS:
+        raise BundleError(f"field '{check.where(EncoderKey.CHECK_TEXT)}' has {len(text)} characters, more than "
+                          f"{MAX_CHECK_TEXT_CHARS}")
     emb = _read_array(check.sub(EncoderKey.CHECK_EMBEDDING), FLOAT_DTYPE, 1)
     # The norm in float64: float32 values near 3.4e38 would overflow (and warn) when squared.
     if not text.strip() or emb.shape != (dim,) or not np.isfinite(emb).all() \
@@ -299,10 +307,13 @@ def _validate_payload(p: _Fields) -> Bundle:
     labels = _read_str_list(p, Payload.LABELS)
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
         raise BundleError(f"field '{Payload.LABELS}' must hold at least two distinct, non-empty labels")
+    _check_printable(labels, Payload.LABELS, MAX_LABEL_CHARS)
     descriptions = _read_str_list(p, Payload.LABEL_DESCRIPTIONS, optional=True)
     if descriptions is not None and len(descriptions) != len(labels):
         raise BundleError(f"field '{Payload.LABEL_DESCRIPTIONS}' has {len(descriptions)} entries for "
                           f"{len(labels)} labels")
+    if descriptions is not None:
+        _check_printable(descriptions, Payload.LABEL_DESCRIPTIONS, MAX_DESCRIPTION_CHARS)
 
     privacy = p.sub(Payload.PRIVACY)
     for key, typ in _PRIVACY_REQUIRED.items():
@@ -343,6 +354,7 @@ def _validate_payload(p: _Fields) -> Bundle:
     offsets = _finite_array(lsh, Lsh.OFFSETS, (tables, bits)) if Lsh.OFFSETS in lsh.m else None
     class_stats = _read_class_stats(p, len(labels), dim) if Payload.CLASS_STATS in p.m else None
     _check_releases(privacy, eps, class_stats)
+    _check_noise_scale(privacy, eps)
     prior = None
     if Payload.PRIOR in p.m:
         prior = _finite_array(p.sub(Payload.PRIOR), PriorKey.EMBEDDINGS, (len(labels), dim))
@@ -379,6 +391,12 @@ def _validate_payload(p: _Fields) -> Bundle:
     unknown_inputs = set(inputs) - set(ENCODER_INPUTS)
     if unknown_inputs:
         raise BundleError(f"encoder declares unsupported inputs {_show(sorted(unknown_inputs))}")
+    if not 1 <= len(encoder.output) <= MAX_NAME_CHARS or not encoder.output.isprintable():
+        raise BundleError(f"field '{enc.where(EncoderKey.OUTPUT)}' must be a printable name of 1 to {MAX_NAME_CHARS} "
+                          f"characters, got {_show(encoder.output)}")
+    # The declared families (docs/bundle-format.md section 10), last: they read the most bytes.
+    check_tokenizer_json(encoder.tokenizer_json)
+    check_model(encoder.format, encoder.model)
 
     return Bundle(
         labels=tuple(labels),
@@ -438,22 +456,70 @@ def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
 
 
 def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None) -> None:
-    """Format 2: each released statistic with its share; the shares add up to the epsilon."""
+    """Format 2: each released statistic with its share; the shares add up to the epsilon, and
+    each release's noise scale is its sensitivity over its share (a reader cannot prove that
+    noise was added, but it refuses a bundle whose own statements contradict each other)."""
     releases = privacy.get(Privacy.RELEASES, list, optional=class_stats is None)
     if releases is None:
         return
-    names, total = [], 0.0
+    names, total, checked = [], 0.0, []
     for i, r in enumerate(releases):
         f = _Fields(r, f"{privacy.where(Privacy.RELEASES)}[{i}]")
         names.append(f.get(Release.STATISTIC, str))
         share = f.get(Release.EPSILON, _NUMBER)
-        f.get(Release.SENSITIVITY_L1, int)
-        f.get(Release.NOISE_SCALE, _NUMBER)
+        sensitivity = f.get(Release.SENSITIVITY_L1, int)
+        scale = f.get(Release.NOISE_SCALE, _NUMBER)
         f.get(Release.MECHANISM, str)
         if not (share > 0 and math.isfinite(share)):
             raise BundleError(f"field '{f.where(Release.EPSILON)}' must be positive, got {share}")
         total += float(share)
+        checked.append((f, float(share), sensitivity, scale))
     if Statistic.VOTES not in names or (class_stats is not None and Statistic.CLASS_STATS not in names):
         raise BundleError(f"field '{privacy.where(Privacy.RELEASES)}' must list every released statistic, got {names}")
-    if total > eps * (1 + PRIVACY_RTOL):
-        raise BundleError(f"the releases spend epsilon {total}, more than the bundle's epsilon {eps}")
+    if not math.isclose(total, eps, rel_tol=PRIVACY_RTOL):
+        raise BundleError(f"the releases spend epsilon {total}, but field '{privacy.where(Privacy.EPSILON)}' is {eps}: "
+                          f"their shares must add up to it")
+    for f, share, sensitivity, scale in checked:
+        _check_scale(f, Release.SENSITIVITY_L1, Release.NOISE_SCALE, sensitivity, scale, share)
+
+
+def _check_scale(f: _Fields, sensitivity_key: str, scale_key: str, sensitivity: int, scale: float,
+                 epsilon: float) -> None:
+    """A discrete Laplace release of L1 sensitivity s at epsilon e has noise scale s / e."""
+    if sensitivity < 1:
+        raise BundleError(f"field '{f.where(sensitivity_key)}' must be at least 1, got {sensitivity}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise BundleError(f"field '{f.where(scale_key)}' must be a positive finite number, got {scale}")
+    expected = sensitivity / epsilon
+    if not math.isclose(float(scale), expected, rel_tol=PRIVACY_RTOL):
+        raise BundleError(f"field '{f.where(scale_key)}' is {scale}, but sensitivity {sensitivity} at epsilon "
+                          f"{epsilon} needs noise scale {expected}: the privacy facts contradict each other")
+
+
+def _check_noise_scale(privacy: _Fields, eps: float) -> None:
+    """The top-level sensitivity and noise scale are the vote tables': with releases, the votes
+    release's; without (format 1.x), those of the whole epsilon."""
+    sensitivity, scale = privacy.m[Privacy.SENSITIVITY_L1], privacy.m[Privacy.NOISE_SCALE]
+    releases = privacy.m.get(Privacy.RELEASES)
+    votes = next((r for r in releases if r.get(Release.STATISTIC) == Statistic.VOTES),
+                 None) if isinstance(releases, list) else None
+    if votes is None:
+        _check_scale(privacy, Privacy.SENSITIVITY_L1, Privacy.NOISE_SCALE, sensitivity, scale, eps)
+        return
+    if sensitivity != votes[Release.SENSITIVITY_L1] or not math.isclose(float(scale), float(votes[Release.NOISE_SCALE]),
+                                                                        rel_tol=PRIVACY_RTOL):
+        raise BundleError(f"fields '{privacy.where(Privacy.SENSITIVITY_L1)}' and '{privacy.where(Privacy.NOISE_SCALE)}' "
+                          f"({sensitivity}, {scale}) must be the votes release's ({votes[Release.SENSITIVITY_L1]}, "
+                          f"{votes[Release.NOISE_SCALE]})")
+
+
+def _check_printable(texts: list[str], where: str, most: int) -> None:
+    """Labels and descriptions reach terminals: bounded, and without control characters (Cc:
+    C0, DEL, C1), so a bundle cannot send escape sequences or break or spoof output lines."""
+    for i, t in enumerate(texts):
+        if len(t) > most:
+            raise BundleError(f"field '{where}[{i}]' has {len(t)} characters, more than {most}")
+        bad = next((c for c in t if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F), None)
+        if bad is not None:
+            raise BundleError(f"field '{where}[{i}]' holds control character U+{ord(bad):04X}, which a terminal "
+                              f"would act on")
