@@ -107,8 +107,34 @@ MAX_MESSAGE_CHARS = 1000
 HANG_SECONDS = 30
 #: The memory ratio column only counts inputs at least this large.
 RATIO_MIN_SIZE = 1 << 20
-TINY_MODEL = b"\x08\x01"
-TINY_TOKENIZER = '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}}'
+
+
+def _proto(field: int, body: bytes) -> bytes:
+    """One length-delimited protobuf field (bodies under 128 bytes)."""
+    return bytes([field << 3 | 2, len(body)]) + body
+
+
+#: The smallest models inside the encoder family (runtime.bundle.model_family): an ONNX graph of
+#: one Cast node, and a TFLite flatbuffer of one empty subgraph. The reader checks their
+#: structure; no engine runs them.
+TINY_ONNX = (b"\x08\x08" + _proto(8, b"\x10\x12")
+             + _proto(7, _proto(1, _proto(1, b"input_ids") + _proto(2, b"sentence_embedding") + _proto(4, b"Cast"))))
+TINY_TFLITE = struct.pack("<I4sHHHHHHiIIIIHHi", 20, b"TFL3", 10, 12, 4, 0, 8, 0, 12, 3, 4, 1, 8, 4, 4, 4)
+TINY_MODELS = {"onnx": TINY_ONNX, "tflite": TINY_TFLITE}
+#: The smallest tokenizer.json inside the family (runtime.bundle.tokenizer_family).
+TINY_TOKENIZER = json.dumps({
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+    "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
+                   "lowercase": True},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "TemplateProcessing",
+                       "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                  {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                       "special_tokens": {t: {"id": t, "ids": [i], "tokens": [t]} for t, i in (("[CLS]", 1), ("[SEP]", 2))}},
+    "decoder": None,
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100, "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2}},
+})
 
 # ----------------------------------------------------------------------------- msgpack helpers
 
@@ -278,7 +304,7 @@ def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> 
     each class sum keeps its coordinates along them: a bundle built with --basis-dim 8)."""
     outer = msgpack.unpackb(data, raw=False)
     payload = msgpack.unpackb(outer["payload"], raw=False)
-    payload["encoder"]["model"] = TINY_MODEL
+    payload["encoder"]["model"] = TINY_MODELS[payload["encoder"]["format"]]
     payload["encoder"]["tokenizer_json"] = TINY_TOKENIZER
     lsh, votes = payload["lsh"], payload["votes"]
     t, h, d = lsh["hyperplanes"]["shape"]
@@ -299,11 +325,17 @@ def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> 
         k2 = min(k, basis)
         cs["projection"] = f4(np.frombuffer(cs["projection"]["data"], "<f4").reshape(k, dim)[:k2])
         cs["sums"] = f4(np.frombuffer(cs["sums"]["data"], "<f4").reshape(-1, k)[:, :k2])
+    # Fewer tables, a smaller sensitivity: the noise scale follows (scale = sensitivity / epsilon),
+    # or the reader refuses the privacy facts as contradicting each other.
+    votes_eps = float(privacy["epsilon"])
     for r in privacy.get("releases") or []:
         if r.get("statistic") == "votes":
             r["sensitivity_l1"] = privacy["sensitivity_l1"]
+            votes_eps = float(r["epsilon"])
+            r["noise_scale"] = r["sensitivity_l1"] / votes_eps
         elif r.get("statistic") == "class_stats" and k2 is not None and "dim" in r:
             r["dim"] = k2
+    privacy["noise_scale"] = privacy["sensitivity_l1"] / votes_eps
     return seal(pack(payload), {k: v for k, v in outer.items() if k in ("format", "version")})
 
 
@@ -709,9 +741,30 @@ def graft_format2(rng: random.Random, p: dict) -> None:
     privacy["releases"] = [
         {"statistic": "class_stats", "epsilon": 0.8 * eps, "mechanism": "discrete Laplace", "sensitivity_l1": 525,
          "noise_scale": 525 / (0.8 * eps), "grid": 100, "count_grid": 25, "clip_l1": 5.0, "dim": k},
-        {"statistic": "votes", "epsilon": 0.2 * eps, "mechanism": privacy.get("mechanism", "discrete Laplace"),
+        {"statistic": "votes", "epsilon": eps - 0.8 * eps, "mechanism": privacy.get("mechanism", "discrete Laplace"),
          "sensitivity_l1": privacy.get("sensitivity_l1"), "noise_scale": privacy.get("noise_scale")},
     ]
+    _consistent_scales(p)
+
+
+def _consistent_scales(p: dict) -> None:
+    """Every release's noise scale set to its sensitivity over its share, and the top level's to
+    the votes release's (or to sensitivity / epsilon without releases): the reader refuses
+    privacy facts that contradict each other. Non-numbers are left for the reader to refuse."""
+    privacy = p["privacy"]
+    num = (int, float)
+    votes = None
+    for rel in privacy.get("releases") or []:
+        if isinstance(rel, dict) and isinstance(rel.get("epsilon"), num) and isinstance(rel.get("sensitivity_l1"), num):
+            if rel["epsilon"] > 0:
+                rel["noise_scale"] = rel["sensitivity_l1"] / rel["epsilon"]
+            if rel.get("statistic") == "votes":
+                votes = rel
+    if votes is not None and "noise_scale" in votes:
+        privacy["noise_scale"] = votes["noise_scale"]
+    elif isinstance(privacy.get("epsilon"), num) and isinstance(privacy.get("sensitivity_l1"), num) \
+            and privacy["epsilon"] > 0:
+        privacy["noise_scale"] = privacy["sensitivity_l1"] / privacy["epsilon"]
 
 
 def _scale_budget(p: dict, factor: float) -> None:
@@ -720,7 +773,8 @@ def _scale_budget(p: dict, factor: float) -> None:
     privacy["epsilon"] = float(privacy["epsilon"]) * factor
     for rel in privacy.get("releases") or []:
         if isinstance(rel, dict) and isinstance(rel.get("epsilon"), (int, float)):
-            rel["epsilon"] = float(rel["epsilon"]) * factor * (1 - 1e-12)  # rounding must not exceed the total
+            rel["epsilon"] = float(rel["epsilon"]) * factor * (1 - 1e-12)  # within the reader's 1e-9 of the total
+    _consistent_scales(p)  # below about 1e-305 the scales overflow: refused, as the format says
 
 
 def _valid_format2(rng: random.Random, p: dict, r: int) -> None:

@@ -3,22 +3,24 @@
 Every malformed input becomes one `BundleError` naming the field (its dotted path from
 `runtime.bundle.schema`), never a KeyError or a msgpack exception from deep inside, and a
 size the file declares never drives an allocation: array byte counts are checked against
-dtype and shape before an array is built, and the msgpack parser is held to a value budget.
+dtype and shape before an array is built, and the msgpack walk is held to a value budget
+(runtime.bundle.stream, which also reads a file once, about its size in memory).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import os
 import reprlib
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-import msgpack
 import numpy as np
 
+from runtime.bundle import stream
 from runtime.bundle.model_family import check_model
 from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_FORMATS, ENCODER_INPUTS, FLOAT_DTYPE,
                                    FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_CHECK_TEXT_CHARS,
@@ -35,6 +37,8 @@ def load(file: str | os.PathLike[str]) -> Bundle:
     """Read and validate a bundle file.
 
     Raises BundleError for a missing, oversized, truncated, corrupted or incompatible file.
+    The file is read once, about its size in memory (runtime.bundle.stream), and a corrupted
+    one is refused after a streaming checksum pass that holds one chunk at a time.
 
     Example:
         >>> b = load("models/quickstart.dpedge")             # doctest: +SKIP
@@ -50,21 +54,22 @@ def load(file: str | os.PathLike[str]) -> Bundle:
             raise BundleError(f"{p}: is not a regular file, so it cannot be a bundle")
         if size > MAX_BUNDLE_BYTES:
             raise BundleError(f"{p}: {size} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
-        data = p.read_bytes()
+        f = open(p, "rb", buffering=0)
     except FileNotFoundError:
         raise BundleError(f"{p}: no such bundle file") from None
     except IsADirectoryError:
         raise BundleError(f"{p}: is a directory, not a bundle file") from None
     except OSError as exc:
         raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
-    try:
-        body = _checked_payload(data)
-        # Drop the file's bytes before parsing the payload: a bundle is mostly its encoder,
-        # so each copy alive at once costs its whole size in peak memory on the device.
-        del data
-        return _parse_payload(body)
-    except BundleError as exc:
-        raise BundleError(f"{p}: {exc}") from exc.__cause__
+    with f:
+        try:
+            return _read(io.BufferedReader(f, _BUFFER), size)
+        except BundleError as exc:
+            raise BundleError(f"{p}: {exc}") from exc.__cause__
+        except MemoryError:
+            raise BundleError(f"{p}: does not fit in the memory this process may use") from None
+        except OSError as exc:
+            raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
 
 
 def unpack(data: bytes) -> Bundle:
@@ -76,60 +81,65 @@ def unpack(data: bytes) -> Bundle:
         ...
         runtime.errors.BundleError: bundle is not a dpedge bundle: top level is integer, expected a map
     """
-    return _parse_payload(_checked_payload(bytes(data)))
+    data = bytes(data)
+    return _read(stream.open_bytes(data), len(data))
 
 
-def _no_ext(code: int, data: bytes) -> Any:
-    raise BundleError(f"unexpected msgpack extension type {code}")
+#: Read-ahead of the file reader: headers are small, and big fields are read whole anyway.
+_BUFFER = 64 * 1024
 
 
-#: A bundle holds a few hundred msgpack values besides megabytes of binary fields. Each value
-#: becomes a Python object of up to about 100 bytes however small its msgpack form (an empty
-#: map is one byte, a 64-byte dict), so a document is refused as soon as it holds more than one
-#: value per this many bytes (plus a small allowance): a crafted file cannot make the parser
-#: use many times its own size in memory.
-BYTES_PER_VALUE = 64
-VALUE_ALLOWANCE = 4096
-
-
-def _parse_msgpack(data: bytes, what: str) -> Any:
-    """Parse exactly one msgpack map, mapping every parser failure to BundleError.
-
-    ``unpackb`` parses straight from ``data``; a streaming Unpacker would first copy the
-    whole buffer, doubling the transient memory of a load. The hooks count each array or map
-    and its elements as it is completed (see BYTES_PER_VALUE), and no single array or map may
-    declare more than the whole budget, so the parser stops early on a dense document.
-    """
-    limit = len(data) // BYTES_PER_VALUE + VALUE_ALLOWANCE
-    left = limit
-
-    def counted(container: Any) -> Any:
-        nonlocal left
-        left -= len(container) + 1
-        if left < 0:
-            raise BundleError(f"{what} is not a dpedge bundle: it holds more than {limit} msgpack values "
-                              f"for its {len(data)} bytes")
-        return container
-
-    trailing = 0
-    try:
-        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
-                              list_hook=counted, object_hook=counted, max_array_len=limit, max_map_len=limit)
-    except msgpack.ExtraData as exc:
-        obj, trailing = exc.unpacked, len(exc.extra)
-    except BundleError:
-        raise
-    except msgpack.StackError:
-        raise BundleError(f"{what} is not valid msgpack: it nests deeper than the parser allows") from None
-    except Exception as exc:  # msgpack raises several types (ValueError, FormatError, ExtraData...)
-        if "incomplete input" in str(exc):
-            raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
-        raise BundleError(f"{what} is not valid msgpack ({type(exc).__name__}: {exc})") from None
+def _top_map(doc: stream.Document, what: str) -> dict[str, Any]:
+    """The document's map; its type is checked before its trailing bytes."""
+    obj = stream.parse_skeleton(doc, what)
     if not isinstance(obj, dict):
         raise BundleError(f"{what} is not a dpedge bundle: top level is {_msgpack_name(type(obj))}, expected a map")
-    if trailing:
-        raise BundleError(f"{what} has {trailing} unexpected trailing bytes")
+    if doc.trailing:
+        raise BundleError(f"{what} has {doc.trailing} unexpected trailing bytes")
     return obj
+
+
+def _read(f: BinaryIO, size: int) -> Bundle:
+    """The outer map, then its payload: checked, hashed, parsed and validated."""
+    # Every binary field of the outer map longer than a digest stays in the file: the payload is
+    # hashed and walked from there, never held twice.
+    outer_doc = stream.split(f, 0, size, "bundle", lazy_min=64)
+    outer = _top_map(outer_doc, "bundle")
+    checksum = outer.get(Outer.CHECKSUM)
+    if isinstance(checksum, dict) and isinstance(checksum.get(Outer.DIGEST), stream.LazyBin):
+        checksum[Outer.DIGEST] = b""  # a SHA-256 digest is 32 bytes: this one cannot match
+    payload = outer.get(Outer.PAYLOAD)
+    source: BinaryIO | None = None
+    start = end = 0
+    if isinstance(payload, stream.LazyBin):
+        source, start, end = f, payload.span.offset, payload.span.offset + payload.span.length
+        outer[Outer.PAYLOAD] = b""
+    digest = _checked_outer(outer)
+    if source is None:
+        body = outer[Outer.PAYLOAD]
+        source, start, end = stream.open_bytes(body), 0, len(body)
+    if _stream_sha256(source, start, end) != digest:
+        raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
+    doc = stream.split(source, start, end, "bundle payload")
+    values = stream.read_spans(source, doc.spans, "bundle payload")
+    if doc.digest(values) != digest:  # the file changed between the two passes
+        raise BundleError("checksum mismatch: the bundle changed while it was read")
+    obj = _top_map(doc, "bundle payload")
+    return _validate_payload(_Fields(stream.fill(obj, values), ""))
+
+
+def _stream_sha256(f: BinaryIO, start: int, end: int) -> bytes:
+    """SHA-256 of f[start:end], one chunk in memory at a time."""
+    h = hashlib.sha256()
+    f.seek(start)
+    left = end - start
+    while left:
+        chunk = f.read(min(left, 1 << 20))
+        if not chunk:
+            raise BundleError(f"bundle is truncated ({end} bytes): the file was cut short")
+        h.update(chunk)
+        left -= len(chunk)
+    return h.digest()
 
 
 class _Fields:
@@ -164,8 +174,8 @@ def _as_tuple(t: type | tuple[type, ...]) -> tuple[type, ...]:
     return t if isinstance(t, tuple) else (t,)
 
 
-_MSGPACK_NAMES = {dict: "map", list: "array", bytes: "bin", str: "string", int: "integer", float: "float",
-                  bool: "boolean", type(None): "nil"}
+_MSGPACK_NAMES = {dict: "map", list: "array", bytes: "bin", stream.LazyBin: "bin", str: "string", int: "integer",
+                  float: "float", bool: "boolean", type(None): "nil"}
 _NUMBER = (float, int)
 
 
@@ -282,9 +292,10 @@ _PRIVACY_REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _checked_payload(data: bytes) -> bytes:
-    """The outer map's payload bytes, after the format, version and checksum checks."""
-    outer = _Fields(_parse_msgpack(data, "bundle"), "")
+def _checked_outer(m: dict[str, Any]) -> bytes:
+    """The outer map's checks (format, version, checksum fields, a binary payload); returns
+    the digest the payload must have."""
+    outer = _Fields(m, "")
     if outer.m.get(Outer.FORMAT) != FORMAT_NAME:
         raise BundleError(f"not a dpedge bundle: field '{Outer.FORMAT}' is {_show(outer.m.get(Outer.FORMAT))}, "
                           f"expected {FORMAT_NAME!r}")
@@ -293,14 +304,8 @@ def _checked_payload(data: bytes) -> bytes:
     if checksum.get(Outer.ALGORITHM, str) != CHECKSUM_ALGORITHM:
         raise BundleError(f"unsupported checksum algorithm {_show(checksum.m[Outer.ALGORITHM])}")
     digest = checksum.get(Outer.DIGEST, bytes)
-    body = outer.get(Outer.PAYLOAD, bytes)
-    if hashlib.sha256(body).digest() != digest:
-        raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
-    return body
-
-
-def _parse_payload(body: bytes) -> Bundle:
-    return _validate_payload(_Fields(_parse_msgpack(body, "bundle payload"), ""))
+    outer.get(Outer.PAYLOAD, bytes)
+    return digest
 
 
 def _validate_payload(p: _Fields) -> Bundle:

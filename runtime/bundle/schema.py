@@ -235,6 +235,9 @@ TEMPERATURE_MIN = 1e-6
 # engine sees it (docs/bundle-format.md section 10; runtime/bundle/tokenizer_family.py and
 # runtime/bundle/model_family.py enforce these).
 
+#: Longest msgpack string anywhere in a bundle, in bytes (the longest field, the tokenizer's
+#: JSON, is at most MAX_TOKENIZER_JSON_CHARS characters of at most 4 bytes each).
+MAX_STRING_BYTES = 16 * 1024**2
 #: Longest ``encoder.check.text``: the exporter's is 83 characters. Each byte of it is run
 #: through the tokenizer and the encoder at load, before any query.
 MAX_CHECK_TEXT_CHARS = 1000
