@@ -40,6 +40,9 @@ HEADROOM_BYTES = 48 * 2**20 + 2**20 * (os.cpu_count() or 1)
 #: QUERY_RUN_SECONDS) and skips the text; these catch an engine that cannot be stopped.
 LOAD_SECONDS = 30.0
 LINE_SECONDS = 2 * QUERY_RUN_SECONDS
+#: What one character of a query may cost while it is tokenized: a 1,000,000-character line of
+#: CJK ideographs takes `tokenizers` 621 MiB (each becomes a word), of letters about 100 MiB.
+QUERY_BYTES_PER_CHAR = 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,14 +118,19 @@ def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str 
         if problem is None:
             try:
                 if guard is not None:
-                    guard.stage(f"classifying {where} {n}", LINE_SECONDS)
+                    guard.stage(f"classifying {where} {n}", LINE_SECONDS,
+                                None if guard.fixed else guard.base + QUERY_BYTES_PER_CHAR * len(text))
                 _emit(sys.stdout, clf.predict([check_text(text)])[0], text, args)
                 continue
             except InputError as exc:
                 problem = str(exc)
             finally:
                 if guard is not None:
-                    guard.stage("waiting for input")
+                    # Freed memory is not always returned to the system: the next line's budget
+                    # starts from what this one left.
+                    if not guard.fixed:
+                        guard.base = max(guard.base, resident_bytes() + HEADROOM_BYTES)
+                    guard.stage("waiting for input", limit_bytes=guard.base)
         sys.stderr.write(f"skipped {where} {n}: {problem}\n")
         failures += 1
     return failures
@@ -133,7 +141,9 @@ def _start_guard(path: Path, budget_mib: int | None) -> ProcessGuard | None:
     if budget_mib == 0:
         return None
     if budget_mib is not None:
-        limit = budget_mib * 2**20
+        guard = ProcessGuard.start(budget_mib * 2**20, "loading the bundle", LOAD_SECONDS, prefix=f"{path}: ")
+        guard.fixed = True
+        return guard
     else:
         try:
             size = path.stat().st_size if path.is_file() else 0
@@ -173,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         # A character the output encoding cannot show (an emoji under a Latin-1 locale) is
         # escaped rather than stopping the stream; JSON is then written as ASCII (see _emit).
         sys.stdout.reconfigure(errors="backslashreplace")
-    if guard is not None and not args.memory_budget:
-        guard.stage("waiting for input", limit_bytes=max(guard.limit, resident_bytes() + HEADROOM_BYTES))
+    if guard is not None:
+        if not guard.fixed:
+            guard.base = max(guard.limit, resident_bytes() + HEADROOM_BYTES)
+        guard.stage("waiting for input", limit_bytes=guard.base)
     if not args.json:
         sys.stderr.write(f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
                          f"{clf.encoder.backend}; {privacy_summary(clf.privacy)}\n")

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from runtime.bundle.stream import LazyBin
 from runtime.bundle.schema import Bundle, ExporterKey, Lsh, Privacy, Release, Scoring
 
 #: Privacy facts `format_info` lists one per line, in this order.
@@ -52,7 +53,7 @@ def _plain(v: Any, depth: int = 0) -> Any:
         return {safe_text(k) if isinstance(k, str) else repr(k): _plain(x, depth + 1) for k, x in v.items()}
     if isinstance(v, list):
         return [_plain(x, depth + 1) for x in v]
-    if isinstance(v, bytes):
+    if isinstance(v, (bytes, LazyBin)):
         return f"<{len(v)} bytes>"
     return safe_text(repr(v)[:100])
 

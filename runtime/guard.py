@@ -44,6 +44,10 @@ class ProcessGuard:
     def __init__(self, limit_bytes: int, what: str, seconds: float | None, err: TextIO, prefix: str):
         self._lock = threading.Lock()
         self.limit = limit_bytes
+        #: The caller's baseline for later stages' limits (runtime.classify keeps it up to date),
+        #: and whether the limit was given by a person (then it never moves).
+        self.base = limit_bytes
+        self.fixed = False
         self._what, self._deadline = what, None if seconds is None else time.monotonic() + seconds
         self._seconds = seconds
         self._err, self._prefix = err, prefix

@@ -121,11 +121,26 @@ def _read(f: BinaryIO, size: int) -> Bundle:
     if _stream_sha256(source, start, end) != digest:
         raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
     doc = stream.split(source, start, end, "bundle payload")
-    values = stream.read_spans(source, doc.spans, "bundle payload")
-    if doc.digest(values) != digest:  # the file changed between the two passes
-        raise BundleError("checksum mismatch: the bundle changed while it was read")
     obj = _top_map(doc, "bundle payload")
+    # Only the binary fields the reader uses are read into memory; the others stay in the file.
+    wanted = [lazy.span for where, lazy in stream.find_lazy(obj, 4) if _read_into_memory(where)]
+    values = stream.read_spans(source, wanted, "bundle payload")
+    if doc.digest(values, source) != digest:  # the file changed between the two passes
+        raise BundleError("checksum mismatch: the bundle changed while it was read")
     return _validate_payload(_Fields(stream.fill(obj, values), ""))
+
+
+#: Array records whose data the reader uses (the encoder's model is the other binary field).
+_ARRAY_RECORDS = {(Payload.VOTES,), (Payload.LSH, Lsh.HYPERPLANES), (Payload.LSH, Lsh.OFFSETS),
+                  (Payload.PRIOR, PriorKey.EMBEDDINGS), (Payload.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING),
+                  *((Payload.CLASS_STATS, k) for k in (ClassStatsKey.ORIGIN, ClassStatsKey.PROJECTION,
+                                                       ClassStatsKey.SUMS, ClassStatsKey.COUNTS))}
+
+
+def _read_into_memory(where: tuple[Any, ...]) -> bool:
+    """Whether a big binary field at this path (at most 4 keys deep) is one the reader uses."""
+    return where == (Payload.ENCODER, EncoderKey.MODEL) or (where[-1:] == (Array.DATA,)
+                                                            and tuple(where[:-1]) in _ARRAY_RECORDS)
 
 
 def _stream_sha256(f: BinaryIO, start: int, end: int) -> bytes:

@@ -116,11 +116,24 @@ class Document:
         #: Bytes after the value (an error the caller reports once it knows the value's type).
         self.trailing = trailing
 
-    def digest(self, values: dict[int, bytes]) -> bytes:
-        """SHA-256 of the whole region, from the copied pieces and the spans' bytes in order."""
+    def digest(self, values: dict[int, bytes], f: BinaryIO) -> bytes:
+        """SHA-256 of the whole region, from the copied pieces and the spans' bytes in order (a
+        span that was not read is hashed from ``f``, one chunk at a time)."""
         h = hashlib.sha256()
         for piece in self._pieces:
-            h.update(values[piece.offset] if isinstance(piece, Span) else piece)
+            if not isinstance(piece, Span):
+                h.update(piece)
+            elif piece.offset in values:
+                h.update(values[piece.offset])
+            else:
+                f.seek(piece.offset)
+                left = piece.length
+                while left:
+                    chunk = f.read(min(left, _CHUNK))
+                    if not chunk:
+                        raise BundleError("bundle is truncated: the file changed or ended while it was read")
+                    h.update(chunk)
+                    left -= len(chunk)
         return h.digest()
 
 
@@ -195,12 +208,38 @@ def split(f: BinaryIO, start: int, end: int, what: str, lazy_min: int = LAZY_BIN
 
 
 class LazyBin:
-    """A placeholder for a left-out binary field until it is read (`materialize`)."""
+    """A binary field left in the file: replaced by its bytes where the reader uses it
+    (`fill`), kept as this placeholder in fields it ignores (unknown fields are never read
+    into memory, so a 2 GiB unknown field costs one streaming hash, not 2 GiB)."""
 
     __slots__ = ("span",)
 
     def __init__(self, span: Span):
         self.span = span
+
+    def __len__(self) -> int:
+        return self.span.length
+
+    def __repr__(self) -> str:
+        return f"<{self.span.length} bytes, not read>"
+
+
+def find_lazy(obj: Any, depth: int) -> list[tuple[tuple[Any, ...], LazyBin]]:
+    """The LazyBins of a parsed skeleton at most ``depth`` keys deep, with their paths (deeper
+    ones are never wanted, and paths of a deeply nested document would cost depth x size)."""
+    found: list[tuple[tuple[Any, ...], LazyBin]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), obj)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, LazyBin):
+            found.append((where, v))
+        elif len(where) >= depth:
+            continue
+        elif isinstance(v, dict):
+            stack.extend(((*where, k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend(((*where, i), x) for i, x in enumerate(v))
+    return found
 
 
 def parse_skeleton(doc: Document, what: str) -> Any:
@@ -232,22 +271,22 @@ def read_spans(f: BinaryIO, spans: list[Span], what: str) -> dict[int, bytes]:
 
 
 def fill(obj: Any, values: dict[int, bytes]) -> Any:
-    """The parsed skeleton with every LazyBin replaced by its bytes (in place where possible)."""
+    """The parsed skeleton with each LazyBin that was read replaced by its bytes (in place)."""
     if isinstance(obj, LazyBin):
-        return values[obj.span.offset]
+        return values.get(obj.span.offset, obj)
     stack = [obj]
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
             for k, x in v.items():
                 if isinstance(x, LazyBin):
-                    v[k] = values[x.span.offset]
+                    v[k] = values.get(x.span.offset, x)
                 elif isinstance(x, (dict, list)):
                     stack.append(x)
         elif isinstance(v, list):
             for i, x in enumerate(v):
                 if isinstance(x, LazyBin):
-                    v[i] = values[x.span.offset]
+                    v[i] = values.get(x.span.offset, x)
                 elif isinstance(x, (dict, list)):
                     stack.append(x)
     return obj
