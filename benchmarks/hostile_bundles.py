@@ -575,6 +575,7 @@ def _sparse_2gib(base: Base, path: Path, *, valid_checksum: bool) -> None:
         f.write(outer_head + head)
         f.seek(size, os.SEEK_CUR)
         f.write(tail)
+        f.truncate(len(outer_head) + len(head) + size + len(tail))  # a seek alone does not extend a file
 
 
 def families(models: dict[str, bytes], token_ids: dict[str, int]) -> list[Family]:
@@ -826,13 +827,16 @@ def run_cli(bundle: Path, texts: list[str], args: tuple[str, ...], sandbox: Path
             "load": first[0] if first else wall, "wall": wall, "killed": killed, "wrote": wrote}
 
 
+LITERT_NOTICES = {"INFO: Created TensorFlow Lite XNNPACK delegate for CPU."}
 _TERMINAL_CONTROLS = {chr(c) for c in range(0x20) if chr(c) not in "\n\t"} | {chr(0x7F)} | {chr(c) for c in
                                                                                              range(0x80, 0xA0)}
 
 
 def judge(fam: Family, r: dict[str, Any]) -> tuple[str, str]:
     """(outcome, detail) of one run."""
-    err_lines = [line for line in r["stderr"].splitlines() if line.strip()]
+    # LiteRT announces its CPU delegate on stderr whenever it builds an interpreter (a legitimate
+    # TFLite bundle prints it too): that line is LiteRT's, not an error, and is set aside.
+    err_lines = [line for line in r["stderr"].splitlines() if line.strip() and line not in LITERT_NOTICES]
     errors = [line for line in err_lines if line.startswith("error: ")]
     skipped = [line for line in err_lines if line.startswith("skipped ")]
     other = [line for line in err_lines if not line.startswith(("error: ", "skipped ", "# "))]

@@ -28,7 +28,7 @@ from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_F
                                    PRIVACY_RTOL, SCORING_MAX, SCORING_NUMBERS, SCORING_TEMPERATURES,
                                    SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE, Array, Bundle, ClassStats,
                                    ClassStatsKey, Encoder, EncoderKey, Lsh, Outer, Payload, PriorKey, Privacy,
-                                   Release, Scoring, Statistic, path)
+                                   Release, Scoring, Statistic, UNPRINTABLE_CODE_POINTS, path)
 from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 
@@ -118,16 +118,27 @@ def _read(f: BinaryIO, size: int) -> Bundle:
     if source is None:
         body = outer[Outer.PAYLOAD]
         source, start, end = stream.open_bytes(body), 0, len(body)
-    if _stream_sha256(source, start, end) != digest:
-        raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
-    doc = stream.split(source, start, end, "bundle payload")
-    obj = _top_map(doc, "bundle payload")
-    # Only the binary fields the reader uses are read into memory; the others stay in the file.
+    # The walk reads the small values; the digest then streams the whole payload (big fields
+    # included, one chunk at a time), so a corrupted file is refused before any big field is
+    # read; then the big fields the reader uses are read once, into their own buffers, and the
+    # others (unknown fields) never are. A walk that fails on a corrupted payload is reported as
+    # the corruption it is. (The checksum guards against corruption, not against a file that
+    # changes while it is being read: the format has no signature.)
+    try:
+        doc = stream.split(source, start, end, "bundle payload")
+        obj = _top_map(doc, "bundle payload")
+    except BundleError:
+        if _stream_sha256(source, start, end) != digest:
+            raise BundleError(_CORRUPTED) from None
+        raise
+    if doc.digest({}, source) != digest:
+        raise BundleError(_CORRUPTED)
     wanted = [lazy.span for where, lazy in stream.find_lazy(obj, 4) if _read_into_memory(where)]
     values = stream.read_spans(source, wanted, "bundle payload")
-    if doc.digest(values, source) != digest:  # the file changed between the two passes
-        raise BundleError("checksum mismatch: the bundle changed while it was read")
     return _validate_payload(_Fields(stream.fill(obj, values), ""))
+
+
+_CORRUPTED = "checksum mismatch: the bundle is corrupted (its payload changed after it was written)"
 
 
 #: Array records whose data the reader uses (the encoder's model is the other binary field).
@@ -146,14 +157,7 @@ def _read_into_memory(where: tuple[Any, ...]) -> bool:
 def _stream_sha256(f: BinaryIO, start: int, end: int) -> bytes:
     """SHA-256 of f[start:end], one chunk in memory at a time."""
     h = hashlib.sha256()
-    f.seek(start)
-    left = end - start
-    while left:
-        chunk = f.read(min(left, 1 << 20))
-        if not chunk:
-            raise BundleError(f"bundle is truncated ({end} bytes): the file was cut short")
-        h.update(chunk)
-        left -= len(chunk)
+    stream.hash_range(h, f, start, end - start)
     return h.digest()
 
 
@@ -534,12 +538,14 @@ def _check_noise_scale(privacy: _Fields, eps: float) -> None:
 
 
 def _check_printable(texts: list[str], where: str, most: int) -> None:
-    """Labels and descriptions reach terminals: bounded, and without control characters (Cc:
-    C0, DEL, C1), so a bundle cannot send escape sequences or break or spoof output lines."""
+    """Labels and descriptions reach terminals: bounded, and without the characters of
+    UNPRINTABLE_CODE_POINTS, so a bundle cannot send escape sequences or break, reorder or
+    spoof output lines."""
     for i, t in enumerate(texts):
         if len(t) > most:
             raise BundleError(f"field '{where}[{i}]' has {len(t)} characters, more than {most}")
-        bad = next((c for c in t if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F), None)
-        if bad is not None:
-            raise BundleError(f"field '{where}[{i}]' holds control character U+{ord(bad):04X}, which a terminal "
-                              f"would act on")
+        if not t.isprintable():  # a fast path: printable text holds none of them
+            bad = next((c for c in t if any(lo <= ord(c) <= hi for lo, hi in UNPRINTABLE_CODE_POINTS)), None)
+            if bad is not None:
+                raise BundleError(f"field '{where}[{i}]' holds control character U+{ord(bad):04X}, which a terminal "
+                                  f"would act on")

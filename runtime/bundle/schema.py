@@ -255,10 +255,16 @@ MAX_INPUT_CHARS_PER_WORD = 100
 MAX_PREFIX_CHARS = 8
 #: Longest ``encoder.output`` name.
 MAX_NAME_CHARS = 128
-#: Labels and their descriptions are printed by the CLI: bounded, and no control characters
-#: (Unicode category Cc: C0, DEL and C1, which carry terminal escape sequences and line breaks).
+#: Labels and their descriptions are printed by the CLI: bounded, and none of the characters
+#: of UNPRINTABLE_CODE_POINTS.
 MAX_LABEL_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2000
+#: What labels and descriptions may not hold: the control characters (Unicode category Cc: C0,
+#: DEL and C1, which carry terminal escape sequences, carriage returns and line breaks), the
+#: line and paragraph separators, and the bidirectional controls (which reorder what a line
+#: shows). Ranges of code points, inclusive.
+UNPRINTABLE_CODE_POINTS = ((0x00, 0x1F), (0x7F, 0x9F), (0x061C, 0x061C), (0x200E, 0x200F), (0x2028, 0x202E),
+                           (0x2066, 0x2069))
 
 #: The tokenizer family (the components of a BERT WordPiece tokenizer.json, as the exporter
 #: writes all-MiniLM-L6-v2's): anything else is refused before `tokenizers` parses it.
