@@ -385,7 +385,7 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "scoring-nil-value": (_payload_edit(_set(path(Payload.SCORING, 'extra'), None)), "must map names to finite non-negative numbers"),
     "scoring-not-a-map": (_payload_edit(_set(path(Payload.SCORING), [1.0])), "field 'scoring' is array, expected map"),
     "scoring-votes-string": (_payload_edit(_scoring({Scoring.VOTES: "2"})), "field 'scoring.votes' must be a number, got str"),
-    "scoring-clip-string": (_payload_edit(_scoring(centroid_clip_l1="5")),
+    "scoring-clip-string": (_payload_edit(_scoring({Scoring.CENTROID_CLIP_L1: "5"})),
                             "field 'scoring.centroid_clip_l1' must be a number, got str"),
     # the names are checked in SCORING_NUMBERS' order, not the map's
     "scoring-strings-out-of-order": (_payload_edit(_set(path(Payload.SCORING), {"centroid_clip_l1": "5", "prior_temperature": "1",
@@ -413,7 +413,7 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                          "field 'scoring.prior_records_per_class' must be at most 1e6"),
     "scoring-records-per-class-string": (_payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: "1000"})),
                                          "field 'scoring.prior_records_per_class' must be a number, got str"),
-    "scoring-clip-uint64": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=2**64 - 1)),
+    "scoring-clip-uint64": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 2**64 - 1})),
                             "field 'scoring.centroid_clip_l1' must be at most 1e6"),
     "scoring-bounds-in-order": (_payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 1e7, Scoring.CENTROIDS: 1.0000000001e6})),
                                 "field 'scoring.centroids' must be at most 1e6"),
@@ -440,9 +440,9 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                                          _scoring_without("centroid_clip_l1"))),
                                       "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid "
                                       "rule"),
-    "scoring-gaussian-clip-zero": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=0)),
+    "scoring-gaussian-clip-zero": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 0})),
                                    "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule"),
-    "scoring-gaussian-clip-negative-zero": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=-0.0)),
+    "scoring-gaussian-clip-negative-zero": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: -0.0})),
                                             "field 'scoring.centroid_clip_l1' must be positive for the gaussian"),
     "scoring-temperature-before-clip": (_payload_edit(_all(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.PRIOR_TEMPERATURE: 0}),
                                                            _scoring_without("centroid_clip_l1"))),
@@ -450,14 +450,18 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
 }
 
 
-def _proto(field: int, body: bytes) -> bytes:
-    """One length-delimited protobuf field (field numbers of onnx.proto)."""
-    n, size = len(body), b""
+def _varint(n: int) -> bytes:
+    out = b""
     while True:
-        size += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
         n >>= 7
         if not n:
-            return bytes([field << 3 | 2]) + size + body
+            return out
+
+
+def _proto(field: int, body: bytes) -> bytes:
+    """One length-delimited protobuf field (field numbers of onnx.proto)."""
+    return _varint(field << 3 | 2) + _varint(len(body)) + body
 
 
 def _onnx_model(*graph: bytes, model_fields: bytes = b"") -> bytes:
@@ -545,8 +549,8 @@ MALFORMED_HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "tokenizer-pre-tokenizer-split": (_payload_edit(_tokenizer(_doc_set("pre_tokenizer", value={
         "type": "Split", "pattern": {"Regex": "^(a+)+$"}, "behavior": "Isolated", "invert": False}))),
         "pre_tokenizer.type is \"Split\", expected \"BertPreTokenizer\""),
-    "tokenizer-missing-unk": (_payload_edit(_tokenizer(lambda d: d["model"]["vocab"].pop("[UNK]") and d)),
-                              "model.unk_token \"[UNK]\" is not in model.vocab"),
+    "tokenizer-missing-unk": (_payload_edit(_tokenizer(_doc_set("model", "unk_token", value="[NOPE]"))),
+                              "model.unk_token \"[NOPE]\" is not in model.vocab"),
     "tokenizer-bpe": (_payload_edit(_tokenizer(_doc_set("model", "type", value="BPE"))),
                       "model.type is \"BPE\", expected \"WordPiece\""),
     "tokenizer-max-input-chars": (_payload_edit(_tokenizer(_doc_set("model", "max_input_chars_per_word",
@@ -554,7 +558,8 @@ MALFORMED_HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                   "model.max_input_chars_per_word must be an integer in 1..100, got 1000000000"),
     "tokenizer-vocab-id-out-of-range": (_payload_edit(_tokenizer(_doc_set("model", "vocab", "wake", value=10**9))),
                                         "model.vocab id of \"wake\" must be an integer in 0..30521, got 1000000000"),
-    "tokenizer-single-template": (_payload_edit(_tokenizer(lambda d: d["post_processor"]["single"].reverse())),
+    "tokenizer-single-template": (_payload_edit(_tokenizer(
+        lambda d: d["post_processor"]["single"].append(d["post_processor"]["single"].pop(0)))),
                                   "post_processor.single must be [SpecialToken, Sequence A, SpecialToken] with "
                                   "type_id 0"),
     "tokenizer-unknown-key": (_payload_edit(_tokenizer(_doc_set("x", value=1))), "'x' is not part of the family"),
@@ -623,7 +628,7 @@ MALFORMED_TFLITE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "tflite-two-subgraphs": (_tflite("two-subgraphs"), "it has 2 subgraphs; the encoder family has one"),
     "tflite-buffer-offset": (_tflite("buffer-offset"), "a buffer is stored outside the flatbuffer"),
     "tflite-non-utf8-name": (_tflite("bad-name"), "a tensor name b'\\xff\\xfename' is not UTF-8"),
-    "tflite-vector-length": (_tflite("vector-length"), "it has 2147483648 operators, more than the family allows"),
+    "tflite-vector-length": (_tflite("vector-length"), "declares 2147483648 elements, more than its bytes hold"),
     "tflite-garbage": (_payload_edit(_model(b"\x10\x00\x00\x00TFL3" + bytes(range(64)))),
                        "field 'encoder.model' is not a valid TFLite model"),
 }
@@ -671,7 +676,7 @@ def _records_per_class_deciding(p: dict[str, Any]) -> None:
     eps = float(p[Payload.PRIVACY][Privacy.EPSILON])
     counts = np.frombuffer(p[Payload.CLASS_STATS][ClassStatsKey.COUNTS][Array.DATA], "<f4").astype(np.float64)
     r = 4 * max(1.0, 1.0 / eps) * eps * max(float(np.sum(counts)), 1.0) / len(counts)
-    _scoring(prior_records_per_class=int(min(max(round(r), 1), 1_000_000)))(p)
+    _scoring({Scoring.PRIOR_RECORDS_PER_CLASS: int(min(max(round(r), 1), 1_000_000))})(p)
 
 
 def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
@@ -712,8 +717,7 @@ SCORED: dict[str, Callable[[bytes], bytes]] = {
     # named with a clip of 1 (an integer), which clips every golden query.
     "cosine-2.0": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 0]))(_payload_edit(_as_2_0)(d)),
     "cosine-named": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_TEMPERATURE: 0.05})),
-    "gaussian-clip-1": _payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=1,
-                                              centroid_temperature=0.003)),
+    "gaussian-clip-1": _payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1, Scoring.CENTROID_TEMPERATURE: 0.003})),
     # The prior's boost (runtime/scoring.py prior_boost). The as-built assistant bundle ships
     # prior_records_per_class 1000 and is small enough (7 classes, about 575 noisy records at
     # epsilon 8) that its count term, about 1.5, decides the boost; "small-epsilon" takes it
@@ -807,10 +811,11 @@ VARIANTS_2: dict[str, Callable[[bytes], bytes]] = {
     # 1e6, an integer clip and R at it, temperatures at least 1e-6), and a name the runtime
     # does not read is not bounded (a uint64 above int64). (A uint64 clip, which loaded
     # before the bounds, is now refused: MALFORMED_2's "scoring-clip-uint64".)
-    "format-2-cosine-without-clip": _payload_edit(_scoring(centroid_rule="cosine", centroid_clip_l1=0)),
-    "format-2-scoring-at-the-bounds": _payload_edit(_scoring(
-        votes=1e6, prior=1000000, centroid_rule="gaussian", centroid_clip_l1=1000000, prior_records_per_class=1000000,
-        centroid_temperature=1e-6, prior_temperature=1e6, future_weight=2**64 - 1)),
+    "format-2-cosine-without-clip": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_CLIP_L1: 0})),
+    "format-2-scoring-at-the-bounds": _payload_edit(_scoring({
+        Scoring.VOTES: 1e6, Scoring.PRIOR: 1000000, Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1000000,
+        Scoring.PRIOR_RECORDS_PER_CLASS: 1000000, Scoring.CENTROID_TEMPERATURE: 1e-6, Scoring.PRIOR_TEMPERATURE: 1e6,
+        "future_weight": 2**64 - 1})),
     "format-2-scoring-integer-temperatures": _payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
     # 32 / 1.6 is 20.000000000000004 in floats: the integer 20 agrees within PRIVACY_RTOL
     "format-2-release-integer-noise-scale": _payload_edit(_all(_release(1, Release.NOISE_SCALE, 20),
