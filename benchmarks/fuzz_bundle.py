@@ -98,7 +98,8 @@ import numpy as np  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
 from runtime.describe import bundle_info, format_info  # noqa: E402
 from runtime.errors import BundleError, DpedgeError  # noqa: E402
-from runtime.bundle.schema import CENTROID_RULES, SCORING_NUMBERS  # noqa: E402
+from runtime.bundle.schema import (CENTROID_RULES, SCORING_NUMBERS, Array as A, ClassStatsKey,  # noqa: E402
+                                   EncoderKey, Lsh, Outer, Payload as P, PriorKey, Privacy, Release, Statistic)
 from runtime.scoring import MODES, Scorer, Weights  # noqa: E402
 
 #: Longest acceptable BundleError message: a person has to read it.
@@ -303,40 +304,41 @@ def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> 
     directions of their public subspace (rows of an orthonormal basis stay orthonormal, and
     each class sum keeps its coordinates along them: a bundle built with --basis-dim 8)."""
     outer = msgpack.unpackb(data, raw=False)
-    payload = msgpack.unpackb(outer["payload"], raw=False)
-    payload["encoder"]["model"] = TINY_MODELS[payload["encoder"]["format"]]
-    payload["encoder"]["tokenizer_json"] = TINY_TOKENIZER
-    lsh, votes = payload["lsh"], payload["votes"]
-    t, h, d = lsh["hyperplanes"]["shape"]
-    c = votes["shape"][2]
+    payload = msgpack.unpackb(outer[Outer.PAYLOAD], raw=False)
+    enc = payload[P.ENCODER]
+    enc[EncoderKey.MODEL] = TINY_MODELS[enc[EncoderKey.FORMAT]]
+    enc[EncoderKey.TOKENIZER_JSON] = TINY_TOKENIZER
+    lsh, votes = payload[P.LSH], payload[P.VOTES]
+    t, h, d = lsh[Lsh.HYPERPLANES][A.SHAPE]
+    c = votes[A.SHAPE][2]
     t2, h2 = min(t, tables), min(h, bits)
-    planes = np.frombuffer(lsh["hyperplanes"]["data"], "<f4").reshape(t, h, d)[:t2, :h2]
-    counts = np.frombuffer(votes["data"], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
-    lsh.update(tables=t2, bits=h2, hyperplanes={"dtype": "<f4", "shape": [t2, h2, d], "data": planes.tobytes()})
-    payload["votes"] = {"dtype": "<i2", "shape": [t2, 2**h2, c], "data": counts.tobytes()}
-    if "offsets" in lsh:
-        lsh["offsets"] = f4(np.frombuffer(lsh["offsets"]["data"], "<f4").reshape(t, h)[:t2, :h2])
-    privacy = payload["privacy"]
-    privacy["sensitivity_l1"] = (privacy.get("max_records_per_unit") or 1) * t2
+    planes = np.frombuffer(lsh[Lsh.HYPERPLANES][A.DATA], "<f4").reshape(t, h, d)[:t2, :h2]
+    counts = np.frombuffer(votes[A.DATA], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
+    lsh.update({Lsh.TABLES: t2, Lsh.BITS: h2, Lsh.HYPERPLANES: f4(planes)})
+    payload[P.VOTES] = {A.DTYPE: "<i2", A.SHAPE: [t2, 2**h2, c], A.DATA: counts.tobytes()}
+    if Lsh.OFFSETS in lsh:
+        lsh[Lsh.OFFSETS] = f4(np.frombuffer(lsh[Lsh.OFFSETS][A.DATA], "<f4").reshape(t, h)[:t2, :h2])
+    privacy = payload[P.PRIVACY]
+    privacy[Privacy.SENSITIVITY_L1] = (privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1) * t2
     k2 = None
-    cs = payload.get("class_stats")
+    cs = payload.get(P.CLASS_STATS)
     if isinstance(cs, dict):
-        k, dim = cs["projection"]["shape"]
+        k, dim = cs[ClassStatsKey.PROJECTION][A.SHAPE]
         k2 = min(k, basis)
-        cs["projection"] = f4(np.frombuffer(cs["projection"]["data"], "<f4").reshape(k, dim)[:k2])
-        cs["sums"] = f4(np.frombuffer(cs["sums"]["data"], "<f4").reshape(-1, k)[:, :k2])
+        cs[ClassStatsKey.PROJECTION] = f4(np.frombuffer(cs[ClassStatsKey.PROJECTION][A.DATA], "<f4").reshape(k, dim)[:k2])
+        cs[ClassStatsKey.SUMS] = f4(np.frombuffer(cs[ClassStatsKey.SUMS][A.DATA], "<f4").reshape(-1, k)[:, :k2])
     # Fewer tables, a smaller sensitivity: the noise scale follows (scale = sensitivity / epsilon),
     # or the reader refuses the privacy facts as contradicting each other.
-    votes_eps = float(privacy["epsilon"])
-    for r in privacy.get("releases") or []:
-        if r.get("statistic") == "votes":
-            r["sensitivity_l1"] = privacy["sensitivity_l1"]
-            votes_eps = float(r["epsilon"])
-            r["noise_scale"] = r["sensitivity_l1"] / votes_eps
-        elif r.get("statistic") == "class_stats" and k2 is not None and "dim" in r:
-            r["dim"] = k2
-    privacy["noise_scale"] = privacy["sensitivity_l1"] / votes_eps
-    return seal(pack(payload), {k: v for k, v in outer.items() if k in ("format", "version")})
+    votes_eps = float(privacy[Privacy.EPSILON])
+    for r in privacy.get(Privacy.RELEASES) or []:
+        if r.get(Release.STATISTIC) == Statistic.VOTES:
+            r[Release.SENSITIVITY_L1] = privacy[Privacy.SENSITIVITY_L1]
+            votes_eps = float(r[Release.EPSILON])
+            r[Release.NOISE_SCALE] = r[Release.SENSITIVITY_L1] / votes_eps
+        elif r.get(Release.STATISTIC) == Statistic.CLASS_STATS and k2 is not None and Release.DIM in r:
+            r[Release.DIM] = k2
+    privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / votes_eps
+    return seal(pack(payload), {k: v for k, v in outer.items() if k in (Outer.FORMAT, Outer.VERSION)})
 
 
 # ----------------------------------------------------------------------------- value generators
@@ -466,19 +468,20 @@ def _drop_at(obj: Any, path: tuple[Any, ...]) -> None:
 
 #: Array records, and the dtype each must have. A mutator picks among those its base holds
 #: (Base.arrays): the first three in every bundle, the rest in format 2.
-ARRAYS = {("votes",): fmt.VOTES_DTYPE, ("lsh", "hyperplanes"): fmt.HYPERPLANES_DTYPE,
-          ("encoder", "check", "embedding"): fmt.HYPERPLANES_DTYPE,
-          ("lsh", "offsets"): fmt.HYPERPLANES_DTYPE, ("class_stats", "origin"): fmt.HYPERPLANES_DTYPE,
-          ("class_stats", "projection"): fmt.HYPERPLANES_DTYPE, ("class_stats", "sums"): fmt.HYPERPLANES_DTYPE,
-          ("class_stats", "counts"): fmt.HYPERPLANES_DTYPE, ("prior", "embeddings"): fmt.HYPERPLANES_DTYPE}
+ARRAYS = {(P.VOTES,): fmt.VOTES_DTYPE, (P.LSH, Lsh.HYPERPLANES): fmt.HYPERPLANES_DTYPE,
+          (P.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING): fmt.HYPERPLANES_DTYPE,
+          (P.LSH, Lsh.OFFSETS): fmt.HYPERPLANES_DTYPE, (P.CLASS_STATS, ClassStatsKey.ORIGIN): fmt.HYPERPLANES_DTYPE,
+          (P.CLASS_STATS, ClassStatsKey.PROJECTION): fmt.HYPERPLANES_DTYPE,
+          (P.CLASS_STATS, ClassStatsKey.SUMS): fmt.HYPERPLANES_DTYPE,
+          (P.CLASS_STATS, ClassStatsKey.COUNTS): fmt.HYPERPLANES_DTYPE, (P.PRIOR, PriorKey.EMBEDDINGS): fmt.HYPERPLANES_DTYPE}
 #: Numeric fields (Base.numeric: those whose parent map the base holds, plus RELEASE_NUMERIC
 #: in each of its privacy.releases entries).
-NUMERIC = [("lsh", "tables"), ("lsh", "bits"), ("lsh", "dim"), ("lsh", "seed"), ("encoder", "max_length"),
-           ("encoder", "dim"), ("privacy", "epsilon"), ("privacy", "delta"), ("privacy", "sensitivity_l1"),
-           ("privacy", "noise_scale"), ("encoder", "normalized"), ("privacy", "max_records_per_unit")] + \
-    [("scoring", name) for name in SCORING_NUMBERS]
-RELEASE_NUMERIC = ("epsilon", "sensitivity_l1", "noise_scale", "grid", "count_grid", "clip_l1", "dim",
-                   "max_records_per_unit")
+NUMERIC = [(P.LSH, Lsh.TABLES), (P.LSH, Lsh.BITS), (P.LSH, Lsh.DIM), (P.LSH, Lsh.SEED), (P.ENCODER, EncoderKey.MAX_LENGTH),
+           (P.ENCODER, EncoderKey.DIM), (P.PRIVACY, Privacy.EPSILON), (P.PRIVACY, Privacy.DELTA),
+           (P.PRIVACY, Privacy.SENSITIVITY_L1), (P.PRIVACY, Privacy.NOISE_SCALE), (P.ENCODER, EncoderKey.NORMALIZED),
+           (P.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT)] + [(P.SCORING, name) for name in SCORING_NUMBERS]
+RELEASE_NUMERIC = (Release.EPSILON, Release.SENSITIVITY_L1, Release.NOISE_SCALE, Release.GRID, Release.COUNT_GRID,
+                   Release.CLIP_L1, Release.DIM, Release.MAX_RECORDS_PER_UNIT)
 
 
 # ----------------------------------------------------------------------------- structure-aware operations
@@ -751,20 +754,21 @@ def _consistent_scales(p: dict) -> None:
     """Every release's noise scale set to its sensitivity over its share, and the top level's to
     the votes release's (or to sensitivity / epsilon without releases): the reader refuses
     privacy facts that contradict each other. Non-numbers are left for the reader to refuse."""
-    privacy = p["privacy"]
+    privacy = p[P.PRIVACY]
     num = (int, float)
     votes = None
-    for rel in privacy.get("releases") or []:
-        if isinstance(rel, dict) and isinstance(rel.get("epsilon"), num) and isinstance(rel.get("sensitivity_l1"), num):
-            if rel["epsilon"] > 0:
-                rel["noise_scale"] = rel["sensitivity_l1"] / rel["epsilon"]
-            if rel.get("statistic") == "votes":
+    for rel in privacy.get(Privacy.RELEASES) or []:
+        if isinstance(rel, dict) and isinstance(rel.get(Release.EPSILON), num) \
+                and isinstance(rel.get(Release.SENSITIVITY_L1), num):
+            if rel[Release.EPSILON] > 0:
+                rel[Release.NOISE_SCALE] = rel[Release.SENSITIVITY_L1] / rel[Release.EPSILON]
+            if rel.get(Release.STATISTIC) == Statistic.VOTES:
                 votes = rel
-    if votes is not None and "noise_scale" in votes:
-        privacy["noise_scale"] = votes["noise_scale"]
-    elif isinstance(privacy.get("epsilon"), num) and isinstance(privacy.get("sensitivity_l1"), num) \
-            and privacy["epsilon"] > 0:
-        privacy["noise_scale"] = privacy["sensitivity_l1"] / privacy["epsilon"]
+    if votes is not None and Release.NOISE_SCALE in votes:
+        privacy[Privacy.NOISE_SCALE] = votes[Release.NOISE_SCALE]
+    elif isinstance(privacy.get(Privacy.EPSILON), num) and isinstance(privacy.get(Privacy.SENSITIVITY_L1), num) \
+            and privacy[Privacy.EPSILON] > 0:
+        privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / privacy[Privacy.EPSILON]
 
 
 def _scale_budget(p: dict, factor: float) -> None:
