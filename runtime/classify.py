@@ -155,11 +155,25 @@ def _start_guard(path: Path, budget_mib: int | None) -> ProcessGuard | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    finally:
+        if _GUARDS:
+            _GUARDS.pop().stop()
+
+
+#: The running guard, stopped when main() returns (main may run inside another program: a test).
+_GUARDS: list[ProcessGuard] = []
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         sys.stderr.write("error: --top-k must be at least 1\n")
         return 2
     path = Path(args.bundle) if args.bundle else default_bundle_path()
     guard = _start_guard(path, args.memory_budget)
+    if guard is not None:
+        _GUARDS.append(guard)
     try:
         if args.info:  # facts only: no need to start the encoder
             b = bundle_format.load(path)

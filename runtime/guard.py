@@ -51,6 +51,7 @@ class ProcessGuard:
         self._what, self._deadline = what, None if seconds is None else time.monotonic() + seconds
         self._seconds = seconds
         self._err, self._prefix = err, prefix
+        self._stopped = threading.Event()
         self.peak = resident_bytes()
 
     @classmethod
@@ -69,8 +70,12 @@ class ProcessGuard:
             if limit_bytes is not None:
                 self.limit = limit_bytes
 
+    def stop(self) -> None:
+        """End the guard (the CLI's main() returns: nothing of it may end the process later)."""
+        self._stopped.set()
+
     def _watch(self) -> None:
-        while True:
+        while not self._stopped.is_set():
             rss = resident_bytes()
             with self._lock:
                 self.peak = max(self.peak, rss)
@@ -79,9 +84,11 @@ class ProcessGuard:
                               f"{self._what} ({rss // 2**20} MiB resident)")
                 if self._deadline is not None and time.monotonic() > self._deadline:
                     self._end(f"{self._what} took longer than {self._seconds:g} s")
-            time.sleep(PERIOD_SECONDS)
+            self._stopped.wait(PERIOD_SECONDS)
 
     def _end(self, why: str) -> None:
+        if self._stopped.is_set():
+            return
         try:
             self._err.write(f"error: {self._prefix}{why}, so the bundle is refused (docs/reliability.md "
                             f"section 5)\n")
