@@ -22,7 +22,7 @@ PRIVACY_LINES = (Privacy.EPSILON, Privacy.DELTA, Privacy.SENSITIVITY_L1, Privacy
 
 
 def safe_text(text: str) -> str:
-    """Free text from a bundle as it may reach a terminal: every character that is not
+    r"""Free text from a bundle as it may reach a terminal: every character that is not
     printable (control characters such as ESC, BEL, CR and the C1 range, format characters
     such as the bidirectional overrides, line and paragraph separators) is shown as its escape,
     so a bundle cannot send terminal escape sequences, retitle the window or spoof lines.
