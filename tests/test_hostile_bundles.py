@@ -2,7 +2,7 @@
 engine failures, safe terminal output, consistent privacy facts, no files written.
 
 The fast subset of benchmarks/hostile_bundles.py runs the real CLI on crafted real bundles; the
-full run (70 families, TensorFlow-converted TFLite models included) is in docs/reliability.md.
+full run (69 families, TensorFlow-converted TFLite models included) is in docs/reliability.md.
 Everything here runs the real tokenizers, onnxruntime and LiteRT; nothing is mocked.
 """
 
