@@ -49,14 +49,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import msgpack
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from runtime.bundle.schema import (MAX_CHECK_TEXT_CHARS, EncoderKey, ExporterKey, Outer, Payload,  # noqa: E402
-                                   Privacy, Release, Statistic)
+from runtime.bundle.schema import (MAX_CHECK_TEXT_CHARS, EncoderKey, Outer, Payload, Privacy, Release,  # noqa: E402
+                                   Statistic)
 
 MEMORY_LIMIT = 2 * 2**30
 TIME_LIMIT = 60.0

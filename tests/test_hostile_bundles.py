@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import msgpack
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings

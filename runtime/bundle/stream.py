@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import struct
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -303,7 +302,3 @@ def fill(obj: Any, values: dict[int, bytes]) -> Any:
 def open_bytes(data: bytes | bytearray | memoryview) -> BinaryIO:
     """A seekable reader over bytes (for `runtime.bundle.unpack`), without copying them."""
     return io.BytesIO(data)
-
-
-def file_size(f: BinaryIO) -> int:
-    return os.fstat(f.fileno()).st_size
