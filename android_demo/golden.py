@@ -53,7 +53,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from runtime import BundleError, Classifier  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
-from runtime.bundle.schema import SCORING_MAX  # noqa: E402
+from runtime.bundle.schema import (SCORING_MAX, Array, ClassStatsKey, EncoderKey, Lsh, Outer, Payload,  # noqa: E402
+                                   PriorKey, Privacy, Release, Scoring, Statistic, path)
 from runtime.scoring import Scorer  # noqa: E402
 
 DATA = ROOT / "data" / "assistant"
@@ -120,7 +121,7 @@ def is_full_format_2(path: Path) -> bool:
 
 
 def is_format_1(path: Path) -> bool:
-    return msgpack.unpackb(path.read_bytes(), raw=False)["version"][0] == 1
+    return msgpack.unpackb(path.read_bytes(), raw=False)[Outer.VERSION][0] == 1
 
 
 def cases(bundle: Path, texts: list[str]) -> list[dict[str, Any]]:
@@ -145,15 +146,15 @@ def cases(bundle: Path, texts: list[str]) -> list[dict[str, Any]]:
 
 def _reseal(outer: dict[str, Any], payload: dict[str, Any]) -> bytes:
     outer = dict(outer)
-    outer["payload"] = msgpack.packb(payload, use_bin_type=True)
-    outer["checksum"] = {**outer["checksum"], "digest": hashlib.sha256(outer["payload"]).digest()}
+    outer[Outer.PAYLOAD] = msgpack.packb(payload, use_bin_type=True)
+    outer[Outer.CHECKSUM] = {**outer[Outer.CHECKSUM], Outer.DIGEST: hashlib.sha256(outer[Outer.PAYLOAD]).digest()}
     return msgpack.packb(outer, use_bin_type=True)
 
 
 def _payload_edit(edit: Callable[[dict[str, Any]], None]) -> Callable[[bytes], bytes]:
     def make(data: bytes) -> bytes:
         outer = msgpack.unpackb(data, raw=False)
-        payload = msgpack.unpackb(outer["payload"], raw=False)
+        payload = msgpack.unpackb(outer[Outer.PAYLOAD], raw=False)
         edit(payload)
         return _reseal(outer, payload)
     return make
@@ -197,44 +198,44 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "truncated": (lambda d: d[: len(d) // 3], "truncated"),
     "trailing-bytes": (lambda d: d + b"\x00\x01", "trailing bytes"),
     "not-a-map": (lambda d: msgpack.packb([1, 2, 3]), "top level is array, expected a map"),
-    "wrong-magic": (_outer_edit(_set("format", "something-else")), "not a dpedge bundle"),
-    "newer-major": (_outer_edit(_set("version", [3, 0])),
+    "wrong-magic": (_outer_edit(_set(path(Outer.FORMAT), "something-else")), "not a dpedge bundle"),
+    "newer-major": (_outer_edit(_set(path(Outer.VERSION), [3, 0])),
                     "bundle format version 3.0 is newer than this runtime supports (1.x and 2.x)"),
-    "older-major": (_outer_edit(_set("version", [0, 9])), "is not supported (this runtime reads 1.x and 2.x)"),
+    "older-major": (_outer_edit(_set(path(Outer.VERSION), [0, 9])), "is not supported (this runtime reads 1.x and 2.x)"),
     "bit-flip": (_flip_payload_byte, "checksum mismatch"),
-    "bad-checksum-algorithm": (_outer_edit(_set("checksum.algorithm", "md5")), "unsupported checksum algorithm"),
-    "missing-hyperplanes": (_payload_edit(_delete("lsh.hyperplanes")), "missing field 'lsh.hyperplanes'"),
-    "missing-privacy-epsilon": (_payload_edit(_delete("privacy.epsilon")), "missing field 'privacy.epsilon'"),
-    "labels-wrong-type": (_payload_edit(_set("labels", "alarm_timer")), "field 'labels' is string, expected array"),
-    "labels-duplicate": (_payload_edit(_set("labels", ["a", "a", "b", "c", "d", "e", "f"])), "distinct"),
-    "one-label": (_payload_edit(_set("labels", ["only"])), "at least two"),
-    "votes-wrong-dtype": (_payload_edit(_set("votes.dtype", "<i4")), "expected '<i2'"),
-    "votes-big-endian": (_payload_edit(_set("votes.dtype", ">i2")), "expected '<i2'"),
-    "votes-short-data": (_payload_edit(_set("votes.data", lambda d: d[:-2])), "bytes, but dtype <i2 and shape"),
-    "votes-huge-shape": (_payload_edit(_set("votes.shape", [2**40, 2**10, 7])), "bytes, but dtype"),
+    "bad-checksum-algorithm": (_outer_edit(_set(path(Outer.CHECKSUM, Outer.ALGORITHM), "md5")), "unsupported checksum algorithm"),
+    "missing-hyperplanes": (_payload_edit(_delete(path(Payload.LSH, Lsh.HYPERPLANES))), "missing field 'lsh.hyperplanes'"),
+    "missing-privacy-epsilon": (_payload_edit(_delete(path(Payload.PRIVACY, Privacy.EPSILON))), "missing field 'privacy.epsilon'"),
+    "labels-wrong-type": (_payload_edit(_set(path(Payload.LABELS), "alarm_timer")), "field 'labels' is string, expected array"),
+    "labels-duplicate": (_payload_edit(_set(path(Payload.LABELS), ["a", "a", "b", "c", "d", "e", "f"])), "distinct"),
+    "one-label": (_payload_edit(_set(path(Payload.LABELS), ["only"])), "at least two"),
+    "votes-wrong-dtype": (_payload_edit(_set(path(Payload.VOTES, Array.DTYPE), "<i4")), "expected '<i2'"),
+    "votes-big-endian": (_payload_edit(_set(path(Payload.VOTES, Array.DTYPE), ">i2")), "expected '<i2'"),
+    "votes-short-data": (_payload_edit(_set(path(Payload.VOTES, Array.DATA), lambda d: d[:-2])), "bytes, but dtype <i2 and shape"),
+    "votes-huge-shape": (_payload_edit(_set(path(Payload.VOTES, Array.SHAPE), [2**40, 2**10, 7])), "bytes, but dtype"),
     # the first two dimensions swapped: the same byte count, so the shape check is what refuses it
-    "votes-wrong-shape": (_payload_edit(_set("votes.shape", lambda s: [s[1], s[0], s[2]])), "field 'votes' has shape"),
-    "hyperplanes-nan": (_payload_edit(_set("lsh.hyperplanes.data",
+    "votes-wrong-shape": (_payload_edit(_set(path(Payload.VOTES, Array.SHAPE), lambda s: [s[1], s[0], s[2]])), "field 'votes' has shape"),
+    "hyperplanes-nan": (_payload_edit(_set(path(Payload.LSH, Lsh.HYPERPLANES, Array.DATA),
                                            lambda d: np.full(len(d) // 4, np.nan, "<f4").tobytes())), "non-finite"),
-    "bits-out-of-range": (_payload_edit(_set("lsh.bits", 40)), "out of range"),
-    "tables-boolean": (_payload_edit(_set("lsh.tables", True)), "is boolean, expected integer"),
-    "not-simhash": (_payload_edit(_set("lsh.family", "minhash")), "expected 'simhash'"),
-    "sensitivity-mismatch": (_payload_edit(_set("privacy.sensitivity_l1", 1)), "touches one cell in each of"),
-    "per-person-sensitivity-mismatch": (_payload_edit(_set("privacy.max_records_per_unit", 3)),
+    "bits-out-of-range": (_payload_edit(_set(path(Payload.LSH, Lsh.BITS), 40)), "out of range"),
+    "tables-boolean": (_payload_edit(_set(path(Payload.LSH, Lsh.TABLES), True)), "is boolean, expected integer"),
+    "not-simhash": (_payload_edit(_set(path(Payload.LSH, Lsh.FAMILY), "minhash")), "expected 'simhash'"),
+    "sensitivity-mismatch": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.SENSITIVITY_L1), 1)), "touches one cell in each of"),
+    "per-person-sensitivity-mismatch": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT), 3)),
                                         "for each of the up to 3 records of a person"),
-    "per-person-zero": (_payload_edit(_set("privacy.max_records_per_unit", 0)), "expected at least 1"),
-    "delta-not-zero": (_payload_edit(_set("privacy.delta", 1e-6)), "only pure epsilon-DP"),
-    "negative-epsilon": (_payload_edit(_set("privacy.epsilon", -1.0)), "positive finite"),
-    "epsilon-string": (_payload_edit(_set("privacy.epsilon", "8")), "is string, expected float or integer"),
-    "unknown-encoder-format": (_payload_edit(_set("encoder.format", "coreml")), "not supported by this runtime"),
-    "encoder-dim-mismatch": (_payload_edit(_set("encoder.dim", 128)), "384-d"),
-    "empty-model": (_payload_edit(_set("encoder.model", b"")), "is empty"),
-    "unknown-input": (_payload_edit(_set("encoder.inputs", ["input_ids", "pixel_values"])), "unsupported inputs"),
-    "inputs-not-strings": (_payload_edit(_set("encoder.inputs", ["input_ids", 7])),
+    "per-person-zero": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT), 0)), "expected at least 1"),
+    "delta-not-zero": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.DELTA), 1e-6)), "only pure epsilon-DP"),
+    "negative-epsilon": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.EPSILON), -1.0)), "positive finite"),
+    "epsilon-string": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.EPSILON), "8")), "is string, expected float or integer"),
+    "unknown-encoder-format": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.FORMAT), "coreml")), "not supported by this runtime"),
+    "encoder-dim-mismatch": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.DIM), 128)), "384-d"),
+    "empty-model": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.MODEL), b"")), "is empty"),
+    "unknown-input": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.INPUTS), ["input_ids", "pixel_values"])), "unsupported inputs"),
+    "inputs-not-strings": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.INPUTS), ["input_ids", 7])),
                            "field 'encoder.inputs' must be a list of strings"),
-    "privacy-not-a-map": (_payload_edit(_set("privacy", [1, 2])), "field 'privacy' is array, expected map"),
-    "check-empty-text": (_payload_edit(_set("encoder.check.text", "")), "non-empty text and a finite unit 384-d embedding"),
-    "check-zero-embedding": (_payload_edit(_set("encoder.check.embedding.data", lambda d: bytes(len(d)))),
+    "privacy-not-a-map": (_payload_edit(_set(path(Payload.PRIVACY), [1, 2])), "field 'privacy' is array, expected map"),
+    "check-empty-text": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_TEXT), "")), "non-empty text and a finite unit 384-d embedding"),
+    "check-zero-embedding": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING, Array.DATA), lambda d: bytes(len(d)))),
                              "finite unit 384-d embedding"),
 }
 
@@ -251,41 +252,42 @@ def _floats(path: str, change: Callable[[np.ndarray], None]) -> Callable[[dict[s
         *parents, last = path.split(".")
         for key in parents:
             p = p[key]
-        a = np.frombuffer(p[last]["data"], "<f4").copy()
+        a = np.frombuffer(p[last][Array.DATA], "<f4").copy()
         change(a)
-        p[last]["data"] = a.astype("<f4").tobytes()
+        p[last][Array.DATA] = a.astype("<f4").tobytes()
     return edit
 
 
 def _drop_last_count(p: dict[str, Any]) -> None:
-    counts = p["class_stats"]["counts"]
-    counts["shape"] = [counts["shape"][0] - 1]
-    counts["data"] = counts["data"][:-4]
+    counts = p[Payload.CLASS_STATS][ClassStatsKey.COUNTS]
+    counts[Array.SHAPE] = [counts[Array.SHAPE][0] - 1]
+    counts[Array.DATA] = counts[Array.DATA][:-4]
 
 
 def _projection_wider_than_dim(p: dict[str, Any]) -> None:
     """k = dim + 1 rows: refused on the projection, before any other class-statistics array."""
-    proj = p["class_stats"]["projection"]
-    k, dim = proj["shape"]
-    proj["shape"] = [dim + 1, dim]
-    proj["data"] = np.ones((dim + 1, dim), "<f4").tobytes()
+    proj = p[Payload.CLASS_STATS][ClassStatsKey.PROJECTION]
+    k, dim = proj[Array.SHAPE]
+    proj[Array.SHAPE] = [dim + 1, dim]
+    proj[Array.DATA] = np.ones((dim + 1, dim), "<f4").tobytes()
 
 
 def _release(index: int, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def edit(p: dict[str, Any]) -> None:
-        r = p["privacy"]["releases"][index]
+        r = p[Payload.PRIVACY][Privacy.RELEASES][index]
         r[key] = value(r[key]) if callable(value) else value
     return edit
 
 
 def _drop_release(statistic: str) -> Callable[[dict[str, Any]], None]:
     def edit(p: dict[str, Any]) -> None:
-        p["privacy"]["releases"] = [r for r in p["privacy"]["releases"] if r["statistic"] != statistic]
+        p[Payload.PRIVACY][Privacy.RELEASES] = [r for r in p[Payload.PRIVACY][Privacy.RELEASES]
+                                               if r[Release.STATISTIC] != statistic]
     return edit
 
 
 def _overspend(p: dict[str, Any]) -> None:
-    p["privacy"]["releases"][0]["epsilon"] = 1.5 * float(p["privacy"]["epsilon"])
+    p[Payload.PRIVACY][Privacy.RELEASES][0][Release.EPSILON] = 1.5 * float(p[Payload.PRIVACY][Privacy.EPSILON])
 
 
 def _all(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -295,16 +297,16 @@ def _all(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]],
     return edit
 
 
-def _scoring(**weights: Any) -> Callable[[dict[str, Any]], None]:
+def _scoring(weights: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     def edit(p: dict[str, Any]) -> None:
-        p["scoring"] = {**p["scoring"], **weights}
+        p[Payload.SCORING] = {**p[Payload.SCORING], **weights}
     return edit
 
 
 def _scoring_without(*names: str) -> Callable[[dict[str, Any]], None]:
     def edit(p: dict[str, Any]) -> None:
         for name in names:
-            p["scoring"].pop(name, None)
+            p[Payload.SCORING].pop(name, None)
     return edit
 
 
@@ -312,7 +314,7 @@ def _as_2_0(p: dict[str, Any]) -> None:
     """The scoring map a format-2.0 bundle carried: no rule or clip (the cosine rule), no
     prior_records_per_class (the boost is max(1, 1/epsilon)) and the 2.0 centroid temperature."""
     _scoring_without("centroid_rule", "centroid_clip_l1", "prior_records_per_class")(p)
-    p["scoring"]["centroid_temperature"] = 0.05
+    p[Payload.SCORING][Scoring.CENTROID_TEMPERATURE] = 0.05
 
 
 #: Format-2 cases, made from a bundle with offsets, class statistics, prior and scoring
@@ -321,171 +323,376 @@ def _as_2_0(p: dict[str, Any]) -> None:
 #: which error wins when a map breaks several rules: strings, the rule, every number at most
 #: 1e6 (in SCORING_NUMBERS' order), the temperatures at least 1e-6, the Gaussian clip.
 MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
-    "offsets-wrong-shape": (_payload_edit(_swap_shape("lsh.offsets")), "field 'lsh.offsets' must be finite with shape"),
-    "offsets-nan": (_payload_edit(_floats("lsh.offsets", lambda a: a.__setitem__(3, np.nan))),
+    "offsets-wrong-shape": (_payload_edit(_swap_shape(path(Payload.LSH, Lsh.OFFSETS))), "field 'lsh.offsets' must be finite with shape"),
+    "offsets-nan": (_payload_edit(_floats(path(Payload.LSH, Lsh.OFFSETS), lambda a: a.__setitem__(3, np.nan))),
                     "field 'lsh.offsets' must be finite with shape"),
-    "offsets-wrong-dtype": (_payload_edit(_set("lsh.offsets.dtype", "<f8")), "field 'lsh.offsets.dtype' is '<f8', "
+    "offsets-wrong-dtype": (_payload_edit(_set(path(Payload.LSH, Lsh.OFFSETS, Array.DTYPE), "<f8")), "field 'lsh.offsets.dtype' is '<f8', "
                                                                                "expected '<f4'"),
-    "offsets-one-dimensional": (_payload_edit(_set("lsh.offsets.shape", lambda s: [s[0] * s[1]])),
+    "offsets-one-dimensional": (_payload_edit(_set(path(Payload.LSH, Lsh.OFFSETS, Array.SHAPE), lambda s: [s[0] * s[1]])),
                                 "field 'lsh.offsets.shape' must be 2 non-negative integers"),
-    "offsets-nil": (_payload_edit(_set("lsh.offsets", None)), "field 'lsh.offsets' is nil, expected map"),
-    "class-stats-sums-wrong-shape": (_payload_edit(_swap_shape("class_stats.sums")),
+    "offsets-nil": (_payload_edit(_set(path(Payload.LSH, Lsh.OFFSETS), None)), "field 'lsh.offsets' is nil, expected map"),
+    "class-stats-sums-wrong-shape": (_payload_edit(_swap_shape(path(Payload.CLASS_STATS, ClassStatsKey.SUMS))),
                                      "field 'class_stats.sums' must be finite with shape"),
     "class-stats-counts-short": (_payload_edit(_drop_last_count), "field 'class_stats.counts' must be finite with "
                                                                    "shape (7,), got (6,)"),
-    "class-stats-count-inf": (_payload_edit(_floats("class_stats.counts", lambda a: a.__setitem__(0, np.inf))),
+    "class-stats-count-inf": (_payload_edit(_floats(path(Payload.CLASS_STATS, ClassStatsKey.COUNTS), lambda a: a.__setitem__(0, np.inf))),
                               "field 'class_stats.counts' must be finite"),
     "class-stats-projection-wider-than-dim": (_payload_edit(_projection_wider_than_dim),
                                               "field 'class_stats.projection' must have 1 to 384 rows (the embedding "
                                               "size), got 385"),
-    "class-stats-missing-origin": (_payload_edit(_delete("class_stats.origin")), "missing field 'class_stats.origin'"),
-    "class-stats-not-a-map": (_payload_edit(_set("class_stats", [1])), "field 'class_stats' is array, expected map"),
+    "class-stats-missing-origin": (_payload_edit(_delete(path(Payload.CLASS_STATS, ClassStatsKey.ORIGIN))), "missing field 'class_stats.origin'"),
+    "class-stats-not-a-map": (_payload_edit(_set(path(Payload.CLASS_STATS), [1])), "field 'class_stats' is array, expected map"),
     "releases-over-budget": (_payload_edit(_overspend), "the releases spend epsilon"),
-    "releases-missing": (_payload_edit(_delete("privacy.releases")), "missing field 'privacy.releases'"),
-    "releases-without-class-stats": (_payload_edit(_drop_release("class_stats")),
+    "releases-missing": (_payload_edit(_delete(path(Payload.PRIVACY, Privacy.RELEASES))), "missing field 'privacy.releases'"),
+    "releases-without-class-stats": (_payload_edit(_drop_release(Statistic.CLASS_STATS)),
                                      "field 'privacy.releases' must list every released statistic, got ['votes']"),
-    "releases-without-votes": (_payload_edit(_drop_release("votes")),
+    "releases-without-votes": (_payload_edit(_drop_release(Statistic.VOTES)),
                                "must list every released statistic, got ['class_stats']"),
-    "release-epsilon-zero": (_payload_edit(_release(0, "epsilon", 0)),
+    "release-epsilon-zero": (_payload_edit(_release(0, Release.EPSILON, 0)),
                              "field 'privacy.releases[0].epsilon' must be positive, got 0"),
-    "release-epsilon-nan": (_payload_edit(_release(1, "epsilon", float("nan"))),
+    "release-epsilon-nan": (_payload_edit(_release(1, Release.EPSILON, float("nan"))),
                             "field 'privacy.releases[1].epsilon' must be positive, got nan"),
-    "release-sensitivity-float": (_payload_edit(_release(1, "sensitivity_l1", 1.5)),
+    "release-sensitivity-float": (_payload_edit(_release(1, Release.SENSITIVITY_L1, 1.5)),
                                   "field 'privacy.releases[1].sensitivity_l1' is float, expected integer"),
-    "release-missing-mechanism": (_payload_edit(lambda p: p["privacy"]["releases"][0].pop("mechanism")),
+    "release-missing-mechanism": (_payload_edit(lambda p: p[Payload.PRIVACY][Privacy.RELEASES][0].pop(Release.MECHANISM)),
                                   "missing field 'privacy.releases[0].mechanism'"),
     # noise_scale: a float or integer, checked after sensitivity_l1 and before mechanism
-    "release-noise-scale-string": (_payload_edit(_release(1, "noise_scale", "20.0")),
+    "release-noise-scale-string": (_payload_edit(_release(1, Release.NOISE_SCALE, "20.0")),
                                    "field 'privacy.releases[1].noise_scale' is string, expected float or integer"),
-    "release-noise-scale-nil": (_payload_edit(_release(0, "noise_scale", None)),
+    "release-noise-scale-nil": (_payload_edit(_release(0, Release.NOISE_SCALE, None)),
                                 "field 'privacy.releases[0].noise_scale' is nil, expected float or integer"),
-    "release-noise-scale-boolean": (_payload_edit(_release(0, "noise_scale", True)),
+    "release-noise-scale-boolean": (_payload_edit(_release(0, Release.NOISE_SCALE, True)),
                                     "field 'privacy.releases[0].noise_scale' is boolean, expected float or integer"),
-    "release-missing-noise-scale": (_payload_edit(lambda p: p["privacy"]["releases"][1].pop("noise_scale")),
+    "release-missing-noise-scale": (_payload_edit(lambda p: p[Payload.PRIVACY][Privacy.RELEASES][1].pop(Release.NOISE_SCALE)),
                                     "missing field 'privacy.releases[1].noise_scale'"),
-    "release-sensitivity-before-noise-scale": (_payload_edit(_all(_release(0, "noise_scale", "x"),
-                                                                  _release(0, "sensitivity_l1", 1.5))),
+    "release-sensitivity-before-noise-scale": (_payload_edit(_all(_release(0, Release.NOISE_SCALE, "x"),
+                                                                  _release(0, Release.SENSITIVITY_L1, 1.5))),
                                                "field 'privacy.releases[0].sensitivity_l1' is float, expected integer"),
-    "release-noise-scale-before-mechanism": (_payload_edit(_all(lambda p: p["privacy"]["releases"][0].pop("mechanism"),
-                                                                _release(0, "noise_scale", False))),
+    "release-noise-scale-before-mechanism": (_payload_edit(_all(lambda p: p[Payload.PRIVACY][Privacy.RELEASES][0].pop(Release.MECHANISM),
+                                                                _release(0, Release.NOISE_SCALE, False))),
                                              "field 'privacy.releases[0].noise_scale' is boolean, expected float or "
                                              "integer"),
-    "release-not-a-map": (_payload_edit(_set("privacy.releases", lambda r: [7, *r[1:]])),
+    "release-not-a-map": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.RELEASES), lambda r: [7, *r[1:]])),
                           "field 'privacy.releases[0]' must be a map, got integer"),
-    "prior-wrong-shape": (_payload_edit(_swap_shape("prior.embeddings")),
+    "prior-wrong-shape": (_payload_edit(_swap_shape(path(Payload.PRIOR, PriorKey.EMBEDDINGS))),
                           "field 'prior.embeddings' must be finite with shape (7, 384), got (384, 7)"),
-    "prior-missing-embeddings": (_payload_edit(_delete("prior.embeddings")), "missing field 'prior.embeddings'"),
-    "scoring-negative": (_payload_edit(_set("scoring.votes", -1.0)),
+    "prior-missing-embeddings": (_payload_edit(_delete(path(Payload.PRIOR, PriorKey.EMBEDDINGS))), "missing field 'prior.embeddings'"),
+    "scoring-negative": (_payload_edit(_set(path(Payload.SCORING, Scoring.VOTES), -1.0)),
                          "field 'scoring' must map names to finite non-negative numbers"),
-    "scoring-boolean": (_payload_edit(_set("scoring.prior", True)), "must map names to finite non-negative numbers"),
-    "scoring-nan": (_payload_edit(_set("scoring.centroid_temperature", float("nan"))),
+    "scoring-boolean": (_payload_edit(_set(path(Payload.SCORING, Scoring.PRIOR), True)), "must map names to finite non-negative numbers"),
+    "scoring-nan": (_payload_edit(_set(path(Payload.SCORING, Scoring.CENTROID_TEMPERATURE), float("nan"))),
                     "must map names to finite non-negative numbers"),
-    "scoring-nil-value": (_payload_edit(_set("scoring.extra", None)), "must map names to finite non-negative numbers"),
-    "scoring-not-a-map": (_payload_edit(_set("scoring", [1.0])), "field 'scoring' is array, expected map"),
-    "scoring-votes-string": (_payload_edit(_scoring(votes="2")), "field 'scoring.votes' must be a number, got str"),
-    "scoring-clip-string": (_payload_edit(_scoring(centroid_clip_l1="5")),
+    "scoring-nil-value": (_payload_edit(_set(path(Payload.SCORING, 'extra'), None)), "must map names to finite non-negative numbers"),
+    "scoring-not-a-map": (_payload_edit(_set(path(Payload.SCORING), [1.0])), "field 'scoring' is array, expected map"),
+    "scoring-votes-string": (_payload_edit(_scoring({Scoring.VOTES: "2"})), "field 'scoring.votes' must be a number, got str"),
+    "scoring-clip-string": (_payload_edit(_scoring({Scoring.CENTROID_CLIP_L1: "5"})),
                             "field 'scoring.centroid_clip_l1' must be a number, got str"),
     # the names are checked in SCORING_NUMBERS' order, not the map's
-    "scoring-strings-out-of-order": (_payload_edit(_set("scoring", {"centroid_clip_l1": "5", "prior_temperature": "1",
+    "scoring-strings-out-of-order": (_payload_edit(_set(path(Payload.SCORING), {"centroid_clip_l1": "5", "prior_temperature": "1",
                                                                     "centroid_rule": "gaussian"})),
                                      "field 'scoring.prior_temperature' must be a number, got str"),
-    "scoring-string-before-rule": (_payload_edit(_scoring(centroids="1", centroid_rule="median")),
+    "scoring-string-before-rule": (_payload_edit(_scoring({Scoring.CENTROIDS: "1", Scoring.CENTROID_RULE: "median"})),
                                    "field 'scoring.centroids' must be a number, got str"),
-    "scoring-rule-unknown": (_payload_edit(_scoring(centroid_rule="median")),
+    "scoring-rule-unknown": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "median"})),
                              "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'"),
-    "scoring-rule-quoted": (_payload_edit(_scoring(centroid_rule="Gaussian's")),
+    "scoring-rule-quoted": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "Gaussian's"})),
                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, got \"Gaussian's\""),
-    "scoring-rule-integer": (_payload_edit(_scoring(centroid_rule=1)),
+    "scoring-rule-integer": (_payload_edit(_scoring({Scoring.CENTROID_RULE: 1})),
                              "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 1"),
-    "scoring-rule-float": (_payload_edit(_scoring(centroid_rule=2.5)),
+    "scoring-rule-float": (_payload_edit(_scoring({Scoring.CENTROID_RULE: 2.5})),
                            "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 2.5"),
-    "scoring-rule-before-temperature": (_payload_edit(_scoring(centroid_rule="median", centroid_temperature=0)),
+    "scoring-rule-before-temperature": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "median", Scoring.CENTROID_TEMPERATURE: 0})),
                                         "field 'scoring.centroid_rule' must be one of cosine, gaussian"),
     # at most 1e6, in SCORING_NUMBERS' order, after the strings and the rule
-    "scoring-votes-1e308": (_payload_edit(_scoring(votes=1e308)), "field 'scoring.votes' must be at most 1e6"),
-    "scoring-prior-above-max-integer": (_payload_edit(_scoring(prior=1000001)),
+    "scoring-votes-1e308": (_payload_edit(_scoring({Scoring.VOTES: 1e308})), "field 'scoring.votes' must be at most 1e6"),
+    "scoring-prior-above-max-integer": (_payload_edit(_scoring({Scoring.PRIOR: 1000001})),
                                         "field 'scoring.prior' must be at most 1e6"),
-    "scoring-records-per-class-1e308": (_payload_edit(_scoring(prior_records_per_class=1e308)),
+    "scoring-records-per-class-1e308": (_payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 1e308})),
                                         "field 'scoring.prior_records_per_class' must be at most 1e6"),
-    "scoring-records-per-class-uint64": (_payload_edit(_scoring(prior_records_per_class=2**64 - 1)),
+    "scoring-records-per-class-uint64": (_payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 2**64 - 1})),
                                          "field 'scoring.prior_records_per_class' must be at most 1e6"),
-    "scoring-records-per-class-string": (_payload_edit(_scoring(prior_records_per_class="1000")),
+    "scoring-records-per-class-string": (_payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: "1000"})),
                                          "field 'scoring.prior_records_per_class' must be a number, got str"),
-    "scoring-clip-uint64": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=2**64 - 1)),
+    "scoring-clip-uint64": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 2**64 - 1})),
                             "field 'scoring.centroid_clip_l1' must be at most 1e6"),
-    "scoring-bounds-in-order": (_payload_edit(_scoring(prior_records_per_class=1e7, centroids=1.0000000001e6)),
+    "scoring-bounds-in-order": (_payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 1e7, Scoring.CENTROIDS: 1.0000000001e6})),
                                 "field 'scoring.centroids' must be at most 1e6"),
-    "scoring-string-before-bound": (_payload_edit(_scoring(votes=1e308, prior_records_per_class="x")),
+    "scoring-string-before-bound": (_payload_edit(_scoring({Scoring.VOTES: 1e308, Scoring.PRIOR_RECORDS_PER_CLASS: "x"})),
                                     "field 'scoring.prior_records_per_class' must be a number, got str"),
-    "scoring-rule-before-bound": (_payload_edit(_scoring(centroid_rule="median", votes=1e308)),
+    "scoring-rule-before-bound": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "median", Scoring.VOTES: 1e308})),
                                   "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'"),
-    "scoring-bound-before-temperature": (_payload_edit(_scoring(centroid_temperature=0, prior_temperature=1e300)),
+    "scoring-bound-before-temperature": (_payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 0, Scoring.PRIOR_TEMPERATURE: 1e300})),
                                          "field 'scoring.prior_temperature' must be at most 1e6"),
     # temperatures at least 1e-6, centroid_temperature first
-    "scoring-centroid-temperature-zero": (_payload_edit(_scoring(centroid_temperature=0)),
+    "scoring-centroid-temperature-zero": (_payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 0})),
                                           "field 'scoring.centroid_temperature' must be at least 1e-6"),
-    "scoring-prior-temperature-zero-float": (_payload_edit(_scoring(prior_temperature=0.0)),
+    "scoring-prior-temperature-zero-float": (_payload_edit(_scoring({Scoring.PRIOR_TEMPERATURE: 0.0})),
                                              "field 'scoring.prior_temperature' must be at least 1e-6"),
-    "scoring-prior-temperature-negative-zero": (_payload_edit(_scoring(prior_temperature=-0.0)),
+    "scoring-prior-temperature-negative-zero": (_payload_edit(_scoring({Scoring.PRIOR_TEMPERATURE: -0.0})),
                                                 "field 'scoring.prior_temperature' must be at least 1e-6"),
-    "scoring-prior-temperature-subnormal": (_payload_edit(_scoring(prior_temperature=5e-324)),
+    "scoring-prior-temperature-subnormal": (_payload_edit(_scoring({Scoring.PRIOR_TEMPERATURE: 5e-324})),
                                             "field 'scoring.prior_temperature' must be at least 1e-6"),
-    "scoring-centroid-temperature-below-min": (_payload_edit(_scoring(centroid_temperature=9.9e-7)),
+    "scoring-centroid-temperature-below-min": (_payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 9.9e-7})),
                                                "field 'scoring.centroid_temperature' must be at least 1e-6"),
-    "scoring-both-temperatures-zero": (_payload_edit(_scoring(centroid_temperature=0.0, prior_temperature=0)),
+    "scoring-both-temperatures-zero": (_payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 0.0, Scoring.PRIOR_TEMPERATURE: 0})),
                                        "field 'scoring.centroid_temperature' must be at least 1e-6"),
-    "scoring-gaussian-without-clip": (_payload_edit(_all(_scoring(centroid_rule="gaussian"),
+    "scoring-gaussian-without-clip": (_payload_edit(_all(_scoring({Scoring.CENTROID_RULE: "gaussian"}),
                                                          _scoring_without("centroid_clip_l1"))),
                                       "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid "
                                       "rule"),
-    "scoring-gaussian-clip-zero": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=0)),
+    "scoring-gaussian-clip-zero": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 0})),
                                    "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule"),
-    "scoring-gaussian-clip-negative-zero": (_payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=-0.0)),
+    "scoring-gaussian-clip-negative-zero": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: -0.0})),
                                             "field 'scoring.centroid_clip_l1' must be positive for the gaussian"),
-    "scoring-temperature-before-clip": (_payload_edit(_all(_scoring(centroid_rule="gaussian", prior_temperature=0),
+    "scoring-temperature-before-clip": (_payload_edit(_all(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.PRIOR_TEMPERATURE: 0}),
                                                            _scoring_without("centroid_clip_l1"))),
                                         "field 'scoring.prior_temperature' must be at least 1e-6"),
 }
 
 
+def _varint(n: int) -> bytes:
+    out = b""
+    while True:
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            return out
+
+
+def _proto(field: int, body: bytes) -> bytes:
+    """One length-delimited protobuf field (field numbers of onnx.proto)."""
+    return _varint(field << 3 | 2) + _varint(len(body)) + body
+
+
+def _onnx_model(*graph: bytes, model_fields: bytes = b"") -> bytes:
+    """A small ONNX model: IR 8, opset 18 of the default domain, a graph of the given fields."""
+    return b"\x08\x08" + _proto(8, b"\x10\x12") + model_fields + _proto(7, b"".join(graph))
+
+
+def _onnx_node(op: str, *attributes: bytes) -> bytes:
+    return _proto(1, _proto(1, b"input_ids") + _proto(2, b"y") + _proto(4, op.encode())
+                  + b"".join(_proto(5, a) for a in attributes))
+
+
+def _model(model: bytes) -> Callable[[dict[str, Any]], None]:
+    return _set(path(Payload.ENCODER, EncoderKey.MODEL), model)
+
+
+def _tokenizer(change: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], None]:
+    """Edits the tokenizer.json document (a change may return replacement text instead)."""
+    def edit(p: dict[str, Any]) -> None:
+        enc = p[Payload.ENCODER]
+        doc = json.loads(enc[EncoderKey.TOKENIZER_JSON])
+        out = change(doc)
+        enc[EncoderKey.TOKENIZER_JSON] = out if isinstance(out, str) else json.dumps(doc)
+    return edit
+
+
+def _doc_set(*keys: Any, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        for k in keys[:-1]:
+            doc = doc[k]
+        doc[keys[-1]] = value
+    return change
+
+
+def _tflite(change_name: str) -> Callable[[bytes], bytes]:
+    """The TFLite bundle with its model rewritten by benchmarks/hostile_bundles.py's helper."""
+    def make(data: bytes) -> bytes:
+        from benchmarks import hostile_bundles as hb
+
+        def edit(p: dict[str, Any]) -> None:
+            model = p[Payload.ENCODER][EncoderKey.MODEL]
+            p[Payload.ENCODER][EncoderKey.MODEL] = (
+                hb.tflite_vector_length(model) if change_name == "vector-length"
+                else hb.tflite_rewrite(model, {"custom": hb._tflite_custom, "while": hb._tflite_op_code(119),
+                                               "two-subgraphs": hb._tflite_two_subgraphs,
+                                               "buffer-offset": hb._tflite_buffer_offset,
+                                               "bad-name": hb._tflite_bad_name}[change_name]))
+        return _payload_edit(edit)(data)
+    return make
+
+
+def _votes_release(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(p: dict[str, Any]) -> None:
+        for r in p[Payload.PRIVACY][Privacy.RELEASES]:
+            if r[Release.STATISTIC] == Statistic.VOTES:
+                r[key] = value
+    return edit
+
+
+def _claim_epsilon(eps: float) -> Callable[[dict[str, Any]], None]:
+    """Epsilon and the shares rescaled to ``eps``, the noise scales left as they were."""
+    def edit(p: dict[str, Any]) -> None:
+        factor = eps / float(p[Payload.PRIVACY][Privacy.EPSILON])
+        p[Payload.PRIVACY][Privacy.EPSILON] = eps
+        for r in p[Payload.PRIVACY][Privacy.RELEASES]:
+            r[Release.EPSILON] = float(r[Release.EPSILON]) * factor
+    return edit
+
+
+def _underspend(p: dict[str, Any]) -> None:
+    """The votes share halved and its scale made to match: the shares no longer add up."""
+    for r in p[Payload.PRIVACY][Privacy.RELEASES]:
+        if r[Release.STATISTIC] == Statistic.VOTES:
+            r[Release.EPSILON] = float(r[Release.EPSILON]) / 2
+    _consistent_scales(p)
+
+
+#: Issue 13's refusals (name -> (how to make it from the first bundle, phrase)): the declared
+#: tokenizer and ONNX model families, the check text's and names' bounds, what may reach a
+#: terminal, the 16 MiB string bound, and privacy facts that contradict each other.
+MALFORMED_HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "tokenizer-normalizer-sequence": (_payload_edit(_tokenizer(_doc_set("normalizer", value={
+        "type": "Sequence", "normalizers": []}))), "field 'encoder.tokenizer_json' is outside the tokenizer family: "
+                                                   "normalizer.type is \"Sequence\", expected \"BertNormalizer\""),
+    "tokenizer-pre-tokenizer-split": (_payload_edit(_tokenizer(_doc_set("pre_tokenizer", value={
+        "type": "Split", "pattern": {"Regex": "^(a+)+$"}, "behavior": "Isolated", "invert": False}))),
+        "pre_tokenizer.type is \"Split\", expected \"BertPreTokenizer\""),
+    "tokenizer-missing-unk": (_payload_edit(_tokenizer(_doc_set("model", "unk_token", value="[NOPE]"))),
+                              "model.unk_token \"[NOPE]\" is not in model.vocab"),
+    "tokenizer-bpe": (_payload_edit(_tokenizer(_doc_set("model", "type", value="BPE"))),
+                      "model.type is \"BPE\", expected \"WordPiece\""),
+    "tokenizer-max-input-chars": (_payload_edit(_tokenizer(_doc_set("model", "max_input_chars_per_word",
+                                                                    value=10**9))),
+                                  "model.max_input_chars_per_word must be an integer in 1..100, got 1000000000"),
+    "tokenizer-vocab-id-out-of-range": (_payload_edit(_tokenizer(_doc_set("model", "vocab", "wake", value=10**9))),
+                                        "model.vocab id of \"wake\" must be an integer in 0..30521, got 1000000000"),
+    "tokenizer-single-template": (_payload_edit(_tokenizer(
+        lambda d: d["post_processor"]["single"].append(d["post_processor"]["single"].pop(0)))),
+                                  "post_processor.single must be [SpecialToken, Sequence A, SpecialToken] with "
+                                  "type_id 0"),
+    "tokenizer-unknown-key": (_payload_edit(_tokenizer(_doc_set("x", value=1))), "'x' is not part of the family"),
+    "tokenizer-not-json": (_payload_edit(_tokenizer(lambda d: "{\"model\": ")),
+                           "field 'encoder.tokenizer_json' is not valid JSON"),
+    "tokenizer-duplicate-key": (_payload_edit(_tokenizer(lambda d: json.dumps(d)[:-1] + ', "model": 1}')),
+                                "key \"model\" appears twice in one object"),
+    "tokenizer-too-long": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.TOKENIZER_JSON), "x" * 4_000_001)),
+                           "field 'encoder.tokenizer_json' has 4000001 characters, more than 4000000"),
+    "check-text-too-long": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_TEXT),
+                                               "x" * 1001)),
+                            "field 'encoder.check.text' has 1001 characters, more than 1000"),
+    "string-over-16-mib": (_payload_edit(_set(path("future_field"), "y" * (17 * 2**20))),
+                           "holds a string of 17825792 bytes, longer than any field allows (16777216)"),
+    "output-name-escape": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.OUTPUT), "sentence\x1b[2J")),
+                           "field 'encoder.output' must be a printable name of 1 to 128 characters"),
+    "label-escape": (_payload_edit(_set(path(Payload.LABELS), lambda v: ["alarm\x1b]0;pwned\x07", *v[1:]])),
+                     "field 'labels[0]' holds control character U+001B"),
+    "label-bidi-override": (_payload_edit(_set(path(Payload.LABELS), lambda v: [v[0], "music\u202eevil", *v[2:]])),
+                            "field 'labels[1]' holds control character U+202E"),
+    "label-too-long": (_payload_edit(_set(path(Payload.LABELS), lambda v: [*v[:2], "l" * 201, *v[3:]])),
+                       "field 'labels[2]' has 201 characters, more than 200"),
+    "description-carriage-return": (_payload_edit(_set(path(Payload.LABEL_DESCRIPTIONS),
+                                                       lambda v: [v[0], "fine\r  music  spoofed", *v[2:]])),
+                                    "field 'label_descriptions[1]' holds control character U+000D"),
+    "onnx-loop": (_payload_edit(_model(_onnx_model(_onnx_node("Loop")))),
+                  "field 'encoder.model' is outside the ONNX encoder family: operator 'Loop' is not one the encoder "
+                  "family uses"),
+    "onnx-subgraph-attribute": (_payload_edit(_model(_onnx_model(_onnx_node("Add", _proto(6, b""))))),
+                                "operator 'Add' has a subgraph attribute"),
+    "onnx-external-data": (_payload_edit(_model(_onnx_model(_proto(5, _proto(8, b"w") + b"\x70\x01"),
+                                                            _onnx_node("Add")))),
+                           "an initializer keeps its data in an external file"),
+    "onnx-custom-domain": (_payload_edit(_model(_onnx_model(_onnx_node("Add"),
+                                                            model_fields=_proto(8, _proto(1, b"com.example"))))),
+                           "operator set domain 'com.example' is not one the encoder family uses"),
+    "onnx-functions": (_payload_edit(_model(_onnx_model(_onnx_node("Add"), model_fields=_proto(25, b"")))),
+                       "the model defines its own functions"),
+    "onnx-not-protobuf": (_payload_edit(_model(b"\x0f\xff")), "field 'encoder.model' is not a valid ONNX model"),
+    "epsilon-claims-1": (_payload_edit(_claim_epsilon(1.0)),
+                         "field 'privacy.releases[0].noise_scale' is 82.03125, but sensitivity 525 at epsilon"),
+    "noise-scale-zero": (_payload_edit(_all(_votes_release(Release.NOISE_SCALE, 0),
+                                            _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 0))),
+                         "field 'privacy.releases[1].noise_scale' must be a positive finite number, got 0"),
+    "noise-scale-negative": (_payload_edit(_all(_votes_release(Release.NOISE_SCALE, -5),
+                                                _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), -5))),
+                             "field 'privacy.releases[1].noise_scale' must be a positive finite number, got -5"),
+    "releases-underspent": (_payload_edit(_underspend), "the releases spend epsilon"),
+    "top-level-scale-not-votes": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 21)),
+                                  "must be the votes release's"),
+    "release-sensitivity-zero": (_payload_edit(_release(0, Release.SENSITIVITY_L1, 0)),
+                                 "field 'privacy.releases[0].sensitivity_l1' must be at least 1, got 0"),
+}
+
+#: Made from a format-1.2 (--hashing random) bundle: its top-level scale must be sensitivity / epsilon.
+MALFORMED_PLAIN: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "plain-noise-scale-mismatch": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 0.5)),
+                                   "field 'privacy.noise_scale' is 0.5, but sensitivity 32 at epsilon 8.0 needs noise "
+                                   "scale 4.0"),
+}
+
+#: Made from a TFLite bundle: the TFLite encoder family.
+MALFORMED_TFLITE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "tflite-custom-op": (_tflite("custom"), "is outside the TFLite encoder family: it uses a custom operator"),
+    "tflite-while": (_tflite("while"), "builtin operator code 119 is not one the encoder family uses"),
+    "tflite-two-subgraphs": (_tflite("two-subgraphs"), "it has 2 subgraphs; the encoder family has one"),
+    "tflite-buffer-offset": (_tflite("buffer-offset"), "a buffer is stored outside the flatbuffer"),
+    "tflite-non-utf8-name": (_tflite("bad-name"), "a tensor name b'\\xff\\xfename' is not UTF-8"),
+    "tflite-vector-length": (_tflite("vector-length"), "declares 2147483648 elements, more than its bytes hold"),
+    "tflite-garbage": (_payload_edit(_model(b"\x10\x00\x00\x00TFL3" + bytes(range(64)))),
+                       "field 'encoder.model' is not a valid TFLite model"),
+}
+
+
+def _consistent_scales(p: dict[str, Any]) -> None:
+    """Each release's noise scale set to its sensitivity over its share, the top level's to the
+    votes release's: the privacy facts of a bundle must agree (docs/bundle-format.md section 3)."""
+    privacy = p[Payload.PRIVACY]
+    for r in privacy.get(Privacy.RELEASES) or []:
+        r[Release.NOISE_SCALE] = r[Release.SENSITIVITY_L1] / r[Release.EPSILON]
+        if r[Release.STATISTIC] == Statistic.VOTES:
+            privacy[Privacy.NOISE_SCALE] = r[Release.NOISE_SCALE]
+
+
+def _epsilon_from_releases(p: dict[str, Any]) -> None:
+    """The bundle's epsilon set to what its releases spend (after one was dropped)."""
+    p[Payload.PRIVACY][Privacy.EPSILON] = sum(float(r[Release.EPSILON]) for r in p[Payload.PRIVACY][Privacy.RELEASES])
+
+
 def _small_epsilon(p: dict[str, Any]) -> None:
-    """Epsilon 0.5 (prior weight x2), every release's share scaled to match."""
-    old = float(p["privacy"]["epsilon"])
-    p["privacy"]["epsilon"] = 0.5
-    for r in p["privacy"]["releases"]:
-        r["epsilon"] = float(r["epsilon"]) * 0.5 / old
+    """Epsilon 0.5 (prior weight x2), every release's share scaled to match, and its noise
+    scale with it (as a release at epsilon 0.5 would have)."""
+    old = float(p[Payload.PRIVACY][Privacy.EPSILON])
+    p[Payload.PRIVACY][Privacy.EPSILON] = 0.5
+    for r in p[Payload.PRIVACY][Privacy.RELEASES]:
+        r[Release.EPSILON] = float(r[Release.EPSILON]) * 0.5 / old
+    _consistent_scales(p)
 
 
 def _counts_below_floor(p: dict[str, Any]) -> None:
     def change(a: np.ndarray) -> None:
         a[0], a[1], a[2] = -3.0, 0.25, 0.0
-    _floats("class_stats.counts", change)(p)
+    _floats(path(Payload.CLASS_STATS, ClassStatsKey.COUNTS), change)(p)
 
 
 def _counts_zero(p: dict[str, Any]) -> None:
     """Every released class count 0: the noisy record count is read as 1 in the prior's boost."""
-    _floats("class_stats.counts", lambda a: a.__setitem__(slice(None), 0.0))(p)
+    _floats(path(Payload.CLASS_STATS, ClassStatsKey.COUNTS), lambda a: a.__setitem__(slice(None), 0.0))(p)
 
 
 def _records_per_class_deciding(p: dict[str, Any]) -> None:
     """prior_records_per_class as an integer R whose count term, R * classes / (epsilon * N),
     is about 4 times max(1, 1/epsilon) (at most 1e6): the count term decides the boost."""
-    eps = float(p["privacy"]["epsilon"])
-    counts = np.frombuffer(p["class_stats"]["counts"]["data"], "<f4").astype(np.float64)
+    eps = float(p[Payload.PRIVACY][Privacy.EPSILON])
+    counts = np.frombuffer(p[Payload.CLASS_STATS][ClassStatsKey.COUNTS][Array.DATA], "<f4").astype(np.float64)
     r = 4 * max(1.0, 1.0 / eps) * eps * max(float(np.sum(counts)), 1.0) / len(counts)
-    _scoring(prior_records_per_class=int(min(max(round(r), 1), 1_000_000)))(p)
+    _scoring({Scoring.PRIOR_RECORDS_PER_CLASS: int(min(max(round(r), 1), 1_000_000))})(p)
 
 
 def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
     """Drops the format-2 payload fields not in ``keep`` (releases go with class_stats)."""
     def edit(p: dict[str, Any]) -> None:
-        for key in ("class_stats", "prior", "scoring"):
+        for key in (Payload.CLASS_STATS, Payload.PRIOR, Payload.SCORING):
             if key not in keep:
                 p.pop(key, None)
-        if "offsets" not in keep:
-            p["lsh"].pop("offsets", None)
-        if "releases" not in keep:
-            p["privacy"].pop("releases", None)
+        if Lsh.OFFSETS not in keep:
+            p[Payload.LSH].pop(Lsh.OFFSETS, None)
+        if Privacy.RELEASES not in keep:
+            # Without releases the top-level facts are the whole statement: the votes' epsilon.
+            releases = p[Payload.PRIVACY].pop(Privacy.RELEASES, None) or []
+            votes = [r for r in releases if r[Release.STATISTIC] == Statistic.VOTES]
+            if votes:
+                p[Payload.PRIVACY][Privacy.EPSILON] = float(votes[0][Release.EPSILON])
     return edit
 
 
@@ -493,26 +700,24 @@ def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
 #: whose acceptance) the Java scorer must reproduce, each exercising one part of the blend.
 SCORED: dict[str, Callable[[bytes], bytes]] = {
     "as-built": lambda d: d,
-    "custom-weights": _payload_edit(_scoring(votes=0.5, centroids=2.0, prior=0.25, centroid_temperature=0.1,
-                                             prior_temperature=0.02, future_weight=3.0, note="ignored")),
-    "integer-weights": _payload_edit(_scoring(votes=2, centroids=1, prior=0, centroid_temperature=1,
-                                              prior_temperature=1)),
+    "custom-weights": _payload_edit(_scoring({Scoring.VOTES: 0.5, Scoring.CENTROIDS: 2.0, Scoring.PRIOR: 0.25, Scoring.CENTROID_TEMPERATURE: 0.1, Scoring.PRIOR_TEMPERATURE: 0.02, 'future_weight': 3.0, 'note': "ignored"})),
+    "integer-weights": _payload_edit(_scoring({Scoring.VOTES: 2, Scoring.CENTROIDS: 1, Scoring.PRIOR: 0, Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
     "small-epsilon": _payload_edit(_small_epsilon),
-    "no-scoring-map": _payload_edit(lambda p: p.pop("scoring")),
-    "no-prior": _payload_edit(lambda p: p.pop("prior")),
-    "no-class-stats": _payload_edit(_all(lambda p: p.pop("class_stats"), _drop_release("class_stats"))),
-    "prior-only-besides-votes": _payload_edit(_only("offsets", "prior", "releases")),
-    "offsets-only": _payload_edit(_only("offsets")),
+    "no-scoring-map": _payload_edit(lambda p: p.pop(Payload.SCORING)),
+    "no-prior": _payload_edit(lambda p: p.pop(Payload.PRIOR)),
+    "no-class-stats": _payload_edit(_all(lambda p: p.pop(Payload.CLASS_STATS), _drop_release(Statistic.CLASS_STATS),
+                                         _epsilon_from_releases)),
+    "prior-only-besides-votes": _payload_edit(_only(Lsh.OFFSETS, Payload.PRIOR, Privacy.RELEASES)),
+    "offsets-only": _payload_edit(_only(Lsh.OFFSETS)),
     "counts-below-floor": _payload_edit(_counts_below_floor),
-    "stripped-to-1.2": lambda d: _outer_edit(_set("version", [1, 2]))(_payload_edit(_only())(d)),
+    "stripped-to-1.2": lambda d: _outer_edit(_set(path(Outer.VERSION), [1, 2]))(_payload_edit(_only())(d)),
     # The as-built bundle scores centroids by the Gaussian rule (format 2.1; at its clip of 5
     # most golden queries are clipped, a few are not); these check both rules: a bundle as
     # format 2.0 wrote it (cosine), the cosine rule named in a 2.1 map, and the Gaussian rule
     # named with a clip of 1 (an integer), which clips every golden query.
-    "cosine-2.0": lambda d: _outer_edit(_set("version", [2, 0]))(_payload_edit(_as_2_0)(d)),
-    "cosine-named": _payload_edit(_scoring(centroid_rule="cosine", centroid_temperature=0.05)),
-    "gaussian-clip-1": _payload_edit(_scoring(centroid_rule="gaussian", centroid_clip_l1=1,
-                                              centroid_temperature=0.003)),
+    "cosine-2.0": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 0]))(_payload_edit(_as_2_0)(d)),
+    "cosine-named": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_TEMPERATURE: 0.05})),
+    "gaussian-clip-1": _payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1, Scoring.CENTROID_TEMPERATURE: 0.003})),
     # The prior's boost (runtime/scoring.py prior_boost). The as-built assistant bundle ships
     # prior_records_per_class 1000 and is small enough (7 classes, about 575 noisy records at
     # epsilon 8) that its count term, about 1.5, decides the boost; "small-epsilon" takes it
@@ -521,12 +726,12 @@ SCORED: dict[str, Callable[[bytes], bytes]] = {
     # at the cap of 1e6 (counts 0, read as 1), and absent, as format 2.0 scored:
     # max(1, 1/epsilon), at epsilon 8 and at 0.5.
     "records-per-class-decides": _payload_edit(_records_per_class_deciding),
-    "records-per-class-below-one": _payload_edit(_scoring(prior_records_per_class=0.5)),
+    "records-per-class-below-one": _payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 0.5})),
     "prior-boost-capped": _payload_edit(_all(_small_epsilon, _counts_zero,
-                                             _scoring(prior_records_per_class=1000000.0))),
-    "no-records-per-class": _payload_edit(_scoring_without("prior_records_per_class")),
+                                             _scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 1000000.0}))),
+    "no-records-per-class": _payload_edit(_scoring_without(Scoring.PRIOR_RECORDS_PER_CLASS)),
     "no-records-per-class-small-epsilon": _payload_edit(_all(_small_epsilon,
-                                                             _scoring_without("prior_records_per_class"))),
+                                                             _scoring_without(Scoring.PRIOR_RECORDS_PER_CLASS))),
 }
 
 #: The SCORED case whose prior boost must come from the count term (above max(1, 1/epsilon),
@@ -566,7 +771,7 @@ def write_scored(base: Path, golden_cases: list[dict[str, Any]], out: Path) -> l
                                  "scores": [float(v) for v in scores], "label": b.labels[int(np.argmax(scores))]})
         listed.append({"file": f"scored/{name}.dpedge", "plain_votes": bool(scorer.plain_votes),
                        "prior_boost": float(scorer.prior_boost), "cases": scored_cases})
-        eps_boost = max(1.0, 1.0 / float(b.privacy["epsilon"]))
+        eps_boost = max(1.0, 1.0 / float(b.privacy[Privacy.EPSILON]))
         if name == COUNT_TERM_DECIDES and not eps_boost < scorer.prior_boost < SCORING_MAX:
             raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} does not come from the count term")
         if name == BOOST_CAPPED and scorer.prior_boost != SCORING_MAX:
@@ -575,44 +780,47 @@ def write_scored(base: Path, golden_cases: list[dict[str, Any]], out: Path) -> l
 
 
 def _per_person(payload: dict[str, Any]) -> None:
-    p = payload["privacy"]
-    p.update(max_records_per_unit=3, sensitivity_l1=3 * p["sensitivity_l1"], noise_scale=3 * p["noise_scale"],
-             privacy_unit="one person, up to 3 records")
+    p = payload[Payload.PRIVACY]
+    p.update({Privacy.MAX_RECORDS_PER_UNIT: 3, Privacy.SENSITIVITY_L1: 3 * p[Privacy.SENSITIVITY_L1],
+              Privacy.NOISE_SCALE: 3 * p[Privacy.NOISE_SCALE], Privacy.PRIVACY_UNIT: "one person, up to 3 records"})
 
 
 def _format_1_0(payload: dict[str, Any]) -> None:
-    del payload["encoder"]["check"]
-    payload["privacy"].pop("max_records_per_unit", None)
+    del payload[Payload.ENCODER][EncoderKey.CHECK]
+    payload[Payload.PRIVACY].pop(Privacy.MAX_RECORDS_PER_UNIT, None)
 
 
 #: name -> (how to make it from a valid bundle): other shapes the format allows, which must load.
 VARIANTS: dict[str, Callable[[bytes], bytes]] = {
     "per-person": _payload_edit(_per_person),
-    "format-1.0": lambda d: _outer_edit(_set("version", [1, 0]))(_payload_edit(_format_1_0)(d)),
+    "format-1.0": lambda d: _outer_edit(_set(path(Outer.VERSION), [1, 0]))(_payload_edit(_format_1_0)(d)),
 }
 
 
 #: name -> (how to make it from a full format-2 bundle): other shapes format 2 allows, which must load.
 VARIANTS_2: dict[str, Callable[[bytes], bytes]] = {
-    "format-2-newer-minor": lambda d: _outer_edit(_set("version", [2, 9]))(
-        _payload_edit(_set("future_field", {"x": [1, 2]}))(d)),
-    "format-2-scoring-strings-only": _payload_edit(_set("scoring", {"rule": "defaults"})),
-    "format-2-scoring-nil": _payload_edit(_set("scoring", None)),
+    "format-2-newer-minor": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 9]))(
+        _payload_edit(_set(path('future_field'), {"x": [1, 2]}))(d)),
+    "format-2-scoring-strings-only": _payload_edit(_set(path(Payload.SCORING), {"rule": "defaults"})),
+    "format-2-scoring-nil": _payload_edit(_set(path(Payload.SCORING), None)),
     "format-2-releases-integer-epsilon": _payload_edit(_all(
-        _set("privacy.epsilon", 8), _release(0, "epsilon", 6), _release(1, "epsilon", 2))),
-    "format-2-prior-without-source": _payload_edit(_delete("prior.source")),
+        _set(path(Payload.PRIVACY, Privacy.EPSILON), 8), _release(0, Release.EPSILON, 6), _release(1, Release.EPSILON, 2),
+        _consistent_scales)),
+    "format-2-prior-without-source": _payload_edit(_delete(path(Payload.PRIOR, PriorKey.SOURCE))),
     # format 2.1: the cosine rule needs no clip. The bounds themselves load (numbers at most
     # 1e6, an integer clip and R at it, temperatures at least 1e-6), and a name the runtime
     # does not read is not bounded (a uint64 above int64). (A uint64 clip, which loaded
     # before the bounds, is now refused: MALFORMED_2's "scoring-clip-uint64".)
-    "format-2-cosine-without-clip": _payload_edit(_scoring(centroid_rule="cosine", centroid_clip_l1=0)),
-    "format-2-scoring-at-the-bounds": _payload_edit(_scoring(
-        votes=1e6, prior=1000000, centroid_rule="gaussian", centroid_clip_l1=1000000, prior_records_per_class=1000000,
-        centroid_temperature=1e-6, prior_temperature=1e6, future_weight=2**64 - 1)),
-    "format-2-scoring-integer-temperatures": _payload_edit(_scoring(centroid_temperature=1, prior_temperature=1)),
-    "format-2-release-integer-noise-scale": _payload_edit(_all(_release(0, "noise_scale", 82),
-                                                               _release(1, "noise_scale", 20))),
-    "format-2.0-cosine": lambda d: _outer_edit(_set("version", [2, 0]))(_payload_edit(_as_2_0)(d)),
+    "format-2-cosine-without-clip": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_CLIP_L1: 0})),
+    "format-2-scoring-at-the-bounds": _payload_edit(_scoring({
+        Scoring.VOTES: 1e6, Scoring.PRIOR: 1000000, Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1000000,
+        Scoring.PRIOR_RECORDS_PER_CLASS: 1000000, Scoring.CENTROID_TEMPERATURE: 1e-6, Scoring.PRIOR_TEMPERATURE: 1e6,
+        "future_weight": 2**64 - 1})),
+    "format-2-scoring-integer-temperatures": _payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
+    # 32 / 1.6 is 20.000000000000004 in floats: the integer 20 agrees within PRIVACY_RTOL
+    "format-2-release-integer-noise-scale": _payload_edit(_all(_release(1, Release.NOISE_SCALE, 20),
+                                                               _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 20))),
+    "format-2.0-cosine": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 0]))(_payload_edit(_as_2_0)(d)),
 }
 
 
@@ -630,18 +838,23 @@ def write_variants(valid: Path, valid_2: Path, out: Path) -> list[dict[str, str]
     return listed
 
 
-def write_malformed(valid: Path, valid_2: Path, out: Path) -> list[dict[str, str]]:
-    """Each malformed variant, after checking that the Python reader rejects it as promised."""
+def write_malformed(valid: Path, valid_2: Path, out: Path, plain: Path | None = None,
+                    tflite: Path | None = None) -> list[dict[str, str]]:
+    """Each malformed variant, after checking that the Python reader rejects it as promised
+    (the format-1.2 and TFLite cases only when such a bundle is among the inputs)."""
     folder = out / "malformed"
     folder.mkdir(parents=True, exist_ok=True)
     listed = []
-    for base, cases_ in ((valid, MALFORMED), (valid_2, MALFORMED_2)):
+    for base, cases_ in ((valid, MALFORMED), (valid_2, MALFORMED_2), (valid_2, MALFORMED_HOSTILE), (plain, MALFORMED_PLAIN),
+                         (tflite, MALFORMED_TFLITE)):
+        if base is None:
+            continue
         data = base.read_bytes()
         for name, (make, phrase) in cases_.items():
-            path = folder / f"{name}.dpedge"
-            path.write_bytes(make(data))
+            file = folder / f"{name}.dpedge"
+            file.write_bytes(make(data))
             try:
-                fmt.load(path)
+                fmt.load(file)
             except BundleError as exc:
                 if phrase not in str(exc):
                     raise SystemExit(f"{name}: the Python reader said {exc!s}, without {phrase!r}") from None
@@ -674,7 +887,8 @@ def main(argv: list[str] | None = None) -> int:
     golden = {
         "bundles": entries,
         "scored": write_scored(full_2[0], entries[bundles.index(full_2[0])]["cases"], args.out),
-        "malformed": write_malformed(bundles[0], full_2[0], args.out),
+        "malformed": write_malformed(bundles[0], full_2[0], args.out, plain[0] if plain else None,
+                                     next((b for b in bundles if fmt.load(b).encoder.format == "tflite"), None)),
         "variants": write_variants((plain or bundles)[0], full_2[0], args.out),
     }
     (args.out / "golden.msgpack").write_bytes(msgpack.packb(golden, use_bin_type=True))

@@ -98,7 +98,8 @@ import numpy as np  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
 from runtime.describe import bundle_info, format_info  # noqa: E402
 from runtime.errors import BundleError, DpedgeError  # noqa: E402
-from runtime.bundle.schema import CENTROID_RULES, SCORING_NUMBERS  # noqa: E402
+from runtime.bundle.schema import (CENTROID_RULES, SCORING_NUMBERS, Array as A, ClassStatsKey,  # noqa: E402
+                                   EncoderKey, Lsh, Outer, Payload as P, PriorKey, Privacy, Release, Statistic)
 from runtime.scoring import MODES, Scorer, Weights  # noqa: E402
 
 #: Longest acceptable BundleError message: a person has to read it.
@@ -107,8 +108,34 @@ MAX_MESSAGE_CHARS = 1000
 HANG_SECONDS = 30
 #: The memory ratio column only counts inputs at least this large.
 RATIO_MIN_SIZE = 1 << 20
-TINY_MODEL = b"\x08\x01"
-TINY_TOKENIZER = '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}}'
+
+
+def _proto(field: int, body: bytes) -> bytes:
+    """One length-delimited protobuf field (bodies under 128 bytes)."""
+    return bytes([field << 3 | 2, len(body)]) + body
+
+
+#: The smallest models inside the encoder family (runtime.bundle.model_family): an ONNX graph of
+#: one Cast node, and a TFLite flatbuffer of one empty subgraph. The reader checks their
+#: structure; no engine runs them.
+TINY_ONNX = (b"\x08\x08" + _proto(8, b"\x10\x12")
+             + _proto(7, _proto(1, _proto(1, b"input_ids") + _proto(2, b"sentence_embedding") + _proto(4, b"Cast"))))
+TINY_TFLITE = struct.pack("<I4sHHHHHHiIIIIHHi", 20, b"TFL3", 10, 12, 4, 0, 8, 0, 12, 3, 4, 1, 8, 4, 4, 4)
+TINY_MODELS = {"onnx": TINY_ONNX, "tflite": TINY_TFLITE}
+#: The smallest tokenizer.json inside the family (runtime.bundle.tokenizer_family).
+TINY_TOKENIZER = json.dumps({
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+    "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
+                   "lowercase": True},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "TemplateProcessing",
+                       "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                  {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                       "special_tokens": {t: {"id": t, "ids": [i], "tokens": [t]} for t, i in (("[CLS]", 1), ("[SEP]", 2))}},
+    "decoder": None,
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100, "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2}},
+})
 
 # ----------------------------------------------------------------------------- msgpack helpers
 
@@ -277,34 +304,41 @@ def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> 
     directions of their public subspace (rows of an orthonormal basis stay orthonormal, and
     each class sum keeps its coordinates along them: a bundle built with --basis-dim 8)."""
     outer = msgpack.unpackb(data, raw=False)
-    payload = msgpack.unpackb(outer["payload"], raw=False)
-    payload["encoder"]["model"] = TINY_MODEL
-    payload["encoder"]["tokenizer_json"] = TINY_TOKENIZER
-    lsh, votes = payload["lsh"], payload["votes"]
-    t, h, d = lsh["hyperplanes"]["shape"]
-    c = votes["shape"][2]
+    payload = msgpack.unpackb(outer[Outer.PAYLOAD], raw=False)
+    enc = payload[P.ENCODER]
+    enc[EncoderKey.MODEL] = TINY_MODELS[enc[EncoderKey.FORMAT]]
+    enc[EncoderKey.TOKENIZER_JSON] = TINY_TOKENIZER
+    lsh, votes = payload[P.LSH], payload[P.VOTES]
+    t, h, d = lsh[Lsh.HYPERPLANES][A.SHAPE]
+    c = votes[A.SHAPE][2]
     t2, h2 = min(t, tables), min(h, bits)
-    planes = np.frombuffer(lsh["hyperplanes"]["data"], "<f4").reshape(t, h, d)[:t2, :h2]
-    counts = np.frombuffer(votes["data"], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
-    lsh.update(tables=t2, bits=h2, hyperplanes={"dtype": "<f4", "shape": [t2, h2, d], "data": planes.tobytes()})
-    payload["votes"] = {"dtype": "<i2", "shape": [t2, 2**h2, c], "data": counts.tobytes()}
-    if "offsets" in lsh:
-        lsh["offsets"] = f4(np.frombuffer(lsh["offsets"]["data"], "<f4").reshape(t, h)[:t2, :h2])
-    privacy = payload["privacy"]
-    privacy["sensitivity_l1"] = (privacy.get("max_records_per_unit") or 1) * t2
+    planes = np.frombuffer(lsh[Lsh.HYPERPLANES][A.DATA], "<f4").reshape(t, h, d)[:t2, :h2]
+    counts = np.frombuffer(votes[A.DATA], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
+    lsh.update({Lsh.TABLES: t2, Lsh.BITS: h2, Lsh.HYPERPLANES: f4(planes)})
+    payload[P.VOTES] = {A.DTYPE: "<i2", A.SHAPE: [t2, 2**h2, c], A.DATA: counts.tobytes()}
+    if Lsh.OFFSETS in lsh:
+        lsh[Lsh.OFFSETS] = f4(np.frombuffer(lsh[Lsh.OFFSETS][A.DATA], "<f4").reshape(t, h)[:t2, :h2])
+    privacy = payload[P.PRIVACY]
+    privacy[Privacy.SENSITIVITY_L1] = (privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1) * t2
     k2 = None
-    cs = payload.get("class_stats")
+    cs = payload.get(P.CLASS_STATS)
     if isinstance(cs, dict):
-        k, dim = cs["projection"]["shape"]
+        k, dim = cs[ClassStatsKey.PROJECTION][A.SHAPE]
         k2 = min(k, basis)
-        cs["projection"] = f4(np.frombuffer(cs["projection"]["data"], "<f4").reshape(k, dim)[:k2])
-        cs["sums"] = f4(np.frombuffer(cs["sums"]["data"], "<f4").reshape(-1, k)[:, :k2])
-    for r in privacy.get("releases") or []:
-        if r.get("statistic") == "votes":
-            r["sensitivity_l1"] = privacy["sensitivity_l1"]
-        elif r.get("statistic") == "class_stats" and k2 is not None and "dim" in r:
-            r["dim"] = k2
-    return seal(pack(payload), {k: v for k, v in outer.items() if k in ("format", "version")})
+        cs[ClassStatsKey.PROJECTION] = f4(np.frombuffer(cs[ClassStatsKey.PROJECTION][A.DATA], "<f4").reshape(k, dim)[:k2])
+        cs[ClassStatsKey.SUMS] = f4(np.frombuffer(cs[ClassStatsKey.SUMS][A.DATA], "<f4").reshape(-1, k)[:, :k2])
+    # Fewer tables, a smaller sensitivity: the noise scale follows (scale = sensitivity / epsilon),
+    # or the reader refuses the privacy facts as contradicting each other.
+    votes_eps = float(privacy[Privacy.EPSILON])
+    for r in privacy.get(Privacy.RELEASES) or []:
+        if r.get(Release.STATISTIC) == Statistic.VOTES:
+            r[Release.SENSITIVITY_L1] = privacy[Privacy.SENSITIVITY_L1]
+            votes_eps = float(r[Release.EPSILON])
+            r[Release.NOISE_SCALE] = r[Release.SENSITIVITY_L1] / votes_eps
+        elif r.get(Release.STATISTIC) == Statistic.CLASS_STATS and k2 is not None and Release.DIM in r:
+            r[Release.DIM] = k2
+    privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / votes_eps
+    return seal(pack(payload), {k: v for k, v in outer.items() if k in (Outer.FORMAT, Outer.VERSION)})
 
 
 # ----------------------------------------------------------------------------- value generators
@@ -434,19 +468,20 @@ def _drop_at(obj: Any, path: tuple[Any, ...]) -> None:
 
 #: Array records, and the dtype each must have. A mutator picks among those its base holds
 #: (Base.arrays): the first three in every bundle, the rest in format 2.
-ARRAYS = {("votes",): fmt.VOTES_DTYPE, ("lsh", "hyperplanes"): fmt.HYPERPLANES_DTYPE,
-          ("encoder", "check", "embedding"): fmt.HYPERPLANES_DTYPE,
-          ("lsh", "offsets"): fmt.HYPERPLANES_DTYPE, ("class_stats", "origin"): fmt.HYPERPLANES_DTYPE,
-          ("class_stats", "projection"): fmt.HYPERPLANES_DTYPE, ("class_stats", "sums"): fmt.HYPERPLANES_DTYPE,
-          ("class_stats", "counts"): fmt.HYPERPLANES_DTYPE, ("prior", "embeddings"): fmt.HYPERPLANES_DTYPE}
+ARRAYS = {(P.VOTES,): fmt.VOTES_DTYPE, (P.LSH, Lsh.HYPERPLANES): fmt.HYPERPLANES_DTYPE,
+          (P.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING): fmt.HYPERPLANES_DTYPE,
+          (P.LSH, Lsh.OFFSETS): fmt.HYPERPLANES_DTYPE, (P.CLASS_STATS, ClassStatsKey.ORIGIN): fmt.HYPERPLANES_DTYPE,
+          (P.CLASS_STATS, ClassStatsKey.PROJECTION): fmt.HYPERPLANES_DTYPE,
+          (P.CLASS_STATS, ClassStatsKey.SUMS): fmt.HYPERPLANES_DTYPE,
+          (P.CLASS_STATS, ClassStatsKey.COUNTS): fmt.HYPERPLANES_DTYPE, (P.PRIOR, PriorKey.EMBEDDINGS): fmt.HYPERPLANES_DTYPE}
 #: Numeric fields (Base.numeric: those whose parent map the base holds, plus RELEASE_NUMERIC
 #: in each of its privacy.releases entries).
-NUMERIC = [("lsh", "tables"), ("lsh", "bits"), ("lsh", "dim"), ("lsh", "seed"), ("encoder", "max_length"),
-           ("encoder", "dim"), ("privacy", "epsilon"), ("privacy", "delta"), ("privacy", "sensitivity_l1"),
-           ("privacy", "noise_scale"), ("encoder", "normalized"), ("privacy", "max_records_per_unit")] + \
-    [("scoring", name) for name in SCORING_NUMBERS]
-RELEASE_NUMERIC = ("epsilon", "sensitivity_l1", "noise_scale", "grid", "count_grid", "clip_l1", "dim",
-                   "max_records_per_unit")
+NUMERIC = [(P.LSH, Lsh.TABLES), (P.LSH, Lsh.BITS), (P.LSH, Lsh.DIM), (P.LSH, Lsh.SEED), (P.ENCODER, EncoderKey.MAX_LENGTH),
+           (P.ENCODER, EncoderKey.DIM), (P.PRIVACY, Privacy.EPSILON), (P.PRIVACY, Privacy.DELTA),
+           (P.PRIVACY, Privacy.SENSITIVITY_L1), (P.PRIVACY, Privacy.NOISE_SCALE), (P.ENCODER, EncoderKey.NORMALIZED),
+           (P.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT)] + [(P.SCORING, name) for name in SCORING_NUMBERS]
+RELEASE_NUMERIC = (Release.EPSILON, Release.SENSITIVITY_L1, Release.NOISE_SCALE, Release.GRID, Release.COUNT_GRID,
+                   Release.CLIP_L1, Release.DIM, Release.MAX_RECORDS_PER_UNIT)
 
 
 # ----------------------------------------------------------------------------- structure-aware operations
@@ -709,9 +744,31 @@ def graft_format2(rng: random.Random, p: dict) -> None:
     privacy["releases"] = [
         {"statistic": "class_stats", "epsilon": 0.8 * eps, "mechanism": "discrete Laplace", "sensitivity_l1": 525,
          "noise_scale": 525 / (0.8 * eps), "grid": 100, "count_grid": 25, "clip_l1": 5.0, "dim": k},
-        {"statistic": "votes", "epsilon": 0.2 * eps, "mechanism": privacy.get("mechanism", "discrete Laplace"),
+        {"statistic": "votes", "epsilon": eps - 0.8 * eps, "mechanism": privacy.get("mechanism", "discrete Laplace"),
          "sensitivity_l1": privacy.get("sensitivity_l1"), "noise_scale": privacy.get("noise_scale")},
     ]
+    _consistent_scales(p)
+
+
+def _consistent_scales(p: dict) -> None:
+    """Every release's noise scale set to its sensitivity over its share, and the top level's to
+    the votes release's (or to sensitivity / epsilon without releases): the reader refuses
+    privacy facts that contradict each other. Non-numbers are left for the reader to refuse."""
+    privacy = p[P.PRIVACY]
+    num = (int, float)
+    votes = None
+    for rel in privacy.get(Privacy.RELEASES) or []:
+        if isinstance(rel, dict) and isinstance(rel.get(Release.EPSILON), num) \
+                and isinstance(rel.get(Release.SENSITIVITY_L1), num):
+            if rel[Release.EPSILON] > 0:
+                rel[Release.NOISE_SCALE] = rel[Release.SENSITIVITY_L1] / rel[Release.EPSILON]
+            if rel.get(Release.STATISTIC) == Statistic.VOTES:
+                votes = rel
+    if votes is not None and Release.NOISE_SCALE in votes:
+        privacy[Privacy.NOISE_SCALE] = votes[Release.NOISE_SCALE]
+    elif isinstance(privacy.get(Privacy.EPSILON), num) and isinstance(privacy.get(Privacy.SENSITIVITY_L1), num) \
+            and privacy[Privacy.EPSILON] > 0:
+        privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / privacy[Privacy.EPSILON]
 
 
 def _scale_budget(p: dict, factor: float) -> None:
@@ -720,7 +777,8 @@ def _scale_budget(p: dict, factor: float) -> None:
     privacy["epsilon"] = float(privacy["epsilon"]) * factor
     for rel in privacy.get("releases") or []:
         if isinstance(rel, dict) and isinstance(rel.get("epsilon"), (int, float)):
-            rel["epsilon"] = float(rel["epsilon"]) * factor * (1 - 1e-12)  # rounding must not exceed the total
+            rel["epsilon"] = float(rel["epsilon"]) * factor * (1 - 1e-12)  # within the reader's 1e-9 of the total
+    _consistent_scales(p)  # below about 1e-305 the scales overflow: refused, as the format says
 
 
 def _valid_format2(rng: random.Random, p: dict, r: int) -> None:

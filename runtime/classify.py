@@ -23,9 +23,26 @@ from typing import Iterable, Iterator, TextIO
 from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
+from runtime.bundle.schema import QUERY_RUN_SECONDS
 from runtime.encoder import BACKEND_CHOICES, choose_backend
-from runtime.scoring import MODES
 from runtime.errors import BundleError, InputError
+from runtime.guard import ProcessGuard, resident_bytes
+from runtime.scoring import MODES
+
+#: The process's memory budget (see runtime.guard): while loading, what it used before plus
+#: LOAD_BYTES_PER_FILE_BYTE times the file's size plus the headroom (the exporter's bundles
+#: grow the process by about 4.5 times their size with onnxruntime, 2.6 with LiteRT, engine
+#: libraries included); afterwards, at least what loading left plus the headroom (a
+#: 256-token query needs under 16 MiB). The headroom grows with the cores (engine threads).
+LOAD_BYTES_PER_FILE_BYTE = 4.5
+HEADROOM_BYTES = 48 * 2**20 + 2**20 * (os.cpu_count() or 1)
+#: Deadlines of the guard's stages: onnxruntime stops its own runs earlier (LOAD_RUN_SECONDS,
+#: QUERY_RUN_SECONDS) and skips the text; these catch an engine that cannot be stopped.
+LOAD_SECONDS = 30.0
+LINE_SECONDS = 2 * QUERY_RUN_SECONDS
+#: What one character of a query may cost while it is tokenized: a 1,000,000-character line of
+#: CJK ideographs takes `tokenizers` 621 MiB (each becomes a word), of letters about 100 MiB.
+QUERY_BYTES_PER_CHAR = 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="also read each table's buckets at Hamming distance 1 with weight W (default 0: off, "
                          "the measured best with aligned hashing)")
     ap.add_argument("--info", action="store_true", help="show labels, privacy facts and sizes, then exit")
+    ap.add_argument("--memory-budget", type=int, default=None, metavar="MIB",
+                    help="end with exit status 2 if the process grows past MIB MiB (default: from the bundle's size; "
+                         "0: no budget)")
     return ap
 
 
@@ -79,34 +99,81 @@ def _emit(out: TextIO, pred: Prediction, text: str, args: argparse.Namespace) ->
         record = {"text": text, "label": pred.label, "scores": pred.scores}
         if args.top_k > 1:
             record["top"] = [label for label, _ in pred.top(args.top_k)]
-        out.write(json.dumps(record, ensure_ascii=not _utf8(out)) + "\n")
+        try:
+            # allow_nan=False: bare NaN or Infinity is not JSON; such a line is skipped instead.
+            line = json.dumps(record, ensure_ascii=not _utf8(out), allow_nan=False)
+        except ValueError:
+            raise InputError("the scores are not finite numbers, so there is no answer to write") from None
+        out.write(line + "\n")
     else:
         out.write(_format(pred, text, args.top_k) + "\n")
     out.flush()  # one answer per line as it comes, also when a person types on stdin
 
 
 def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str | None]],
-                    args: argparse.Namespace, where: str) -> int:
+                    args: argparse.Namespace, where: str, guard: ProcessGuard | None) -> int:
     """Classify line by line (the encoder runs one text per call anyway); returns failures."""
     failures = 0
     for n, text, problem in items:
         if problem is None:
             try:
+                if guard is not None:
+                    guard.stage(f"classifying {where} {n}", LINE_SECONDS,
+                                None if guard.fixed else guard.base + QUERY_BYTES_PER_CHAR * len(text))
                 _emit(sys.stdout, clf.predict([check_text(text)])[0], text, args)
                 continue
             except InputError as exc:
                 problem = str(exc)
+            finally:
+                if guard is not None:
+                    # Freed memory is not always returned to the system: the next line's budget
+                    # starts from what this one left.
+                    if not guard.fixed:
+                        guard.base = max(guard.base, resident_bytes() + HEADROOM_BYTES)
+                    guard.stage("waiting for input", limit_bytes=guard.base)
         sys.stderr.write(f"skipped {where} {n}: {problem}\n")
         failures += 1
     return failures
 
 
+def _start_guard(path: Path, budget_mib: int | None) -> ProcessGuard | None:
+    """The process guard for loading ``path`` (None with --memory-budget 0)."""
+    if budget_mib == 0:
+        return None
+    if budget_mib is not None:
+        guard = ProcessGuard.start(budget_mib * 2**20, "loading the bundle", LOAD_SECONDS, prefix=f"{path}: ")
+        guard.fixed = True
+        return guard
+    else:
+        try:
+            size = path.stat().st_size if path.is_file() else 0
+        except OSError:
+            size = 0
+        limit = int(resident_bytes() + LOAD_BYTES_PER_FILE_BYTE * size + HEADROOM_BYTES)
+    return ProcessGuard.start(limit, "loading the bundle", LOAD_SECONDS, prefix=f"{path}: ")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    finally:
+        if _GUARDS:
+            _GUARDS.pop().stop()
+
+
+#: The running guard, stopped when main() returns (main may run inside another program: a test).
+_GUARDS: list[ProcessGuard] = []
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         sys.stderr.write("error: --top-k must be at least 1\n")
         return 2
     path = Path(args.bundle) if args.bundle else default_bundle_path()
+    guard = _start_guard(path, args.memory_budget)
+    if guard is not None:
+        _GUARDS.append(guard)
     try:
         if args.info:  # facts only: no need to start the encoder
             b = bundle_format.load(path)
@@ -115,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 info["backend"] = choose_backend(b.encoder.format, args.backend).name
             except BundleError as exc:
                 info["backend"] = f"none ({exc})"
-            print(json.dumps(info, ensure_ascii=False, indent=2) if args.json else format_info(info))
+            print(json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False) if args.json else format_info(info))
             return 0
         clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score,
                               probe_weight=args.probe_weight)
@@ -130,19 +197,27 @@ def main(argv: list[str] | None = None) -> int:
         # A character the output encoding cannot show (an emoji under a Latin-1 locale) is
         # escaped rather than stopping the stream; JSON is then written as ASCII (see _emit).
         sys.stdout.reconfigure(errors="backslashreplace")
+    if guard is not None:
+        if not guard.fixed:
+            guard.base = max(guard.limit, resident_bytes() + HEADROOM_BYTES)
+        guard.stage("waiting for input", limit_bytes=guard.base)
     if not args.json:
         sys.stderr.write(f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
                          f"{clf.encoder.backend}; {privacy_summary(clf.privacy)}\n")
     try:
         if args.texts:
-            failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args, "argument")
+            failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args,
+                                       "argument", guard)
         else:
-            failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line")
+            failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line", guard)
     except BrokenPipeError:
         # The reader of stdout went away (`... | head -1`): stop quietly, as other tools do.
         # stdout goes to /dev/null so that the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except BundleError as exc:  # e.g. a worker thread's engine that cannot be built
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     return 1 if failures else 0
 
 

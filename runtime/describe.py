@@ -7,9 +7,11 @@ bundle's facts does not start the encoder.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+from runtime.bundle.stream import LazyBin
 from runtime.bundle.schema import Bundle, ExporterKey, Lsh, Privacy, Release, Scoring
 
 #: Privacy facts `format_info` lists one per line, in this order.
@@ -19,21 +21,41 @@ PRIVACY_LINES = (Privacy.EPSILON, Privacy.DELTA, Privacy.SENSITIVITY_L1, Privacy
                  Privacy.PUBLIC_INPUTS, Privacy.COMPOSITION)
 
 
+def safe_text(text: str) -> str:
+    r"""Free text from a bundle as it may reach a terminal: every character that is not
+    printable (control characters such as ESC, BEL, CR and the C1 range, format characters
+    such as the bidirectional overrides, line and paragraph separators) is shown as its escape,
+    so a bundle cannot send terminal escape sequences, retitle the window or spoof lines.
+
+    Example:
+        >>> safe_text("dpedge\x1b]0;pwned\x07 \u202eok\r")
+        'dpedge\\x1b]0;pwned\\x07 \\u202eok\\r'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _plain(v: Any, depth: int = 0) -> Any:
     """A JSON-ready copy of free-form metadata from the bundle (privacy, lsh, encoder facts,
     exporter): the reader accepts any msgpack there, so bytes, timestamps, odd keys and deep
-    nesting become short text instead of crashing `--info` or `json.dumps`."""
-    if v is None or isinstance(v, (bool, int, float, str)):
+    nesting become short text instead of crashing `--info` or `json.dumps`, and text is made
+    safe for a terminal (`safe_text`), in JSON too (JSON leaves DEL and C1 characters raw)."""
+    if isinstance(v, str):
+        return safe_text(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)  # JSON has no NaN or infinity: --info --json stays JSON
+    if v is None or isinstance(v, (bool, int, float)):
         return v
     if depth >= 8:
         return "..."
     if isinstance(v, dict):
-        return {k if isinstance(k, str) else repr(k): _plain(x, depth + 1) for k, x in v.items()}
+        return {safe_text(k) if isinstance(k, str) else repr(k): _plain(x, depth + 1) for k, x in v.items()}
     if isinstance(v, list):
         return [_plain(x, depth + 1) for x in v]
-    if isinstance(v, bytes):
+    if isinstance(v, (bytes, LazyBin)):
         return f"<{len(v)} bytes>"
-    return repr(v)[:100]
+    return safe_text(repr(v)[:100])
 
 
 def _num(v: Any) -> str:
@@ -73,7 +95,7 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
         "lsh": None if b.lsh is None else {**_plain(b.lsh), Lsh.TABLES: b.tables, Lsh.BITS: b.bits},
         "encoder": {
             "format": b.encoder.format, "dim": b.encoder.dim, "max_length": b.encoder.max_length,
-            "pooling": b.encoder.pooling, "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
+            "pooling": safe_text(b.encoder.pooling), "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
         },
         "exporter": _plain(b.exporter),
         "scoring": _plain(b.scoring) if b.scoring else None,
@@ -91,10 +113,11 @@ def _releases(privacy: dict[str, Any]) -> list[dict[str, Any]]:
 def privacy_summary(privacy: dict[str, Any]) -> str:
     """One line: the guarantee in the bundle's own words (numbers to 10 significant digits)."""
     g = lambda key, m=privacy: f"{float(m.get(key, 0)):.10g}"  # noqa: E731
-    head = f"epsilon = {g(Privacy.EPSILON)}, delta = {g(Privacy.DELTA)} (pure DP) per {privacy[Privacy.PRIVACY_UNIT]}"
+    head = (f"epsilon = {g(Privacy.EPSILON)}, delta = {g(Privacy.DELTA)} (pure DP) per "
+            f"{safe_text(str(privacy[Privacy.PRIVACY_UNIT]))}")
     releases = _releases(privacy)
     if releases:
-        parts = ", ".join(f"{r.get(Release.STATISTIC, '?')} eps {g(Release.EPSILON, r)} (scale {g(Release.NOISE_SCALE, r)})"
+        parts = ", ".join(f"{safe_text(str(r.get(Release.STATISTIC, '?')))} eps {g(Release.EPSILON, r)} (scale {g(Release.NOISE_SCALE, r)})"
                           for r in releases)
         return f"{head}, spent on {parts}; discrete Laplace noise"
     return f"{head}; discrete Laplace noise, scale {g(Privacy.NOISE_SCALE)}, on every cell"

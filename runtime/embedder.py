@@ -18,7 +18,13 @@ import numpy as np
 
 from runtime.bundle.schema import Encoder
 from runtime.encoder import TextEncoder
+from runtime.errors import BundleError, InputError
 from runtime.tokenizer import TextTokenizer
+
+#: Embedded at load when a bundle has no check text (format 1.0): the encoder must at least
+#: give a finite vector, or the bundle is refused before any query (an encoder answering NaN
+#: would give every text the first label).
+PROBE_TEXT = "dpedge load probe: turn on the lights at 7"
 
 
 class Embedder:
@@ -58,7 +64,11 @@ class Embedder:
 
     def verify(self) -> float | None:
         """Cosine between this engine's embedding of the bundle's check text and the exporter's
-        (None: the bundle has no check); raises BundleError below CHECK_MIN_COSINE."""
-        if self.encoder.check_text is None:
-            return None
-        return self.encoder.verify(self.tokenizer.encode([self.encoder.check_text])[0])
+        (None: the bundle has no check, and a probe text embedded to a finite vector); raises
+        BundleError below CHECK_MIN_COSINE, or when the tokenizer or the encoder fails at load."""
+        text = PROBE_TEXT if self.encoder.check_text is None else self.encoder.check_text
+        try:
+            ids = self.tokenizer.encode([text])[0]
+        except InputError as exc:
+            raise BundleError(f"the bundle's tokenizer fails at load: {exc}") from None
+        return self.encoder.verify(ids)

@@ -31,8 +31,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from runtime import onnx_backend, tflite_backend
-from runtime.bundle.schema import CHECK_MIN_COSINE, Encoder
-from runtime.errors import BundleError
+from runtime.bundle.schema import CHECK_MIN_COSINE, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, Encoder
+from runtime.errors import BundleError, InputError
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,26 @@ class TextEncoder:
             engine = self._local.engine = self._make()
         return engine
 
-    def embed_one(self, token_ids: Sequence[int]) -> np.ndarray:
-        """The embedding of one text, shape (dim,)."""
-        emb = self._engine().embed_one(token_ids)
-        if emb.shape != (1, self.dim):
-            raise BundleError(f"encoder returned shape {emb.shape}, expected (1, {self.dim})")
+    def embed_one(self, token_ids: Sequence[int], seconds: float = QUERY_RUN_SECONDS) -> np.ndarray:
+        """The embedding of one text, shape (dim,).
+
+        Raises InputError (one line) when the engine fails on this text, takes longer than
+        ``seconds``, or returns anything but a finite (1, dim) float32 array: the caller skips
+        the text (the CLI goes on with the next line), and `verify` turns it into BundleError.
+        """
+        try:
+            emb = self._engine().embed_one(token_ids, seconds)
+        except RuntimeError as exc:  # the backends' one-line failures
+            raise InputError(f"the encoder failed on this text: {exc}") from None
+        return self._checked(emb)
+
+    def _checked(self, emb: Any) -> np.ndarray:
+        """A backend's answer as a finite (dim,) float32 vector, else InputError."""
+        if not isinstance(emb, np.ndarray) or emb.shape != (1, self.dim) or emb.dtype != np.float32:
+            shape, dtype = getattr(emb, "shape", None), getattr(emb, "dtype", type(emb).__name__)
+            raise InputError(f"the encoder returned shape {shape} of {dtype}, expected (1, {self.dim}) float32")
+        if not np.isfinite(emb).all():
+            raise InputError("the encoder returned a non-finite embedding (NaN or infinity)")
         return emb[0]
 
     def embed(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
@@ -152,12 +167,18 @@ class TextEncoder:
     def verify(self, check_ids: Sequence[int]) -> float | None:
         """Compare this engine's embedding of the bundle's check text with the exporter's.
 
-        Returns the cosine (None if the bundle has no check), raises BundleError below
-        CHECK_MIN_COSINE. ``check_ids`` is the tokenized ``encoder.check_text``.
+        Returns the cosine (None if the bundle has no check: ``check_ids`` is then a probe
+        text's, which must still embed to a finite vector), raises BundleError below
+        CHECK_MIN_COSINE, or if the run fails or takes longer than LOAD_RUN_SECONDS.
+        ``check_ids`` is the tokenized ``encoder.check_text``.
         """
+        try:
+            emb = self.embed_one(check_ids, LOAD_RUN_SECONDS)
+        except InputError as exc:
+            raise BundleError(f"the bundle's encoder fails at load on the {self.backend} backend: "
+                              f"{str(exc).removeprefix('the encoder failed on this text: ')}") from None
         if self._spec.check_embedding is None:
             return None
-        emb = self.embed_one(check_ids)
         ref = self._spec.check_embedding
         cos = float(np.dot(emb, ref) / (np.linalg.norm(emb) * np.linalg.norm(ref) + 1e-12))
         if not cos >= CHECK_MIN_COSINE:

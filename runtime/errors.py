@@ -17,3 +17,10 @@ class BundleError(DpedgeError):
 
 class InputError(DpedgeError):
     """A query text cannot be classified (empty, whitespace only, or over the size limit)."""
+
+
+def is_panic(exc: BaseException) -> bool:
+    """A Rust panic surfaced by a native extension (pyo3's PanicException, which derives from
+    BaseException so that `except Exception` does not swallow it): for the runtime, an engine
+    failure like any other, reported in one line."""
+    return type(exc).__name__ == "PanicException"

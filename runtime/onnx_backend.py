@@ -6,30 +6,147 @@ path by the number of rows they get, so the same text embedded inside a batch di
 it embedded alone (measured: up to 0.008, even in a batch of identical copies), which would
 flip SimHash bits for a few percent of texts. One text per run makes an embedding a function
 of the text alone (see runtime.encoder for how throughput comes back).
+
+A bundle may come from anywhere, so every session runs under budgets (docs/reliability.md
+section 5): onnxruntime's telemetry is off before it is first imported (it would otherwise
+write a device id and an event queue under ~/.cache), every tensor comes from an arena capped
+at `schema.ENGINE_ARENA_BYTES` (a graph that expands a tensor to gigabytes fails that run
+instead of taking the device's memory), session creation can be cancelled, and a run that
+exceeds its time budget is terminated from a watchdog thread. The graph itself was checked
+against the encoder family before it gets here (runtime.bundle.model_family).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import heapq
+import itertools
+import os
+import threading
+from typing import Any, Sequence
 
 import numpy as np
 
-from runtime.bundle.schema import Encoder
+from runtime.bundle.schema import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, Encoder
 from runtime.errors import BundleError
 
 INSTALL = "pip install 'onnxruntime>=1.22'"
 
+# onnxruntime >= 1.2x on Linux starts a telemetry client when it is imported (a device id and
+# an event database under ~/.cache/Microsoft/DeveloperTools); this variable, read at import,
+# keeps it from starting. Set here, at the runtime's import, so that it precedes the first
+# `import onnxruntime` the runtime makes (an application that imported onnxruntime earlier
+# must set it itself). An explicit choice in the environment is left alone.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-def _session_options(threads: int | None):
+
+def _onnxruntime() -> Any:
+    """onnxruntime, imported with telemetry and its own stderr logging off (failures reach the
+    caller as exceptions, reported in one line)."""
     import onnxruntime as ort
 
+    ort.disable_telemetry_events()
+    ort.set_default_logger_severity(4)
+    return ort
+
+
+_arena_lock = threading.Lock()
+_arena_registered = False
+
+
+def _register_capped_arena(ort: Any) -> bool:
+    """Register, once per process, the CPU arena that sessions with ``session.use_env_allocators``
+    share, capped at ENGINE_ARENA_BYTES. False if onnxruntime refuses (an application
+    registered its own): sessions then use their own uncapped arenas."""
+    global _arena_registered
+    with _arena_lock:
+        if not _arena_registered:
+            try:
+                info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+                # max_mem, extend strategy 1 (kSameAsRequested: no doubling past the cap), defaults.
+                ort.create_and_register_allocator(info, ort.OrtArenaCfg(ENGINE_ARENA_BYTES, 1, -1, -1))
+                _arena_registered = True
+            except Exception:  # noqa: BLE001 - already registered, or an onnxruntime without the API
+                _arena_registered = False
+        return _arena_registered
+
+
+def _session_options(threads: int | None):
+    ort = _onnxruntime()
     so = ort.SessionOptions()
     # 0 lets onnxruntime use every core; 1 is the Raspberry Pi / background-service case.
     so.intra_op_num_threads = 0 if threads is None else int(threads)
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
+    so.log_severity_level = 4
+    _budget_options(ort, so)
     return so
+
+
+def _budget_options(ort: Any, so: Any) -> None:
+    """The memory budget: every tensor from the shared capped arena."""
+    if _register_capped_arena(ort):
+        so.add_session_config_entry("session.use_env_allocators", "1")
+
+
+class _Watchdog:
+    """One daemon thread that stops onnxruntime work whose deadline has passed: a run through
+    its RunOptions.terminate, a session creation through its load-cancellation flag. Runs
+    register on entry and leave on exit, so a normal run costs a heap push and pop."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._live: dict[int, Any] = {}
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def start(self, seconds: float, stop: Any) -> int:
+        """Call ``stop()`` if still registered after ``seconds``; returns the registration."""
+        import time
+
+        with self._cond:
+            key = next(self._ids)
+            self._live[key] = stop
+            heapq.heappush(self._heap, (time.monotonic() + seconds, key))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="dpedge-engine-watchdog", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+            return key
+
+    def finish(self, key: int) -> bool:
+        """Unregister; True if the deadline had already passed (the work was stopped)."""
+        with self._cond:
+            return self._live.pop(key, None) is None
+
+    def _loop(self) -> None:
+        import time
+
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, key = self._heap[0]
+                wait = deadline - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                stop = self._live.pop(key, None)
+                if stop is not None:
+                    stop()
+
+
+_watchdog = _Watchdog()
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    """An engine's message on one short line (onnxruntime's span lines and name source files)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class OnnxRuntimeBackend:
@@ -43,31 +160,50 @@ class OnnxRuntimeBackend:
     copies_model = True
 
     def __init__(self, encoder: Encoder, threads: int | None):
-        import onnxruntime as ort
-
+        ort = _onnxruntime()
+        so = _session_options(threads)
+        key = _watchdog.start(LOAD_RUN_SECONDS, lambda: so.set_load_cancellation_flag(True))
         try:
-            self._session = ort.InferenceSession(
-                encoder.model, _session_options(threads), providers=["CPUExecutionProvider"]
-            )
+            self._session = ort.InferenceSession(encoder.model, so, providers=["CPUExecutionProvider"])
+            graph_inputs = {i.name for i in self._session.get_inputs()}
+            outputs = {o.name for o in self._session.get_outputs()}
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
+            stopped = _watchdog.finish(key)
+            why = f"loading took longer than {LOAD_RUN_SECONDS:g} s" if stopped else _one_line(exc)
             raise BundleError(
-                f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {exc} "
+                f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {why} "
                 f"(dpedge needs onnxruntime >= 1.22: {INSTALL})"
             ) from None
-        graph_inputs = {i.name for i in self._session.get_inputs()}
+        _watchdog.finish(key)
         if graph_inputs != set(encoder.inputs):
             raise BundleError(f"encoder graph inputs {sorted(graph_inputs)} differ from the bundle's {sorted(encoder.inputs)}")
-        if encoder.output not in {o.name for o in self._session.get_outputs()}:
+        if encoder.output not in outputs:
             raise BundleError(f"encoder graph has no output {encoder.output!r}")
         self._inputs = tuple(encoder.inputs)
         self._output = encoder.output
+        self._ort = ort
         # onnxruntime's Python wrapper keeps the model bytes only to build the session again
         # when its providers change (set_providers, a GPU provider failing over to CPU);
         # this CPU-only session never does that, and the bytes are the model's whole size.
         if getattr(self._session, "_model_bytes", None) is not None:
             self._session._model_bytes = None
 
-    def embed_one(self, token_ids: Sequence[int]) -> np.ndarray:
+    def embed_one(self, token_ids: Sequence[int], seconds: float = QUERY_RUN_SECONDS) -> np.ndarray:
+        """One run; raises RuntimeError (one line) if it fails or takes longer than ``seconds``."""
         ids = np.asarray([token_ids], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        return self._session.run([self._output], {k: feeds[k] for k in self._inputs})[0]
+        return self._timed_run({k: feeds[k] for k in self._inputs}, seconds)
+
+    def _timed_run(self, feeds: dict[str, np.ndarray], seconds: float) -> np.ndarray:
+        """Run under the time budget: the watchdog sets RunOptions.terminate at the deadline."""
+        options = self._ort.RunOptions()
+        options.log_severity_level = 4
+        key = _watchdog.start(seconds, lambda: setattr(options, "terminate", True))
+        try:
+            out = self._session.run([self._output], feeds, options)[0]
+        except Exception as exc:  # noqa: BLE001 - onnxruntime's Fail, RuntimeException, InvalidArgument...
+            if _watchdog.finish(key):
+                raise RuntimeError(f"the run took longer than {seconds:g} s and was stopped") from None
+            raise RuntimeError(_one_line(exc)) from None
+        _watchdog.finish(key)
+        return out

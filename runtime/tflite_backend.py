@@ -10,6 +10,10 @@ which also keeps every embedding a function of its text alone, as on onnxruntime
 (FULLY_CONNECTED v12) and has run int8 models to garbage without an error; the runtime
 offers it only as a fallback and the bundle's check text (runtime.encoder) catches a wrong
 result.
+
+LiteRT has no way to cancel a running interpreter or to cap its memory, so what bounds a
+TFLite encoder's cost is the model family (runtime.bundle.model_family: one subgraph, so no
+WHILE, and no FILL, TILE or custom operators) and the resource checks of runtime.encoder.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime.bundle.schema import Encoder
+from runtime.bundle.schema import QUERY_RUN_SECONDS, Encoder
 from runtime.errors import BundleError
 
 SIGNATURE = "serving_default"
@@ -55,17 +59,22 @@ class TfliteBackend:
             # Allocating for a two-token input fails here, not on the first query, if the
             # interpreter lacks a kernel version the model needs.
             self._runner(input_ids=np.zeros((1, 2), dtype=np.int32))
-        except Exception as exc:  # the interpreters raise ValueError/RuntimeError with kernel details
-            detail = " ".join(str(exc).split())  # the interpreters' messages span several lines
+            ins = set(self._runner.get_input_details())
+            outs = set(self._runner.get_output_details())
+        except Exception as exc:  # ValueError/RuntimeError with kernel details; UnicodeDecodeError on names
+            detail = " ".join(str(exc).split())[:300]  # the interpreters' messages span several lines
             raise BundleError(f"the {name} interpreter cannot run this bundle's TFLite encoder: {detail}{fix}") from None
         self._interp = interp  # the runner borrows the interpreter; keep it alive
-        ins = set(self._runner.get_input_details())
         if ins != set(encoder.inputs):
             raise BundleError(f"TFLite encoder inputs {sorted(ins)} differ from the bundle's {sorted(encoder.inputs)}")
-        if encoder.output not in self._runner.get_output_details():
+        if encoder.output not in outs:
             raise BundleError(f"TFLite encoder has no output {encoder.output!r}")
         self._output = encoder.output
 
-    def embed_one(self, token_ids: Sequence[int]) -> np.ndarray:
+    def embed_one(self, token_ids: Sequence[int], seconds: float = QUERY_RUN_SECONDS) -> np.ndarray:
+        """One run (``seconds`` is not enforced: LiteRT cannot stop a run, see the module doc)."""
         ids = np.asarray([token_ids], dtype=np.int32)
-        return self._runner(input_ids=ids)[self._output]
+        try:
+            return self._runner(input_ids=ids)[self._output]
+        except Exception as exc:  # noqa: BLE001 - the interpreter's RuntimeError/ValueError
+            raise RuntimeError(" ".join(str(exc).split())[:300]) from None

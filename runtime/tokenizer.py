@@ -12,7 +12,7 @@ from typing import Sequence
 
 from tokenizers import Tokenizer
 
-from runtime.errors import BundleError
+from runtime.errors import BundleError, InputError, is_panic
 
 
 class TextTokenizer:
@@ -27,13 +27,24 @@ class TextTokenizer:
     def __init__(self, tokenizer_json: str, max_length: int):
         try:
             tok = Tokenizer.from_str(tokenizer_json)
-        except Exception as exc:  # the Rust side raises a bare Exception on bad JSON
-            raise BundleError(f"the bundle's tokenizer cannot be loaded: {exc}") from None
-        tok.no_padding()
-        tok.enable_truncation(max_length)
+            tok.no_padding()
+            tok.enable_truncation(max_length)
+        except BaseException as exc:  # a bare Exception on bad JSON; a Rust panic is a BaseException
+            if not (isinstance(exc, Exception) or is_panic(exc)):
+                raise
+            raise BundleError(f"the bundle's tokenizer cannot be loaded: {' '.join(str(exc).split())[:300]}") from None
         self._tok = tok
         self.max_length = max_length
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids (with [CLS]/[SEP]) for each text, no padding."""
-        return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=True)]
+        """Token ids (with [CLS]/[SEP]) for each text, no padding.
+
+        Raises InputError if the tokenizer fails, including a Rust panic (PanicException is a
+        BaseException, which `except Exception` would let through and end a stream).
+        """
+        try:
+            return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=True)]
+        except BaseException as exc:
+            if not (isinstance(exc, Exception) or is_panic(exc)):
+                raise
+            raise InputError(f"the tokenizer failed on this text: {' '.join(str(exc).split())[:300]}") from None

@@ -66,7 +66,10 @@ def test_golden_data_covers_both_formats(golden):
     assert sorted(majors) == [1, 2, 2]
     assert [s["file"] for s in data["scored"]] == [f"scored/{n}.dpedge" for n in golden_script.SCORED]
     assert all(len(s["cases"]) == len(golden_script.SAMPLE) + 4 for s in data["scored"])
-    assert {Path(m["file"]).stem for m in data["malformed"]} == {*golden_script.MALFORMED, *golden_script.MALFORMED_2}
+    assert {Path(m["file"]).stem for m in data["malformed"]} == {*golden_script.MALFORMED, *golden_script.MALFORMED_2,
+                                                                 *golden_script.MALFORMED_HOSTILE,
+                                                                 *golden_script.MALFORMED_PLAIN,
+                                                                 *golden_script.MALFORMED_TFLITE}
 
 
 def test_java_core_reproduces_the_python_runtime(golden):
@@ -85,5 +88,7 @@ def test_java_core_reproduces_the_python_runtime(golden):
     cases = 3 * (len(golden_script.SAMPLE) + 175)  # three bundles x (sample + assistant test set)
     scored = len(golden_script.SCORED) * (len(golden_script.SAMPLE) + 4)
     assert [int(g) for g in m.groups()] == [
-        cases, cases, cases, len(golden_script.MALFORMED) + len(golden_script.MALFORMED_2),
+        cases, cases, cases, sum(len(m) for m in (golden_script.MALFORMED, golden_script.MALFORMED_2,
+                                                  golden_script.MALFORMED_HOSTILE, golden_script.MALFORMED_PLAIN,
+                                                  golden_script.MALFORMED_TFLITE)),
         len(golden_script.VARIANTS) + len(golden_script.VARIANTS_2), scored, 2, 3]

@@ -1,6 +1,7 @@
 """Bundle format v1: round trip, atomic writes, and one clear BundleError for every malformed input."""
 
 import hashlib
+import json
 import os
 import random
 from pathlib import Path
@@ -205,12 +206,35 @@ def test_invalid_fields(data, tmp_path, mutate, message):
         load_bytes(tmp_path, rewrite(data, mutate_payload=mutate))
 
 
+def _proto(field: int, body: bytes) -> bytes:
+    """One length-delimited protobuf field (the field numbers are onnx.proto's)."""
+    return bytes([field << 3 | 2, len(body)]) + body
+
+
+#: A well-formed ONNX model within the family whose one node reads an input nothing defines:
+#: the reader's family check passes it, onnxruntime refuses it.
+_DANGLING_ONNX = (b"\x08\x08" + _proto(8, b"\x10\x12")
+                  + _proto(7, _proto(1, _proto(1, b"nowhere") + _proto(2, b"y") + _proto(4, b"Add"))))
+
+
 def test_corrupt_encoder_model_or_tokenizer_is_a_bundle_error(data, tmp_path):
     p = tmp_path / "bad.dpedge"
     p.write_bytes(rewrite(data, mutate_payload=_set("encoder.model", b"\x08\x01garbage-not-onnx")))
-    with pytest.raises(BundleError, match="cannot be loaded by onnxruntime"):
+    with pytest.raises(BundleError, match="field 'encoder.model' is not a valid ONNX model"):
         Classifier.load(p)
+    p.write_bytes(rewrite(data, mutate_payload=_set("encoder.model", _DANGLING_ONNX)))
+    with pytest.raises(BundleError, match="cannot be loaded by onnxruntime") as refused:
+        Classifier.load(p)
+    assert "\n" not in str(refused.value)
     p.write_bytes(rewrite(data, mutate_payload=_set("encoder.tokenizer_json", "{not json")))
+    with pytest.raises(BundleError, match="field 'encoder.tokenizer_json' is not valid JSON"):
+        Classifier.load(p)
+
+    def odd_strategy(s: str) -> str:  # inside the family's bounds, refused by tokenizers itself
+        doc = json.loads(s)
+        doc["truncation"] = {"max_length": 128, "strategy": "Sideways", "stride": 0}
+        return json.dumps(doc)
+    p.write_bytes(rewrite(data, mutate_payload=_set("encoder.tokenizer_json", odd_strategy)))
     with pytest.raises(BundleError, match="tokenizer cannot be loaded"):
         Classifier.load(p)
 
@@ -241,8 +265,12 @@ def test_save_is_atomic_when_interrupted(dp_bundle, tmp_path, monkeypatch):
 
 
 def test_per_person_bundle_with_matching_sensitivity_loads(data, tmp_path):
-    """Format 1.2: one person, up to K records -> sensitivity K*T; a bundle saying so loads."""
+    """One person, up to K records -> sensitivity K*T; a bundle saying so (its votes release and
+    the top-level facts alike, with the noise scale of that sensitivity) loads."""
     def per_person(p):
-        p["privacy"].update(max_records_per_unit=3, sensitivity_l1=96, noise_scale=12.0)
+        votes = next(r for r in p["privacy"]["releases"] if r["statistic"] == "votes")
+        scale = 96 / votes["epsilon"]
+        votes.update(max_records_per_unit=3, sensitivity_l1=96, noise_scale=scale)
+        p["privacy"].update(max_records_per_unit=3, sensitivity_l1=96, noise_scale=scale)
     b = load_bytes(tmp_path, rewrite(data, mutate_payload=per_person))
     assert b.privacy["max_records_per_unit"] == 3 and b.privacy["sensitivity_l1"] == 3 * b.tables

@@ -173,6 +173,7 @@ def test_scoring_findings_are_reported(tiny2, monkeypatch):
     monkeypatch.undo()
     p = copy.deepcopy(tiny2.payload)  # no class statistics or prior: those modes are refused, as they should be
     del p["class_stats"], p["prior"], p["privacy"]["releases"][0]
+    p["privacy"]["epsilon"] = p["privacy"]["releases"][0]["epsilon"]  # the votes' share is now all of it
     assert outcome(fz.seal(fz.pack(p))).result == "valid"
     assert fz.Limits(score=False).score is False
 
@@ -288,7 +289,7 @@ def test_a_single_huge_declared_array_is_refused_before_allocation(tiny):
     n = len(tiny.data)  # at most one element per input byte would fit, but each costs 8 bytes up front
     blob = splice(tiny, ("labels",), b"\xdd" + n.to_bytes(4, "big") + b"\xc0" * 10)
     out = outcome(blob)
-    assert out.result == "BundleError" and "max_array_len" in out.detail
+    assert out.result == "BundleError" and "msgpack values for its" in out.detail
     assert out.peak < 3 * len(blob)
 
 
@@ -365,9 +366,13 @@ def format2_variant(base: fz.Base, change) -> bytes:
 
 
 def releases_scaled(p: dict, eps: float, shares: tuple[float, float]) -> None:
+    """Epsilon and the shares replaced, each noise scale following (sensitivity / share)."""
     p["privacy"]["epsilon"] = eps
     for rel, share in zip(p["privacy"]["releases"], shares):
         rel["epsilon"] = share
+        rel["noise_scale"] = rel["sensitivity_l1"] / share
+        if rel["statistic"] == "votes":
+            p["privacy"]["noise_scale"] = rel["noise_scale"]
 
 
 FIXED = [
@@ -380,6 +385,7 @@ FIXED = [
     ("R2", "prior_temperature 1e-310", lambda p: p["scoring"].update(prior_temperature=1e-310)),
     ("R3", "votes weight 1e308", lambda p: p["scoring"].update(votes=1e308)),
     ("R3", "epsilon 1e-310", lambda p: releases_scaled(p, 1e-310, (5e-311, 5e-311))),
+    ("R3", "epsilon 1e-300", lambda p: releases_scaled(p, 1e-300, (5e-301, 5e-301))),
     ("R3", "epsilon 1e-300, prior weight 1e12", lambda p: (releases_scaled(p, 1e-300, (5e-301, 5e-301)),
                                                             p["scoring"].update(prior=1e12))),
 ]
@@ -392,6 +398,7 @@ def test_fixed_findings_are_refused_or_load_cleanly(tiny2, finding, case, change
     out = outcome(format2_variant(tiny2, change))
     assert not out.finding, f"{finding} ({case}): {out.result}: {out.detail}"
     # A tiny epsilon is a valid (if useless) bundle: it loads and the capped boost keeps the
-    # scores finite; every other case breaks a rule of the format and is refused.
-    expected = "valid" if case == "epsilon 1e-310" else "BundleError"
+    # scores finite; every other case breaks a rule of the format and is refused (epsilon 1e-310
+    # too since format 2.1's consistency rule: no finite noise scale is sensitivity / 5e-311).
+    expected = "valid" if case == "epsilon 1e-300" else "BundleError"
     assert out.result == expected, f"{finding} ({case}): expected {expected}, got {out.result}: {out.detail}"

@@ -3,28 +3,34 @@
 Every malformed input becomes one `BundleError` naming the field (its dotted path from
 `runtime.bundle.schema`), never a KeyError or a msgpack exception from deep inside, and a
 size the file declares never drives an allocation: array byte counts are checked against
-dtype and shape before an array is built, and the msgpack parser is held to a value budget.
+dtype and shape before an array is built, and the msgpack walk is held to a value budget
+(runtime.bundle.stream, which also reads a file once, about its size in memory).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import os
 import reprlib
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-import msgpack
 import numpy as np
 
+from runtime.bundle import stream
+from runtime.bundle.model_family import check_model
 from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_FORMATS, ENCODER_INPUTS, FLOAT_DTYPE,
-                                   FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_LENGTH_RANGE, MAX_TABLES,
+                                   FORMAT_NAME, LSH_FAMILY, MAX_BITS, MAX_BUNDLE_BYTES, MAX_CHECK_TEXT_CHARS,
+                                   MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_LENGTH_RANGE, MAX_NAME_CHARS, MAX_TABLES,
                                    PRIOR_BOOST_RULES, PRIVACY_RTOL, SCORING_MAX, SCORING_NUMBERS,
                                    SCORING_TEMPERATURES, SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE,
-                                   VOTES_OPTIONAL_FROM, Array, Bundle, ClassStats, ClassStatsKey, Encoder, EncoderKey,
-                                   Lsh, Outer, Payload, PriorKey, Privacy, Release, Scoring, Statistic, path)
+                                   VOTES_OPTIONAL_FROM, Array, Bundle, ClassStats,
+                                   ClassStatsKey, Encoder, EncoderKey, Lsh, Outer, Payload, PriorKey, Privacy,
+                                   Release, Scoring, Statistic, UNPRINTABLE_CODE_POINTS, path)
+from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 
 
@@ -32,6 +38,8 @@ def load(file: str | os.PathLike[str]) -> Bundle:
     """Read and validate a bundle file.
 
     Raises BundleError for a missing, oversized, truncated, corrupted or incompatible file.
+    The file is read once, about its size in memory (runtime.bundle.stream), and a corrupted
+    one is refused after a streaming checksum pass that holds one chunk at a time.
 
     Example:
         >>> b = load("models/quickstart.dpedge")             # doctest: +SKIP
@@ -47,21 +55,22 @@ def load(file: str | os.PathLike[str]) -> Bundle:
             raise BundleError(f"{p}: is not a regular file, so it cannot be a bundle")
         if size > MAX_BUNDLE_BYTES:
             raise BundleError(f"{p}: {size} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
-        data = p.read_bytes()
+        f = open(p, "rb", buffering=0)
     except FileNotFoundError:
         raise BundleError(f"{p}: no such bundle file") from None
     except IsADirectoryError:
         raise BundleError(f"{p}: is a directory, not a bundle file") from None
     except OSError as exc:
         raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
-    try:
-        major, body = _checked_payload(data)
-        # Drop the file's bytes before parsing the payload: a bundle is mostly its encoder,
-        # so each copy alive at once costs its whole size in peak memory on the device.
-        del data
-        return _parse_payload(body, major)
-    except BundleError as exc:
-        raise BundleError(f"{p}: {exc}") from exc.__cause__
+    with f:
+        try:
+            return _read(io.BufferedReader(f, _BUFFER), size)
+        except BundleError as exc:
+            raise BundleError(f"{p}: {exc}") from exc.__cause__
+        except MemoryError:
+            raise BundleError(f"{p}: does not fit in the memory this process may use") from None
+        except OSError as exc:
+            raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
 
 
 def unpack(data: bytes) -> Bundle:
@@ -73,60 +82,84 @@ def unpack(data: bytes) -> Bundle:
         ...
         runtime.errors.BundleError: bundle is not a dpedge bundle: top level is integer, expected a map
     """
-    return _parse_payload(*reversed(_checked_payload(bytes(data))))
+    data = bytes(data)
+    return _read(stream.open_bytes(data), len(data))
 
 
-def _no_ext(code: int, data: bytes) -> Any:
-    raise BundleError(f"unexpected msgpack extension type {code}")
+#: Read-ahead of the file reader: headers are small, and big fields are read whole anyway.
+_BUFFER = 64 * 1024
 
 
-#: A bundle holds a few hundred msgpack values besides megabytes of binary fields. Each value
-#: becomes a Python object of up to about 100 bytes however small its msgpack form (an empty
-#: map is one byte, a 64-byte dict), so a document is refused as soon as it holds more than one
-#: value per this many bytes (plus a small allowance): a crafted file cannot make the parser
-#: use many times its own size in memory.
-BYTES_PER_VALUE = 64
-VALUE_ALLOWANCE = 4096
-
-
-def _parse_msgpack(data: bytes, what: str) -> Any:
-    """Parse exactly one msgpack map, mapping every parser failure to BundleError.
-
-    ``unpackb`` parses straight from ``data``; a streaming Unpacker would first copy the
-    whole buffer, doubling the transient memory of a load. The hooks count each array or map
-    and its elements as it is completed (see BYTES_PER_VALUE), and no single array or map may
-    declare more than the whole budget, so the parser stops early on a dense document.
-    """
-    limit = len(data) // BYTES_PER_VALUE + VALUE_ALLOWANCE
-    left = limit
-
-    def counted(container: Any) -> Any:
-        nonlocal left
-        left -= len(container) + 1
-        if left < 0:
-            raise BundleError(f"{what} is not a dpedge bundle: it holds more than {limit} msgpack values "
-                              f"for its {len(data)} bytes")
-        return container
-
-    trailing = 0
-    try:
-        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_no_ext,
-                              list_hook=counted, object_hook=counted, max_array_len=limit, max_map_len=limit)
-    except msgpack.ExtraData as exc:
-        obj, trailing = exc.unpacked, len(exc.extra)
-    except BundleError:
-        raise
-    except msgpack.StackError:
-        raise BundleError(f"{what} is not valid msgpack: it nests deeper than the parser allows") from None
-    except Exception as exc:  # msgpack raises several types (ValueError, FormatError, ExtraData...)
-        if "incomplete input" in str(exc):
-            raise BundleError(f"{what} is truncated ({len(data)} bytes): the file was cut short") from None
-        raise BundleError(f"{what} is not valid msgpack ({type(exc).__name__}: {exc})") from None
+def _top_map(doc: stream.Document, what: str) -> dict[str, Any]:
+    """The document's map; its type is checked before its trailing bytes."""
+    obj = stream.parse_skeleton(doc, what)
     if not isinstance(obj, dict):
         raise BundleError(f"{what} is not a dpedge bundle: top level is {_msgpack_name(type(obj))}, expected a map")
-    if trailing:
-        raise BundleError(f"{what} has {trailing} unexpected trailing bytes")
+    if doc.trailing:
+        raise BundleError(f"{what} has {doc.trailing} unexpected trailing bytes")
     return obj
+
+
+def _read(f: BinaryIO, size: int) -> Bundle:
+    """The outer map, then its payload: checked, hashed, parsed and validated."""
+    # Every binary field of the outer map longer than a digest stays in the file: the payload is
+    # hashed and walked from there, never held twice.
+    outer_doc = stream.split(f, 0, size, "bundle", lazy_min=64)
+    outer = _top_map(outer_doc, "bundle")
+    checksum = outer.get(Outer.CHECKSUM)
+    if isinstance(checksum, dict) and isinstance(checksum.get(Outer.DIGEST), stream.LazyBin):
+        checksum[Outer.DIGEST] = b""  # a SHA-256 digest is 32 bytes: this one cannot match
+    payload = outer.get(Outer.PAYLOAD)
+    source: BinaryIO | None = None
+    start = end = 0
+    if isinstance(payload, stream.LazyBin):
+        source, start, end = f, payload.span.offset, payload.span.offset + payload.span.length
+        outer[Outer.PAYLOAD] = b""
+    major, digest = _checked_outer(outer)
+    if source is None:
+        body = outer[Outer.PAYLOAD]
+        source, start, end = stream.open_bytes(body), 0, len(body)
+    # The walk reads the small values; the digest then streams the whole payload (big fields
+    # included, one chunk at a time), so a corrupted file is refused before any big field is
+    # read; then the big fields the reader uses are read once, into their own buffers, and the
+    # others (unknown fields) never are. A walk that fails on a corrupted payload is reported as
+    # the corruption it is. (The checksum guards against corruption, not against a file that
+    # changes while it is being read: the format has no signature.)
+    try:
+        doc = stream.split(source, start, end, "bundle payload")
+        obj = _top_map(doc, "bundle payload")
+    except BundleError:
+        if _stream_sha256(source, start, end) != digest:
+            raise BundleError(_CORRUPTED) from None
+        raise
+    if doc.digest({}, source) != digest:
+        raise BundleError(_CORRUPTED)
+    wanted = [lazy.span for where, lazy in stream.find_lazy(obj, 4) if _read_into_memory(where)]
+    values = stream.read_spans(source, wanted, "bundle payload")
+    return _validate_payload(_Fields(stream.fill(obj, values), ""), major)
+
+
+_CORRUPTED = "checksum mismatch: the bundle is corrupted (its payload changed after it was written)"
+
+
+#: Array records whose data the reader uses (the encoder's model is the other binary field).
+_ARRAY_RECORDS = {(Payload.VOTES,), (Payload.LSH, Lsh.HYPERPLANES), (Payload.LSH, Lsh.OFFSETS),
+                  (Payload.PRIOR, PriorKey.EMBEDDINGS), (Payload.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING),
+                  *((Payload.CLASS_STATS, k) for k in (ClassStatsKey.ORIGIN, ClassStatsKey.PROJECTION,
+                                                       ClassStatsKey.SUMS, ClassStatsKey.COUNTS))}
+
+
+def _read_into_memory(where: tuple[Any, ...]) -> bool:
+    """Whether a big binary field at this path (at most 4 keys deep) is one the reader uses."""
+    return where == (Payload.ENCODER, EncoderKey.MODEL) or (where[-1:] == (Array.DATA,)
+                                                            and tuple(where[:-1]) in _ARRAY_RECORDS)
+
+
+def _stream_sha256(f: BinaryIO, start: int, end: int) -> bytes:
+    """SHA-256 of f[start:end], one chunk in memory at a time."""
+    h = hashlib.sha256()
+    stream.hash_range(h, f, start, end - start)
+    return h.digest()
 
 
 class _Fields:
@@ -161,8 +194,8 @@ def _as_tuple(t: type | tuple[type, ...]) -> tuple[type, ...]:
     return t if isinstance(t, tuple) else (t,)
 
 
-_MSGPACK_NAMES = {dict: "map", list: "array", bytes: "bin", str: "string", int: "integer", float: "float",
-                  bool: "boolean", type(None): "nil"}
+_MSGPACK_NAMES = {dict: "map", list: "array", bytes: "bin", stream.LazyBin: "bin", str: "string", int: "integer",
+                  float: "float", bool: "boolean", type(None): "nil"}
 _NUMBER = (float, int)
 
 
@@ -238,6 +271,11 @@ def _read_check(enc: _Fields, dim: int) -> dict[str, Any]:
         return {}
     check = enc.sub(EncoderKey.CHECK)
     text = check.get(EncoderKey.CHECK_TEXT, str)
+    # The check text is tokenized and encoded at load, before any query: bounded like a query
+    # could never be (queries may have 1,000,000 characters).
+    if len(text) > MAX_CHECK_TEXT_CHARS:
+        raise BundleError(f"field '{check.where(EncoderKey.CHECK_TEXT)}' has {len(text)} characters, more than "
+                          f"{MAX_CHECK_TEXT_CHARS}")
     emb = _read_array(check.sub(EncoderKey.CHECK_EMBEDDING), FLOAT_DTYPE, 1)
     # The norm in float64: float32 values near 3.4e38 would overflow (and warn) when squared.
     if not text.strip() or emb.shape != (dim,) or not np.isfinite(emb).all() \
@@ -275,10 +313,10 @@ _PRIVACY_REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _checked_payload(data: bytes) -> tuple[int, bytes]:
-    """The major version and the outer map's payload bytes, after the format, version and
-    checksum checks."""
-    outer = _Fields(_parse_msgpack(data, "bundle"), "")
+def _checked_outer(m: dict[str, Any]) -> tuple[int, bytes]:
+    """The outer map's checks (format, version, checksum fields, a binary payload); returns
+    the major version and the digest the payload must have."""
+    outer = _Fields(m, "")
     if outer.m.get(Outer.FORMAT) != FORMAT_NAME:
         raise BundleError(f"not a dpedge bundle: field '{Outer.FORMAT}' is {_show(outer.m.get(Outer.FORMAT))}, "
                           f"expected {FORMAT_NAME!r}")
@@ -287,24 +325,21 @@ def _checked_payload(data: bytes) -> tuple[int, bytes]:
     if checksum.get(Outer.ALGORITHM, str) != CHECKSUM_ALGORITHM:
         raise BundleError(f"unsupported checksum algorithm {_show(checksum.m[Outer.ALGORITHM])}")
     digest = checksum.get(Outer.DIGEST, bytes)
-    body = outer.get(Outer.PAYLOAD, bytes)
-    if hashlib.sha256(body).digest() != digest:
-        raise BundleError("checksum mismatch: the bundle is corrupted (its payload changed after it was written)")
-    return major, body
-
-
-def _parse_payload(body: bytes, major: int) -> Bundle:
-    return _validate_payload(_Fields(_parse_msgpack(body, "bundle payload"), ""), major)
+    outer.get(Outer.PAYLOAD, bytes)
+    return major, digest
 
 
 def _validate_payload(p: _Fields, major: int) -> Bundle:
     labels = _read_str_list(p, Payload.LABELS)
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
         raise BundleError(f"field '{Payload.LABELS}' must hold at least two distinct, non-empty labels")
+    _check_printable(labels, Payload.LABELS, MAX_LABEL_CHARS)
     descriptions = _read_str_list(p, Payload.LABEL_DESCRIPTIONS, optional=True)
     if descriptions is not None and len(descriptions) != len(labels):
         raise BundleError(f"field '{Payload.LABEL_DESCRIPTIONS}' has {len(descriptions)} entries for "
                           f"{len(labels)} labels")
+    if descriptions is not None:
+        _check_printable(descriptions, Payload.LABEL_DESCRIPTIONS, MAX_DESCRIPTION_CHARS)
 
     privacy = p.sub(Payload.PRIVACY)
     for key, typ in _PRIVACY_REQUIRED.items():
@@ -324,13 +359,14 @@ def _validate_payload(p: _Fields, major: int) -> Bundle:
     if major < VOTES_OPTIONAL_FROM or Payload.LSH in p.m or Payload.VOTES in p.m:
         lsh, hyperplanes, votes, offsets = _read_tables(p, privacy, len(labels), per_unit)
         dim = lsh.m[Lsh.DIM]
-    else:
+    else:  # format 3: class statistics alone
         dim = p.sub(Payload.ENCODER).get(EncoderKey.DIM, int)
     class_stats = _read_class_stats(p, len(labels), dim) if Payload.CLASS_STATS in p.m else None
     if votes is None and class_stats is None:
         raise BundleError(f"a bundle without vote tables ('{Payload.VOTES}') must hold '{Payload.CLASS_STATS}': "
                           "it has nothing to classify with")
     _check_releases(privacy, eps, class_stats, votes is not None)
+    _check_noise_scale(privacy, eps)
     prior = None
     if Payload.PRIOR in p.m:
         prior = _finite_array(p.sub(Payload.PRIOR), PriorKey.EMBEDDINGS, (len(labels), dim))
@@ -369,6 +405,12 @@ def _validate_payload(p: _Fields, major: int) -> Bundle:
     unknown_inputs = set(inputs) - set(ENCODER_INPUTS)
     if unknown_inputs:
         raise BundleError(f"encoder declares unsupported inputs {_show(sorted(unknown_inputs))}")
+    if not 1 <= len(encoder.output) <= MAX_NAME_CHARS or not encoder.output.isprintable():
+        raise BundleError(f"field '{enc.where(EncoderKey.OUTPUT)}' must be a printable name of 1 to {MAX_NAME_CHARS} "
+                          f"characters, got {_show(encoder.output)}")
+    # The declared families (docs/bundle-format.md section 10), last: they read the most bytes.
+    check_tokenizer_json(encoder.tokenizer_json)
+    check_model(encoder.format, encoder.model)
 
     return Bundle(
         labels=tuple(labels),
@@ -464,28 +506,78 @@ def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
 
 
 def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None, has_votes: bool) -> None:
-    """Formats 2 and 3: each released statistic with its share; the shares add up to at most
-    the epsilon. The class statistics are one release in format 2 (``class_stats``) and two
-    in format 3 (``class_counts``, then ``class_sums``)."""
+    """Formats 2 and 3: each released statistic with its share; the shares add up to the
+    epsilon, and each release's noise scale is its sensitivity over its share (a reader cannot
+    prove that noise was added, but it refuses a bundle whose own statements contradict each
+    other). The class statistics are one release in format 2 (``class_stats``) and two in
+    format 3 (``class_counts``, then ``class_sums``)."""
     releases = privacy.get(Privacy.RELEASES, list, optional=class_stats is None)
     if releases is None:
         return
-    names, total = [], 0.0
+    names, total, checked = [], 0.0, []
     for i, r in enumerate(releases):
         f = _Fields(r, f"{privacy.where(Privacy.RELEASES)}[{i}]")
         names.append(f.get(Release.STATISTIC, str))
         share = f.get(Release.EPSILON, _NUMBER)
-        f.get(Release.SENSITIVITY_L1, int)
-        f.get(Release.NOISE_SCALE, _NUMBER)
+        sensitivity = f.get(Release.SENSITIVITY_L1, int)
+        scale = f.get(Release.NOISE_SCALE, _NUMBER)
         f.get(Release.MECHANISM, str)
         if not (share > 0 and math.isfinite(share)):
             raise BundleError(f"field '{f.where(Release.EPSILON)}' must be positive, got {share}")
         total += float(share)
+        checked.append((f, float(share), sensitivity, scale))
     needed = {Statistic.VOTES} if has_votes else set()
     if class_stats is not None:
         needed |= ({Statistic.CLASS_STATS} if Statistic.CLASS_STATS in names
                    else {Statistic.CLASS_COUNTS, Statistic.CLASS_SUMS})
     if not needed <= set(names):
         raise BundleError(f"field '{privacy.where(Privacy.RELEASES)}' must list every released statistic, got {names}")
-    if total > eps * (1 + PRIVACY_RTOL):
-        raise BundleError(f"the releases spend epsilon {total}, more than the bundle's epsilon {eps}")
+    if not math.isclose(total, eps, rel_tol=PRIVACY_RTOL):
+        raise BundleError(f"the releases spend epsilon {total}, but field '{privacy.where(Privacy.EPSILON)}' is {eps}: "
+                          f"their shares must add up to it")
+    for f, share, sensitivity, scale in checked:
+        _check_scale(f, Release.SENSITIVITY_L1, Release.NOISE_SCALE, sensitivity, scale, share)
+
+
+def _check_scale(f: _Fields, sensitivity_key: str, scale_key: str, sensitivity: int, scale: float,
+                 epsilon: float) -> None:
+    """A discrete Laplace release of L1 sensitivity s at epsilon e has noise scale s / e."""
+    if sensitivity < 1:
+        raise BundleError(f"field '{f.where(sensitivity_key)}' must be at least 1, got {sensitivity}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise BundleError(f"field '{f.where(scale_key)}' must be a positive finite number, got {scale}")
+    expected = sensitivity / epsilon
+    if not math.isclose(float(scale), expected, rel_tol=PRIVACY_RTOL):
+        raise BundleError(f"field '{f.where(scale_key)}' is {scale}, but sensitivity {sensitivity} at epsilon "
+                          f"{epsilon} needs noise scale {expected}: the privacy facts contradict each other")
+
+
+def _check_noise_scale(privacy: _Fields, eps: float) -> None:
+    """The top-level sensitivity and noise scale are one release's: with releases, the votes
+    release's, or the last release's in a bundle without vote tables (format 3); without
+    releases (format 1.x), those of the whole epsilon."""
+    sensitivity, scale = privacy.m[Privacy.SENSITIVITY_L1], privacy.m[Privacy.NOISE_SCALE]
+    releases = privacy.m.get(Privacy.RELEASES)
+    if not isinstance(releases, list) or not releases:
+        _check_scale(privacy, Privacy.SENSITIVITY_L1, Privacy.NOISE_SCALE, sensitivity, scale, eps)
+        return
+    head = next((r for r in releases if r.get(Release.STATISTIC) == Statistic.VOTES), releases[-1])
+    if sensitivity != head[Release.SENSITIVITY_L1] or not math.isclose(float(scale), float(head[Release.NOISE_SCALE]),
+                                                                       rel_tol=PRIVACY_RTOL):
+        raise BundleError(f"fields '{privacy.where(Privacy.SENSITIVITY_L1)}' and '{privacy.where(Privacy.NOISE_SCALE)}' "
+                          f"({sensitivity}, {scale}) must be the {head[Release.STATISTIC]} release's "
+                          f"({head[Release.SENSITIVITY_L1]}, {head[Release.NOISE_SCALE]})")
+
+
+def _check_printable(texts: list[str], where: str, most: int) -> None:
+    """Labels and descriptions reach terminals: bounded, and without the characters of
+    UNPRINTABLE_CODE_POINTS, so a bundle cannot send escape sequences or break, reorder or
+    spoof output lines."""
+    for i, t in enumerate(texts):
+        if len(t) > most:
+            raise BundleError(f"field '{where}[{i}]' has {len(t)} characters, more than {most}")
+        if not t.isprintable():  # a fast path: printable text holds none of them
+            bad = next((c for c in t if any(lo <= ord(c) <= hi for lo, hi in UNPRINTABLE_CODE_POINTS)), None)
+            if bad is not None:
+                raise BundleError(f"field '{where}[{i}]' holds control character U+{ord(bad):04X}, which a terminal "
+                                  f"would act on")

@@ -242,6 +242,87 @@ SCORING_TEMPERATURES = (Scoring.CENTROID_TEMPERATURE, Scoring.PRIOR_TEMPERATURE)
 #: TEMPERATURE_MIN).
 SCORING_MAX = 1e6
 TEMPERATURE_MIN = 1e-6
+# --------------------------------------------------------------------------- hostile contents
+# A bundle travels (downloads, tickets, copies to a device), so what it hands to native code
+# (tokenizers, onnxruntime, LiteRT) is bounded and of a declared family, checked before any
+# engine sees it (docs/bundle-format.md section 10; runtime/bundle/tokenizer_family.py and
+# runtime/bundle/model_family.py enforce these).
+
+#: Longest msgpack string anywhere in a bundle, in bytes (the longest field, the tokenizer's
+#: JSON, is at most MAX_TOKENIZER_JSON_CHARS characters of at most 4 bytes each).
+MAX_STRING_BYTES = 16 * 1024**2
+#: Longest ``encoder.check.text``: the exporter's is 83 characters. Each byte of it is run
+#: through the tokenizer and the encoder at load, before any query.
+MAX_CHECK_TEXT_CHARS = 1000
+#: Longest ``encoder.tokenizer_json`` (all-MiniLM-L6-v2's is 466,247 characters; a 120,000-token
+#: multilingual BERT vocabulary fits in about 2.5 million).
+MAX_TOKENIZER_JSON_CHARS = 4_000_000
+#: Most vocabulary entries, longest token (vocabulary and added tokens), most added tokens.
+MAX_VOCAB_SIZE = 250_000
+MAX_TOKEN_CHARS = 100
+MAX_ADDED_TOKENS = 1000
+#: WordPiece's ``max_input_chars_per_word`` (longer words become the unknown token); its
+#: greedy match costs up to the square of this per word, so it is bounded too.
+MAX_INPUT_CHARS_PER_WORD = 100
+#: Longest ``continuing_subword_prefix`` (BERT's is "##").
+MAX_PREFIX_CHARS = 8
+#: Longest ``encoder.output`` name.
+MAX_NAME_CHARS = 128
+#: Labels and their descriptions are printed by the CLI: bounded, and none of the characters
+#: of UNPRINTABLE_CODE_POINTS.
+MAX_LABEL_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2000
+#: What labels and descriptions may not hold: the control characters (Unicode category Cc: C0,
+#: DEL and C1, which carry terminal escape sequences, carriage returns and line breaks), the
+#: line and paragraph separators, and the bidirectional controls (which reorder what a line
+#: shows). Ranges of code points, inclusive.
+UNPRINTABLE_CODE_POINTS = ((0x00, 0x1F), (0x7F, 0x9F), (0x061C, 0x061C), (0x200E, 0x200F), (0x2028, 0x202E),
+                           (0x2066, 0x2069))
+
+#: The tokenizer family (the components of a BERT WordPiece tokenizer.json, as the exporter
+#: writes all-MiniLM-L6-v2's): anything else is refused before `tokenizers` parses it.
+TOKENIZER_KEYS = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+                  "post_processor", "decoder", "model")
+TOKENIZER_REQUIRED = ("added_tokens", "normalizer", "pre_tokenizer", "post_processor", "model")
+TOKENIZER_NORMALIZER = "BertNormalizer"
+TOKENIZER_PRE_TOKENIZER = "BertPreTokenizer"
+TOKENIZER_MODEL = "WordPiece"
+TOKENIZER_POST_PROCESSOR = "TemplateProcessing"
+TOKENIZER_DECODER = "WordPiece"
+
+#: The ONNX operators an encoder may use: exactly those of the int8 all-MiniLM-L6-v2 that
+#: exporter/encoder_export.py writes (optimum export, MatMulNBits, int8 Gather), read from the
+#: exported model (tests/test_hostile_bundles.py checks the exporter's own model against it).
+#: No control flow (Loop, If, Scan), no Tile, Range or anything else the exporter never writes.
+ONNX_DOMAINS = ("", "ai.onnx", "com.microsoft")
+ONNX_OPS = frozenset({
+    ("", op) for op in (
+        "Add", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "DequantizeLinear", "Div", "Equal",
+        "Erf", "Expand", "Gather", "LayerNormalization", "MatMul", "Mul", "ReduceL2", "ReduceSum", "Reshape",
+        "Shape", "Slice", "Softmax", "Sqrt", "Sub", "Transpose", "Unsqueeze", "Where")
+} | {("com.microsoft", "MatMulNBits")})
+#: Most nodes and initializers in an ONNX encoder graph (the exporter's: 571 and 143).
+MAX_ONNX_NODES = 20_000
+#: The TFLite builtin operators an encoder may use, by name and schema code: exactly those of
+#: the int8 all-MiniLM-L6-v2 that exporter/tflite_export.py writes (no WHILE, IF, CALL_ONCE,
+#: FILL, TILE or custom operators), in one subgraph (control flow needs a second).
+TFLITE_OPS = {
+    "ADD": 0, "CONCATENATION": 2, "DEQUANTIZE": 6, "FULLY_CONNECTED": 9, "L2_NORMALIZATION": 11, "MUL": 18,
+    "RESHAPE": 22, "SOFTMAX": 25, "GATHER": 36, "TRANSPOSE": 39, "MEAN": 40, "SUB": 41, "STRIDED_SLICE": 45,
+    "CAST": 53, "EXPAND_DIMS": 70, "RSQRT": 76, "SHAPE": 77, "REDUCE_PROD": 81, "PACK": 83, "ZEROS_LIKE": 93,
+    "RANGE": 96, "SQUARED_DIFFERENCE": 99, "BATCH_MATMUL": 126, "BROADCAST_TO": 130, "GELU": 150,
+}
+#: Most operators and tensors in the TFLite subgraph (the exporter's: 555 and 673).
+MAX_TFLITE_OPERATORS = 20_000
+
+#: What running the encoder may cost (runtime/onnx_backend.py, runtime/encoder.py): onnxruntime
+#: allocates every tensor from an arena capped at ENGINE_ARENA_BYTES (the exporter's encoder
+#: needs under 16 MiB at 256 tokens, 40 MiB at 512), and a run longer than the budget is stopped (the check
+#: text at load: LOAD_RUN_SECONDS; a query: QUERY_RUN_SECONDS).
+ENGINE_ARENA_BYTES = 128 * 1024**2
+LOAD_RUN_SECONDS = 3.0
+QUERY_RUN_SECONDS = 10.0
+
 #: Relative tolerance when the reader compares privacy numbers that the writer derived by
 #: float arithmetic (a share's epsilons summing to the total, scale = sensitivity / epsilon).
 PRIVACY_RTOL = 1e-9

@@ -55,6 +55,16 @@ public final class BundleReader {
     static final String VOTES_DTYPE = "<i2";
     static final String FLOAT_DTYPE = "<f4";
     static final List<String> ENCODER_FORMATS = Collections.unmodifiableList(Arrays.asList("onnx", "tflite"));
+    /** Issue 13's bounds (Python's runtime/bundle/schema.py). */
+    static final int MAX_CHECK_TEXT_CHARS = 1000;
+    static final int MAX_NAME_CHARS = 128;
+    static final int MAX_LABEL_CHARS = 200;
+    static final int MAX_DESCRIPTION_CHARS = 2000;
+    static final double PRIVACY_RTOL = 1e-9;
+    /** Code points labels and descriptions may not hold (inclusive ranges): Cc, line and
+     * paragraph separators, bidirectional controls. */
+    static final int[][] UNPRINTABLE_CODE_POINTS = {{0x00, 0x1F}, {0x7F, 0x9F}, {0x061C, 0x061C}, {0x200E, 0x200F},
+        {0x2028, 0x202E}, {0x2066, 0x2069}};
     static final Set<String> KNOWN_INPUTS =
             new HashSet<>(Arrays.asList("input_ids", "attention_mask", "token_type_ids"));
 
@@ -185,10 +195,14 @@ public final class BundleReader {
         if (labels.size() < 2 || new HashSet<>(labels).size() != labels.size() || labels.contains("")) {
             throw new BundleException("field 'labels' must hold at least two distinct, non-empty labels");
         }
+        checkPrintable(labels, "labels", MAX_LABEL_CHARS);
         List<String> descriptions = strList(p, "label_descriptions", true);
         if (descriptions != null && descriptions.size() != labels.size()) {
             throw new BundleException("field 'label_descriptions' has " + descriptions.size() + " entries for "
                     + labels.size() + " labels");
+        }
+        if (descriptions != null) {
+            checkPrintable(descriptions, "label_descriptions", MAX_DESCRIPTION_CHARS);
         }
 
         Fields privacy = p.sub("privacy");
@@ -268,6 +282,7 @@ public final class BundleReader {
         }
         Bundle.ClassStats classStats = p.m.containsKey("class_stats") ? readClassStats(p, labels.size(), dim) : null;
         checkReleases(privacy, eps, classStats != null);
+        checkNoiseScale(privacy, eps);
         float[] prior = null;
         if (p.m.containsKey("prior")) {
             ArrayRecord pr = ArrayRecord.read(p.sub("prior").sub("embeddings"), FLOAT_DTYPE, 2);
@@ -362,9 +377,108 @@ public final class BundleReader {
             throw new BundleException("field 'privacy.releases' must list every released statistic, got "
                     + Msgpack.repr(names));
         }
-        if (total > eps * (1 + 1e-9)) {
+        if (!isClose(total, eps)) {
             throw new BundleException("the releases spend epsilon " + Msgpack.pyFloat(total)
-                    + ", more than the bundle's epsilon " + Msgpack.pyFloat(eps));
+                    + ", but field 'privacy.epsilon' is " + Msgpack.pyFloat(eps) + ": their shares must add up to it");
+        }
+        for (int i = 0; i < releases.size(); i++) {
+            Map<?, ?> r = (Map<?, ?>) releases.get(i);
+            checkScale("privacy.releases[" + i + "].", r.get("sensitivity_l1"), r.get("noise_scale"),
+                    Fields.toDouble(r.get("epsilon")));
+        }
+    }
+
+    /**
+     * A discrete Laplace release of L1 sensitivity s at epsilon e has noise scale s / e: a
+     * bundle whose own facts contradict each other is refused (Python's {@code _check_scale}).
+     */
+    private static void checkScale(String prefix, Object sensitivity, Object scale, double epsilon)
+            throws BundleException {
+        double s = Fields.toDouble(sensitivity);
+        if (s < 1) {
+            throw new BundleException("field '" + prefix + "sensitivity_l1' must be at least 1, got " + sensitivity);
+        }
+        double sc = Fields.toDouble(scale);
+        if (!(sc > 0 && !Double.isInfinite(sc))) {
+            throw new BundleException("field '" + prefix + "noise_scale' must be a positive finite number, got "
+                    + number(scale));
+        }
+        double expected = s / epsilon;
+        if (!isClose(sc, expected)) {
+            throw new BundleException("field '" + prefix + "noise_scale' is " + number(scale) + ", but sensitivity "
+                    + sensitivity + " at epsilon " + Msgpack.pyFloat(epsilon) + " needs noise scale "
+                    + Msgpack.pyFloat(expected) + ": the privacy facts contradict each other");
+        }
+    }
+
+    /**
+     * The top-level sensitivity and noise scale are the vote tables': with releases, the votes
+     * release's; without (format 1.x), those of the whole epsilon (Python's
+     * {@code _check_noise_scale}).
+     */
+    private static void checkNoiseScale(Fields privacy, double eps) throws BundleException {
+        Object sensitivity = privacy.m.get("sensitivity_l1");
+        Object scale = privacy.m.get("noise_scale");
+        Object releases = privacy.m.get("releases");
+        Map<?, ?> votes = null;
+        if (releases instanceof List) {
+            for (Object r : (List<?>) releases) {
+                if (r instanceof Map && "votes".equals(((Map<?, ?>) r).get("statistic"))) {
+                    votes = (Map<?, ?>) r;
+                    break;
+                }
+            }
+        }
+        if (votes == null) {
+            checkScale("privacy.", sensitivity, scale, eps);
+            return;
+        }
+        if (!sensitivity.equals(votes.get("sensitivity_l1"))
+                || !isClose(Fields.toDouble(scale), Fields.toDouble(votes.get("noise_scale")))) {
+            throw new BundleException("fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' (" + sensitivity + ", "
+                    + number(scale) + ") must be the votes release's (" + votes.get("sensitivity_l1") + ", "
+                    + number(votes.get("noise_scale")) + ")");
+        }
+    }
+
+    /** Python's math.isclose(a, b, rel_tol=PRIVACY_RTOL). */
+    static boolean isClose(double a, double b) {
+        if (a == b) {
+            return true;
+        }
+        if (Double.isInfinite(a) || Double.isInfinite(b) || Double.isNaN(a) || Double.isNaN(b)) {
+            return false;
+        }
+        return Math.abs(a - b) <= PRIVACY_RTOL * Math.max(Math.abs(a), Math.abs(b));
+    }
+
+    /** A number as Python's f-string shows it: an integer as it is, a float as its repr. */
+    private static String number(Object v) {
+        return v instanceof Double ? Msgpack.pyFloat((Double) v) : String.valueOf(v);
+    }
+
+    /**
+     * Labels and descriptions reach terminals: bounded, and without control characters, line
+     * separators or bidirectional controls (Python's {@code _check_printable}).
+     */
+    private static void checkPrintable(List<String> texts, String where, int most) throws BundleException {
+        for (int i = 0; i < texts.size(); i++) {
+            String t = texts.get(i);
+            int len = t.codePointCount(0, t.length());
+            if (len > most) {
+                throw new BundleException("field '" + where + "[" + i + "]' has " + len + " characters, more than "
+                        + most);
+            }
+            for (int j = 0; j < t.length(); ) {
+                int cp = t.codePointAt(j);
+                j += Character.charCount(cp);
+                for (int[] range : UNPRINTABLE_CODE_POINTS) {
+                    if (cp >= range[0] && cp <= range[1]) {
+                        throw new BundleException("field '" + where + "[" + i + "]' holds control character U+"
+                                + String.format(java.util.Locale.ROOT, "%04X", cp) + ", which a terminal would act on");
+                    }
+                }
+            }
         }
     }
 
@@ -487,6 +601,11 @@ public final class BundleReader {
         if (enc.optional("check", Kind.MAP) != null) {
             Fields check = enc.sub("check");
             checkText = check.string("text");
+            int chars = checkText.codePointCount(0, checkText.length());
+            if (chars > MAX_CHECK_TEXT_CHARS) {
+                throw new BundleException("field 'encoder.check.text' has " + chars + " characters, more than "
+                        + MAX_CHECK_TEXT_CHARS);
+            }
             ArrayRecord emb = ArrayRecord.read(check.sub("embedding"), FLOAT_DTYPE, 1);
             boolean ok = !PyText.isBlank(checkText) && emb.shapeIs(dimV);
             if (ok) {
@@ -520,6 +639,15 @@ public final class BundleReader {
             throw new BundleException("encoder declares unsupported inputs "
                     + Msgpack.repr(new ArrayList<Object>(unknown)));
         }
+        int outputChars = output.codePointCount(0, output.length());
+        boolean printable = output.codePoints().allMatch(Msgpack::isPrintable);  // Python's str.isprintable
+        if (outputChars < 1 || outputChars > MAX_NAME_CHARS || !printable) {
+            throw new BundleException("field 'encoder.output' must be a printable name of 1 to " + MAX_NAME_CHARS
+                    + " characters, got " + Msgpack.repr(output));
+        }
+        // The declared families (docs/bundle-format.md section 10), last: they read the most bytes.
+        TokenizerFamily.check(tokenizerJson);
+        ModelFamily.check(format, model);
         return new Bundle.Encoder(format, model.copy(), tokenizerJson, (int) (long) (Long) maxLength,
                 (int) (long) (Long) encDim, pooling, normalized, inputs, output, facts, checkText, checkEmbedding);
     }

@@ -16,7 +16,7 @@ import java.util.Map;
  * or unpaired surrogate escapes (the Rust {@code serde_json} that Python's {@code tokenizers}
  * uses rejects them too), and nesting is limited so a crafted file cannot overflow the stack.
  *
- * <p>Values: {@link Map} (insertion order, a repeated key keeps the last value), {@link List},
+ * <p>Values: {@link Map} (insertion order; a repeated key is refused, {@link DuplicateKey}), {@link List},
  * {@link String}, {@link Long} for integers that fit, {@link Double} for other numbers,
  * {@link Boolean} and {@code null}. Errors are {@link IllegalArgumentException}s naming the
  * offset.
@@ -30,6 +30,17 @@ final class MiniJson {
 
     private MiniJson(String s) {
         this.s = s;
+    }
+
+    /** A key repeated in one object: refused, with the key named. */
+    static final class DuplicateKey extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+        final String key;
+
+        DuplicateKey(String key) {
+            super("key " + key + " appears twice in one object");
+            this.key = key;
+        }
     }
 
     /** Parses one JSON document (surrounding whitespace allowed, nothing else). */
@@ -112,7 +123,14 @@ final class MiniJson {
             skipWhitespace();
             expect(':');
             skipWhitespace();
-            map.put(key, value(depth));
+            Object v = value(depth);
+            if (map.containsKey(key)) {
+                // serde (the Rust side of tokenizers) refuses a repeated field, Python's json keeps
+                // the last: a document two parsers would read differently is refused (the
+                // tokenizer family check, TokenizerFamily).
+                throw new DuplicateKey(key);
+            }
+            map.put(key, v);
             skipWhitespace();
             char c = next();
             if (c == '}') {

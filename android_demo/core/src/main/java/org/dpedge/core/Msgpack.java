@@ -45,6 +45,8 @@ import org.msgpack.core.MessageUnpacker;
  * extension hook) and every other extension type is refused.
  */
 final class Msgpack {
+    /** Longest string anywhere in a bundle, in bytes (Python's schema.MAX_STRING_BYTES). */
+    static final int MAX_STRING_BYTES = 16 * 1024 * 1024;
     /** Containers nested deeper than this are refused, like msgpack-python's parser stack. */
     static final int MAX_DEPTH = 1024;
 
@@ -251,6 +253,10 @@ final class Msgpack {
                 return unpacker.unpackDouble();
             case STRING: {
                 int n = sizeHeader(f);
+                if (n > MAX_STRING_BYTES) {  // before the bytes: a declared length decides
+                    throw new BundleException(what + " holds a string of " + n + " bytes, longer than any field allows ("
+                            + MAX_STRING_BYTES + ")");
+                }
                 need(n);
                 return utf8(n);
             }
@@ -404,7 +410,7 @@ final class Msgpack {
     }
 
     /** Python's {@code str.isprintable} for one code point. */
-    private static boolean isPrintable(int cp) {
+    static boolean isPrintable(int cp) {
         if (cp == ' ') {
             return true;
         }

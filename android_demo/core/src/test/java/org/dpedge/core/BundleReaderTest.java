@@ -44,7 +44,7 @@ public class BundleReaderTest {
         assertEquals(32767, votes[6]);
         Bundle.Encoder e = b.encoder();
         assertEquals("onnx", e.format());
-        assertArrayEquals(new byte[] {1, 2, 3}, e.model());
+        assertArrayEquals(TestBundles.TINY_ONNX, e.model());
         assertEquals(16, e.maxLength());
         assertEquals(Arrays.asList("input_ids", "attention_mask"), e.inputs());
         assertEquals("wake me up", e.checkText());
@@ -228,6 +228,8 @@ public class BundleReaderTest {
         Map<String, Object> p = TestBundles.payload2();
         p.remove("class_stats");
         TestBundles.sub(p, "privacy").remove("releases");  // required only with class statistics
+        // Without releases the top-level facts are the whole statement: scale = sensitivity / epsilon.
+        TestBundles.sub(p, "privacy").put("noise_scale", TestBundles.TABLES / 8.0);
         p.put("scoring", null);
         Bundle b = BundleReader.read(TestBundles.seal2(p));
         assertNull(b.classStats());
@@ -293,7 +295,7 @@ public class BundleReaderTest {
         expectPayload2(p -> release(p, 0).put("statistic", "sums"),
                 "field 'privacy.releases' must list every released statistic, got ['sums', 'votes']");
         expectPayload2(p -> release(p, 0).put("epsilon", 7.0),
-                "the releases spend epsilon 8.6, more than the bundle's epsilon 8.0");
+                "the releases spend epsilon 8.6, but field 'privacy.epsilon' is 8.0: their shares must add up to it");
         expectPayload2(p -> TestBundles.sub(p, "prior").put("embeddings",
                 TestBundles.array("<f4", new byte[24], 2L, 3L)),
                 "field 'prior.embeddings' must be finite with shape (3, 3), got (2, 3)");
@@ -414,7 +416,7 @@ public class BundleReaderTest {
         expectPayload2(p -> {
             p.remove("class_stats");
             release(p, 1).put("epsilon", 2.0);
-        }, "the releases spend epsilon 8.4, more than the bundle's epsilon 8.0");
+        }, "the releases spend epsilon 8.4, but field 'privacy.epsilon' is 8.0: their shares must add up to it");
     }
 
     @SuppressWarnings("unchecked")

@@ -51,8 +51,13 @@ public class MiniJsonTest {
     }
 
     @Test
-    public void repeatedKeyKeepsTheLastValue() {
-        assertEquals(2L, ((Map<?, ?>) MiniJson.parse("{\"k\": 1, \"k\": 2}")).get("k"));
+    public void repeatedKeyIsRefused() {
+        try {
+            MiniJson.parse("{\"k\": 1, \"k\": 2}");
+            fail("a repeated key was accepted");
+        } catch (MiniJson.DuplicateKey e) {
+            assertEquals("k", e.key);
+        }
     }
 
     @Test

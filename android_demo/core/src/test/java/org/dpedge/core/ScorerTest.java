@@ -71,6 +71,16 @@ public class ScorerTest {
     private static Bundle format2(java.util.function.Consumer<Map<String, Object>> edit) throws Exception {
         Map<String, Object> p = TestBundles.payload2();
         edit.accept(p);
+        // The top-level sensitivity and scale state the votes release's (the reader checks it).
+        Object releases = TestBundles.sub(p, "privacy").get("releases");
+        if (releases instanceof java.util.List) {
+            for (Object r : (java.util.List<?>) releases) {
+                if ("votes".equals(((Map<?, ?>) r).get("statistic"))) {
+                    TestBundles.sub(p, "privacy").put("noise_scale", ((Map<?, ?>) r).get("noise_scale"));
+                    TestBundles.sub(p, "privacy").put("sensitivity_l1", ((Map<?, ?>) r).get("sensitivity_l1"));
+                }
+            }
+        }
         return BundleReader.read(TestBundles.seal2(p));
     }
 

@@ -40,7 +40,6 @@ final class TestBundles {
             + "\"post_processor\":{\"type\":\"TemplateProcessing\","
             + "\"single\":[{\"SpecialToken\":{\"id\":\"[CLS]\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},"
             + "{\"SpecialToken\":{\"id\":\"[SEP]\",\"type_id\":0}}],"
-            + "\"pair\":[],"
             + "\"special_tokens\":{\"[CLS]\":{\"id\":\"[CLS]\",\"ids\":[2],\"tokens\":[\"[CLS]\"]},"
             + "\"[SEP]\":{\"id\":\"[SEP]\",\"ids\":[3],\"tokens\":[\"[SEP]\"]}}},"
             + "\"decoder\":null,"
@@ -48,6 +47,17 @@ final class TestBundles {
             + "\"max_input_chars_per_word\":100,\"vocab\":{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,"
             + "\"wake\":4,\"me\":5,\"up\":6,\"play\":7,\"##ing\":8,\"music\":9,\"!\":10,\"cafe\":11,\"中\":12,"
             + "\"un\":13,\"##believ\":14,\"##able\":15,\"##s\":16,\"a\":17,\"##a\":18}}}";
+
+    /**
+     * The smallest ONNX model inside the encoder family (ModelFamily): IR 8, opset 18, a graph
+     * of one Cast node (input_ids to sentence_embedding). The reader checks its structure; the
+     * tests' encoders are stand-ins, so nothing runs it.
+     */
+    static final byte[] TINY_ONNX = {
+        0x08, 0x08, 0x42, 0x02, 0x10, 0x12, 0x3a, 0x27, 0x0a, 0x25,
+        0x0a, 0x09, 'i', 'n', 'p', 'u', 't', '_', 'i', 'd', 's',
+        0x12, 0x12, 's', 'e', 'n', 't', 'e', 'n', 'c', 'e', '_', 'e', 'm', 'b', 'e', 'd', 'd', 'i', 'n', 'g',
+        0x22, 0x04, 'C', 'a', 's', 't'};
 
     static final int TABLES = 2;
     static final int BITS = 2;
@@ -88,7 +98,7 @@ final class TestBundles {
         p.put("votes", array("<i2", shorts(votes), TABLES, 4, 3));
         Map<String, Object> enc = new LinkedHashMap<>();
         enc.put("format", "onnx");
-        enc.put("model", new byte[] {1, 2, 3});
+        enc.put("model", TINY_ONNX.clone());
         enc.put("tokenizer_json", TOKENIZER_JSON);
         enc.put("max_length", 16L);
         enc.put("dim", (long) DIM);
@@ -148,6 +158,7 @@ final class TestBundles {
         votes.put("sensitivity_l1", (long) TABLES);
         votes.put("noise_scale", TABLES / 1.6);
         sub(p, "privacy").put("releases", list(stats, votes));
+        sub(p, "privacy").put("noise_scale", TABLES / 1.6);  // the top level states the votes release's facts
         return p;
     }
 

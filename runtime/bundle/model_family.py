@@ -1,0 +1,324 @@
+"""The model family: what an encoder's ONNX or TFLite bytes may contain, checked before an engine loads them.
+
+An inference engine runs whatever graph it is given: an ONNX ``Loop`` of 1e12 iterations or a
+TFLite ``WHILE`` hangs the load, an initializer with external data makes onnxruntime read a
+file beside the working directory into the weights, custom operators run code the bundle
+names. The exporter writes one family of encoders (exporter/encoder_export.py and
+tflite_export.py), so a reader accepts that family only:
+
+- ONNX: operators of `schema.ONNX_OPS` only (the exporter's int8 all-MiniLM-L6-v2 uses exactly
+  these), no subgraphs (no attribute holds a graph), no model-local functions or training
+  info, no sparse initializers, and no tensor anywhere with external data;
+- TFLite: one subgraph, builtin operators of `schema.TFLITE_OPS` only (no custom operators),
+  no buffer stored outside the flatbuffer, tensor and signature names in UTF-8.
+
+Both parsers are this module's own (about 200 lines together) rather than the ``onnx``
+package (31 MiB installed, plus protobuf) or LiteRT's generated flatbuffer schema (1 MiB of
+Python, 0.23 s to import, no bounds checks): a device's bare install has neither, and a parser
+that walks only the fields the check needs can bound every length against the bytes present
+(docs/reliability.md section 5 has the measurements). A malformed model is refused here with
+one `BundleError`; anything the parsers accept that an engine then cannot load is still
+refused by the engine (runtime/onnx_backend.py, runtime/tflite_backend.py).
+
+Example:
+    >>> check_onnx(b"\\x08")
+    Traceback (most recent call last):
+    ...
+    runtime.errors.BundleError: field 'encoder.model' is not a valid ONNX model: varint cut short at byte 1
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterator
+
+from runtime.bundle.schema import (MAX_ONNX_NODES, MAX_TFLITE_OPERATORS, ONNX_DOMAINS, ONNX_OPS, TFLITE_OPS,
+                                   EncoderKey, Payload, path)
+from runtime.errors import BundleError
+
+FIELD = path(Payload.ENCODER, EncoderKey.MODEL)
+
+
+class _Bad(Exception):
+    """Internal: the bytes are not a well-formed model (becomes one BundleError)."""
+
+
+class _Refused(Exception):
+    """Internal: a well-formed model outside the family (becomes one BundleError)."""
+
+
+# --------------------------------------------------------------------------- ONNX (protobuf)
+# Field numbers of onnx.proto (tests/test_hostile_bundles.py compares them with the onnx
+# package's own descriptors). Protobuf merges repeated occurrences of a message field, so every
+# occurrence of a field is checked, not only the last.
+
+_MODEL_GRAPH, _MODEL_OPSET, _MODEL_TRAINING, _MODEL_FUNCTIONS = 7, 8, 20, 25
+_OPSET_DOMAIN = 1
+_GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE = 1, 5, 15
+_NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 4, 5, 7
+_ATTR_T, _ATTR_G, _ATTR_TENSORS, _ATTR_GRAPHS, _ATTR_SPARSE, _ATTR_SPARSES = 5, 6, 10, 11, 22, 23
+_TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 13, 14
+_EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
+
+
+def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end:
+            raise _Bad(f"varint cut short at byte {pos}")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift >= 70:
+            raise _Bad(f"varint longer than 10 bytes at byte {pos}")
+
+
+def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, wire type, value start, value end or varint value) of one message."""
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos, end)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            raise _Bad(f"field number 0 at byte {pos}")
+        if wire == 0:
+            value, pos = _varint(buf, pos, end)
+            yield field, wire, value, value
+        elif wire == 1 or wire == 5:
+            size = 8 if wire == 1 else 4
+            if pos + size > end:
+                raise _Bad(f"fixed-size field cut short at byte {pos}")
+            yield field, wire, pos, pos + size
+            pos += size
+        elif wire == 2:
+            size, pos = _varint(buf, pos, end)
+            if size > end - pos:
+                raise _Bad(f"length {size} at byte {pos} runs past the end of its message")
+            yield field, wire, pos, pos + size
+            pos += size
+        else:  # 3, 4: groups (never in ONNX), 6, 7: invalid
+            raise _Bad(f"wire type {wire} at byte {pos}")
+
+
+def _messages(buf: memoryview, start: int, end: int, field: int) -> Iterator[tuple[int, int]]:
+    for f, wire, a, b in _fields(buf, start, end):
+        if f == field:
+            if wire != 2:
+                raise _Bad(f"field {field} has wire type {wire}, expected a message")
+            yield a, b
+
+
+def _string(buf: memoryview, start: int, end: int, field: int) -> str:
+    """The last occurrence of a string field (protobuf's rule for singular scalars), "" if absent."""
+    value = b""
+    for a, b in _messages(buf, start, end, field):
+        value = bytes(buf[a:b])
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Bad(f"field {field} is not UTF-8") from None
+
+
+def _onnx_tensor(buf: memoryview, start: int, end: int, what: str) -> None:
+    for f, wire, a, _ in _fields(buf, start, end):
+        if f == _TENSOR_EXTERNAL_DATA or (f == _TENSOR_DATA_LOCATION and wire == 0 and a == _EXTERNAL):
+            raise _Refused(f"{what} keeps its data in an external file, which an engine would read from disk")
+
+
+def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int]) -> None:
+    for f, wire, a, b in _fields(buf, start, end):
+        if f in (_GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE):
+            counts[0] += 1
+            if counts[0] > MAX_ONNX_NODES:
+                raise _Refused(f"the graph has more than {MAX_ONNX_NODES} nodes and initializers")
+            if wire != 2:
+                raise _Bad(f"graph field {f} has wire type {wire}, expected a message")
+        if f == _GRAPH_SPARSE:
+            raise _Refused("the graph has a sparse initializer (the encoder family has none)")
+        if f == _GRAPH_INITIALIZER:
+            _onnx_tensor(buf, a, b, "an initializer")
+        elif f == _GRAPH_NODE:
+            _onnx_node(buf, a, b)
+
+
+def _onnx_node(buf: memoryview, start: int, end: int) -> None:
+    op, domain = _string(buf, start, end, _NODE_OP_TYPE), _string(buf, start, end, _NODE_DOMAIN)
+    if (domain, op) not in ONNX_OPS and ("" if domain == "ai.onnx" else domain, op) not in ONNX_OPS:
+        shown = f"{domain}.{op}" if domain else op
+        raise _Refused(f"operator {shown[:80]!r} is not one the encoder family uses")
+    for a, b in _messages(buf, start, end, _NODE_ATTRIBUTE):
+        for f, _, x, y in _fields(buf, a, b):
+            if f in (_ATTR_G, _ATTR_GRAPHS):
+                raise _Refused(f"operator {op!r} has a subgraph attribute (control flow is not in the family)")
+            if f in (_ATTR_SPARSE, _ATTR_SPARSES):
+                raise _Refused(f"operator {op!r} has a sparse tensor attribute")
+            if f in (_ATTR_T, _ATTR_TENSORS):
+                _onnx_tensor(buf, x, y, f"an attribute tensor of operator {op!r}")
+
+
+def check_onnx(model: bytes) -> None:
+    """Refuse ONNX bytes outside the encoder family (see the module doc)."""
+    buf = memoryview(model)
+    try:
+        graphs = 0
+        counts = [0]
+        for f, wire, a, b in _fields(buf, 0, len(buf)):
+            if f == _MODEL_FUNCTIONS:
+                raise _Refused("the model defines its own functions (the encoder family has none)")
+            if f == _MODEL_TRAINING:
+                raise _Refused("the model carries training graphs (the encoder family has none)")
+            if f == _MODEL_OPSET:
+                if wire != 2:
+                    raise _Bad(f"opset_import has wire type {wire}")
+                domain = _string(buf, a, b, _OPSET_DOMAIN)
+                if domain not in ONNX_DOMAINS:
+                    raise _Refused(f"operator set domain {domain[:80]!r} is not one the encoder family uses")
+            if f == _MODEL_GRAPH:
+                if wire != 2:
+                    raise _Bad(f"graph has wire type {wire}")
+                graphs += 1
+                _onnx_graph(buf, a, b, counts)
+        if not graphs:
+            raise _Bad("it has no graph")
+    except _Bad as exc:
+        raise BundleError(f"field '{FIELD}' is not a valid ONNX model: {exc}") from None
+    except _Refused as exc:
+        raise BundleError(f"field '{FIELD}' is outside the ONNX encoder family: {exc}") from None
+
+
+# --------------------------------------------------------------------------- TFLite (flatbuffer)
+# Table field indices of tensorflow/lite/schema/schema.fbs (checked against LiteRT's generated
+# schema in the tests).
+
+_M_OPCODES, _M_SUBGRAPHS, _M_BUFFERS, _M_SIGNATURES = 1, 2, 4, 7
+_OC_DEPRECATED, _OC_CUSTOM, _OC_BUILTIN = 0, 1, 3
+_SG_TENSORS, _SG_OPERATORS = 0, 3
+_OP_OPCODE_INDEX = 0
+_T_NAME = 3
+_B_OFFSET, _B_SIZE = 1, 2
+_SIG_INPUTS, _SIG_OUTPUTS, _SIG_KEY = 0, 1, 2
+_TM_NAME = 0
+#: Vectors the check iterates, bounded before it does (the exporter's model: 25 operator codes,
+#: 1 subgraph, 1 signature with 1 input and 1 output).
+_MOST_CODES, _MOST_SUBGRAPHS, _MOST_SIGNATURES, _MOST_SIGNATURE_TENSORS = 1000, 16, 16, 64
+_TFLITE_NAMES = {code: name for name, code in TFLITE_OPS.items()}
+
+
+class _Flat:
+    """Bounds-checked reads of a flatbuffer: every offset and length is checked against the bytes."""
+
+    def __init__(self, data: bytes):
+        self.b = data
+        self.n = len(data)
+
+    def _u(self, fmt: str, pos: int) -> int:
+        size = struct.calcsize(fmt)
+        if not 0 <= pos <= self.n - size:
+            raise _Bad(f"offset {pos} is outside the {self.n} bytes")
+        return struct.unpack_from(fmt, self.b, pos)[0]
+
+    def root(self) -> int:
+        return self._u("<I", 0)
+
+    def field(self, table: int, index: int) -> int | None:
+        """Absolute position of a table's field, None when absent."""
+        vtable = table - self._u("<i", table)
+        vsize = self._u("<H", vtable)
+        if vsize < 4 or vsize % 2:
+            raise _Bad(f"vtable at {vtable} has size {vsize}")
+        if 4 + 2 * index >= vsize:
+            return None
+        rel = self._u("<H", vtable + 4 + 2 * index)
+        return None if rel == 0 else table + rel
+
+    def ref(self, pos: int) -> int:
+        return pos + self._u("<I", pos)
+
+    def scalar(self, table: int, index: int, fmt: str, default: int = 0) -> int:
+        at = self.field(table, index)
+        return default if at is None else self._u(fmt, at)
+
+    def vector(self, table: int, index: int, elem: int = 4) -> tuple[int, int]:
+        """(position of the first element, length); a length the bytes cannot hold is refused."""
+        at = self.field(table, index)
+        if at is None:
+            return 0, 0
+        vec = self.ref(at)
+        length = self._u("<I", vec)
+        if length > (self.n - vec - 4) // elem:
+            raise _Bad(f"vector at {vec} declares {length} elements, more than its bytes hold")
+        return vec + 4, length
+
+    def tables(self, table: int, index: int, most: int, what: str) -> Iterator[int]:
+        """The tables of a vector field, refused past ``most`` before any is read."""
+        first, length = self.vector(table, index)
+        if length > most:
+            raise _Refused(f"it has {length} {what}, more than the family allows ({most})")
+        for i in range(length):
+            yield self.ref(first + 4 * i)
+
+    def string(self, table: int, index: int) -> bytes | None:
+        at = self.field(table, index)
+        if at is None:
+            return None
+        s = self.ref(at)
+        length = self._u("<I", s)
+        if length > self.n - s - 4:
+            raise _Bad(f"string at {s} declares {length} bytes, more than there are")
+        return bytes(self.b[s + 4:s + 4 + length])
+
+
+def _utf8(raw: bytes | None, what: str) -> None:
+    if raw is None:
+        return
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused(f"{what} {raw[:40]!r} is not UTF-8") from None
+
+
+def check_tflite(model: bytes) -> None:
+    """Refuse TFLite bytes outside the encoder family (see the module doc)."""
+    fb = _Flat(model)
+    try:
+        if fb.n < 8:
+            raise _Bad(f"{fb.n} bytes cannot hold a flatbuffer")
+        root = fb.root()
+        codes = []
+        for oc in fb.tables(root, _M_OPCODES, _MOST_CODES, "operator codes"):
+            if fb.string(oc, _OC_CUSTOM) is not None:
+                raise _Refused(f"it uses a custom operator {fb.string(oc, _OC_CUSTOM)[:40]!r}")
+            code = max(fb.scalar(oc, _OC_DEPRECATED, "<b"), fb.scalar(oc, _OC_BUILTIN, "<i"))
+            if code not in _TFLITE_NAMES:
+                raise _Refused(f"builtin operator code {code} is not one the encoder family uses")
+            codes.append(code)
+        subgraphs = list(fb.tables(root, _M_SUBGRAPHS, _MOST_SUBGRAPHS, "subgraphs"))
+        if len(subgraphs) != 1:
+            raise _Refused(f"it has {len(subgraphs)} subgraphs; the encoder family has one (control flow needs more)")
+        sg = subgraphs[0]
+        for op in fb.tables(sg, _SG_OPERATORS, MAX_TFLITE_OPERATORS, "operators"):
+            index = fb.scalar(op, _OP_OPCODE_INDEX, "<I")
+            if index >= len(codes):
+                raise _Bad(f"an operator names operator code {index} of {len(codes)}")
+        for t in fb.tables(sg, _SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors"):
+            _utf8(fb.string(t, _T_NAME), "a tensor name")
+        for buffer in fb.tables(root, _M_BUFFERS, 2 * MAX_TFLITE_OPERATORS + 1, "buffers"):
+            if fb.scalar(buffer, _B_OFFSET, "<Q") or fb.scalar(buffer, _B_SIZE, "<Q"):
+                raise _Refused("a buffer is stored outside the flatbuffer (the encoder family keeps all inside)")
+        for sig in fb.tables(root, _M_SIGNATURES, _MOST_SIGNATURES, "signatures"):
+            _utf8(fb.string(sig, _SIG_KEY), "a signature key")
+            for index in (_SIG_INPUTS, _SIG_OUTPUTS):
+                for tm in fb.tables(sig, index, _MOST_SIGNATURE_TENSORS, "signature tensors"):
+                    _utf8(fb.string(tm, _TM_NAME), "a signature tensor name")
+    except _Bad as exc:
+        raise BundleError(f"field '{FIELD}' is not a valid TFLite model: {exc}") from None
+    except _Refused as exc:
+        raise BundleError(f"field '{FIELD}' is outside the TFLite encoder family: {exc}") from None
+
+
+def check_model(encoder_format: str, model: bytes) -> None:
+    """The family check for a bundle's encoder format ("onnx" or "tflite")."""
+    (check_onnx if encoder_format == "onnx" else check_tflite)(model)
