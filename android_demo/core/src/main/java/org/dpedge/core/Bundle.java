@@ -4,8 +4,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A validated dpedge bundle: the released DP vote tables, the SimHash hyperplanes, and the
- * sentence encoder they are keyed on (formats 1.x and 2.x, {@code docs/bundle-format.md}).
+ * A validated dpedge bundle: the released DP statistics (vote tables with their SimHash
+ * hyperplanes, class statistics, or both) and the sentence encoder they are keyed on (formats
+ * 1.x, 2.x and 3.x, {@code docs/bundle-format.md}).
  *
  * <p>Why it exists: it is the one immutable value a {@link BundleReader} hands out, so the rest
  * of the library never sees msgpack, and every instance has passed the same checks as the
@@ -21,6 +22,12 @@ import java.util.Map;
  * released {@link #classStats()}, the label descriptions' embeddings {@link #prior()} and
  * the blend's weights {@link #scoring()}; {@link Scorer} uses them as {@code runtime/scoring.py}
  * does.
+ *
+ * <p>From format 3 the vote tables are optional (the exporter's default bundle releases class
+ * statistics alone): without them {@link #hasVotes()} is false, {@link #lsh()},
+ * {@link #hyperplanes()}, {@link #votes()} and {@link #offsets()} are null, {@link #tables()} and
+ * {@link #bits()} are 0, and {@link #dim()} is the encoder's. Such a bundle always has
+ * {@link #classStats()} (the reader refuses one with neither).
  */
 public final class Bundle {
     private final List<String> labels;
@@ -83,17 +90,28 @@ public final class Bundle {
         return Fields.toDouble(privacy.get("epsilon"));
     }
 
-    /** The {@code lsh} map without the hyperplanes (family, tables, bits, dim, seed...). */
+    /**
+     * The {@code lsh} map without the hyperplanes and offsets (family, tables, bits, dim,
+     * seed...), or null when the bundle has no vote tables (format 3).
+     */
     public Map<String, Object> lsh() {
         return lsh;
     }
 
-    /** T, the number of hash tables. */
+    /**
+     * Whether the bundle has vote tables (and so hyperplanes to hash with): always before format
+     * 3, optional from it.
+     */
+    public boolean hasVotes() {
+        return votes != null;
+    }
+
+    /** T, the number of hash tables (0 without vote tables). */
     public int tables() {
         return tables;
     }
 
-    /** H, the bits per table; each table has 2^H buckets. */
+    /** H, the bits per table; each table has 2^H buckets (0 without vote tables). */
     public int bits() {
         return bits;
     }
@@ -103,14 +121,20 @@ public final class Bundle {
         return dim;
     }
 
-    /** A copy of the hyperplanes, float32 {@code [tables][bits][dim]} flattened in C order. */
+    /**
+     * A copy of the hyperplanes, float32 {@code [tables][bits][dim]} flattened in C order, or
+     * null without vote tables.
+     */
     public float[] hyperplanes() {
-        return hyperplanes.clone();
+        return hyperplanes == null ? null : hyperplanes.clone();
     }
 
-    /** A copy of the noisy votes, int16 {@code [tables][2^bits][labels]} flattened in C order. */
+    /**
+     * A copy of the noisy votes, int16 {@code [tables][2^bits][labels]} flattened in C order, or
+     * null without vote tables.
+     */
     public short[] votes() {
-        return votes.clone();
+        return votes == null ? null : votes.clone();
     }
 
     float[] hyperplanesRef() {
@@ -142,7 +166,7 @@ public final class Bundle {
         return offsets;
     }
 
-    /** The released noisy class statistics (format 2), or null. */
+    /** The released noisy class statistics (formats 2 and 3), or null. */
     public ClassStats classStats() {
         return classStats;
     }
@@ -173,8 +197,17 @@ public final class Bundle {
     }
 
     /**
-     * The second released statistic of a format-2 bundle: noisy per-class sums and counts of
-     * the embeddings projected into a public subspace, {@code z = projection (x - origin)}.
+     * Whether the exporter writes this bundle as format 3.0 rather than 1.2: it has no vote
+     * tables, or anything beyond them (Python's {@code Bundle.uses_class_stats_format}).
+     */
+    public boolean usesClassStatsFormat() {
+        return votes == null || usesFormat2();
+    }
+
+    /**
+     * The released class statistics (format 2: one release; format 3: the counts, then the
+     * sums): noisy per-class sums and counts of the embeddings projected into a public
+     * subspace, {@code z = projection (x - origin)}.
      *
      * <p>Why: they give the scorer its class centroids ({@code runtime/centroids.py}); like the
      * vote tables they are released data, so using them is post-processing.

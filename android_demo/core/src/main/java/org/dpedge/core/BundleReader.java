@@ -21,10 +21,11 @@ import java.util.TreeSet;
 import org.dpedge.core.Fields.Kind;
 
 /**
- * Reads and validates a {@code .dpedge} bundle (formats 1.x and 2.x).
+ * Reads and validates a {@code .dpedge} bundle (formats 1.x, 2.x and 3.x).
  *
- * <p>Why a port rather than a looser reader: the Python reader ({@code runtime/bundle.py},
- * {@code _checked_payload}, {@code _validate_payload}, {@code _read_check}) is the reference,
+ * <p>Why a port rather than a looser reader: the Python reader ({@code runtime/bundle/reader.py},
+ * {@code _checked_outer}, {@code _validate_payload}, {@code _read_tables}, {@code _read_check})
+ * is the reference,
  * and a phone must refuse exactly the bundles it refuses, with the same key phrases, or a
  * file that is broken on one platform would be "fine" on another. The checks below follow it
  * in the same order. Unknown fields are ignored (minor versions only add fields). The format-2
@@ -37,6 +38,16 @@ import org.dpedge.core.Fields.Kind;
  * count term). Each {@code privacy.releases} entry must give its statistic, epsilon share,
  * {@code sensitivity_l1}, {@code noise_scale} and mechanism.
  *
+ * <p>Format 3.0 (what the exporter writes for every bundle with class statistics) makes
+ * {@code lsh} and {@code votes} optional: the default bundle releases the class counts and the
+ * class sums ({@code privacy.releases} {@code class_counts}, then {@code class_sums}) and no
+ * vote tables, and its embedding size is {@code encoder.dim}. Before major 3 both stay required
+ * ("missing field 'lsh'"); from it, either one present means both are read. A bundle with
+ * neither vote tables nor class statistics is refused, as is a "linear"
+ * {@code scoring.prior_boost_rule} without class statistics; the top-level sensitivity and
+ * noise scale are the votes release's, or the last release's without vote tables. The
+ * {@code scoring} map may name the "cosine_public" centroid rule and the prior boost rule.
+ *
  * <p>Every array's byte count is checked against its dtype and declared shape, in overflow-
  * safe long arithmetic, before any array is allocated, so a declared size never drives an
  * allocation.
@@ -44,8 +55,10 @@ import org.dpedge.core.Fields.Kind;
 public final class BundleReader {
     static final String FORMAT_NAME = "dpedge-bundle";
     /** The major versions this reader reads, oldest first (Python's SUPPORTED_MAJORS). */
-    static final long[] SUPPORTED_MAJORS = {1, 2};
-    static final String READABLE_MAJORS = "1.x and 2.x";
+    static final long[] SUPPORTED_MAJORS = {1, 2, 3};
+    static final String READABLE_MAJORS = "1.x and 2.x and 3.x";
+    /** From this major on, {@code lsh} and {@code votes} are optional (Python's VOTES_OPTIONAL_FROM). */
+    static final long VOTES_OPTIONAL_FROM = 3;
     static final String CHECKSUM_ALGORITHM = "sha256";
     /** The format allows up to 24 bits and 1024 tables (the exporter itself 20 and 128). */
     static final int MAX_BITS = 24;
@@ -115,20 +128,24 @@ public final class BundleReader {
         if (data == null) {
             throw new BundleException("bundle is null");
         }
-        Msgpack.Bin payload = checkedPayload(data);
+        long[] major = new long[1];
+        Msgpack.Bin payload = checkedPayload(data, major);
         Map<String, Object> body = Msgpack.parseMap(payload.array, payload.offset, payload.length, "bundle payload");
-        return validatePayload(new Fields(body, ""));
+        return validatePayload(new Fields(body, ""), major[0]);
     }
 
-    /** The outer map's payload bytes, after the format, version and checksum checks. */
-    static Msgpack.Bin checkedPayload(byte[] data) throws BundleException {
+    /**
+     * The outer map's payload bytes, after the format, version and checksum checks; the major
+     * version is written to {@code major[0]}.
+     */
+    static Msgpack.Bin checkedPayload(byte[] data, long[] major) throws BundleException {
         Fields outer = new Fields(Msgpack.parseMap(data, 0, data.length, "bundle"), "");
         Object format = outer.m.get("format");
         if (!FORMAT_NAME.equals(format)) {
             throw new BundleException("not a dpedge bundle: field 'format' is " + Msgpack.repr(format)
                     + ", expected '" + FORMAT_NAME + "'");
         }
-        checkVersion((List<?>) outer.get("version", Kind.ARRAY));
+        major[0] = checkVersion((List<?>) outer.get("version", Kind.ARRAY));
         Fields checksum = outer.sub("checksum");
         String algorithm = checksum.string("algorithm");
         if (!CHECKSUM_ALGORITHM.equals(algorithm)) {
@@ -154,7 +171,8 @@ public final class BundleReader {
         }
     }
 
-    static void checkVersion(List<?> version) throws BundleException {
+    /** The major version, if this reader reads it. */
+    static long checkVersion(List<?> version) throws BundleException {
         if (version.size() != 2 || !Kind.INTEGER.matches(version.get(0)) || !Kind.INTEGER.matches(version.get(1))) {
             throw new BundleException("field 'version' must be [major, minor], got " + Msgpack.repr(version));
         }
@@ -174,6 +192,7 @@ public final class BundleReader {
                     + " is not supported (this runtime reads " + READABLE_MAJORS + ")");
         }
         // A newer minor version only adds fields; they are ignored.
+        return (Long) major;
     }
 
     // ------------------------------------------------------------------ payload
@@ -190,7 +209,7 @@ public final class BundleReader {
         {"noise_source", new Kind[] {Kind.STRING}},
     };
 
-    static Bundle validatePayload(Fields p) throws BundleException {
+    static Bundle validatePayload(Fields p, long major) throws BundleException {
         List<String> labels = strList(p, "labels", false);
         if (labels.size() < 2 || new HashSet<>(labels).size() != labels.size() || labels.contains("")) {
             throw new BundleException("field 'labels' must hold at least two distinct, non-empty labels");
@@ -217,10 +236,95 @@ public final class BundleReader {
         Object delta = privacy.m.get("delta");
         if (!(Fields.toDouble(delta) == 0)) {  // NaN is refused too
             throw new BundleException("field 'privacy.delta' is " + Msgpack.repr(delta)
-                    + ": only pure epsilon-DP bundles (delta = 0) exist in v1");
+                    + ": only pure epsilon-DP bundles (delta = 0) exist");
         }
 
+        // Format 1.2: with a privacy unit of one person (up to K records), the sensitivity is K*T.
+        Object perUnitField = privacy.optional("max_records_per_unit", Kind.INTEGER);
+        Object perUnit = perUnitField == null ? Long.valueOf(1) : perUnitField;
+        if (perUnit instanceof Long && (Long) perUnit < 1) {
+            throw new BundleException("field 'privacy.max_records_per_unit' is " + perUnit + ", expected at least 1");
+        }
+
+        // The hashing and the vote tables: required before format 3, optional from it (read
+        // when either field is there). Without them the embedding size is the encoder's.
+        Tables t = null;
+        Object dimV;
+        if (major < VOTES_OPTIONAL_FROM || p.m.containsKey("lsh") || p.m.containsKey("votes")) {
+            t = readTables(p, privacy, labels.size(), perUnit);
+            dimV = t.dimV;
+        } else {
+            dimV = p.sub("encoder").integer("dim");
+        }
+        Bundle.ClassStats classStats = p.m.containsKey("class_stats") ? readClassStats(p, labels.size(), dimV) : null;
+        if (t == null && classStats == null) {
+            throw new BundleException("a bundle without vote tables ('votes') must hold 'class_stats': it has nothing "
+                    + "to classify with");
+        }
+        // Fits an int: the hyperplanes' or the projection's data holds dim floats per row.
+        int dim = t != null ? t.dim : classStats.dim();
+        checkReleases(privacy, eps, classStats != null, t != null);
+        checkNoiseScale(privacy, eps);
+        float[] prior = null;
+        if (p.m.containsKey("prior")) {
+            ArrayRecord pr = ArrayRecord.read(p.sub("prior").sub("embeddings"), FLOAT_DTYPE, 2);
+            prior = pr.shapeIs((long) labels.size(), (long) dim) ? pr.floats() : null;
+            if (prior == null || !allFinite(prior)) {
+                throw new BundleException("field 'prior.embeddings' must be finite with shape "
+                        + tuple(labels.size(), dim) + ", got " + pr.tuple());
+            }
+        }
+        Object scoringV = p.optional("scoring", Kind.MAP);
+        if (scoringV != null) {
+            for (Object v : ((Map<?, ?>) scoringV).values()) {
+                if (!(v instanceof String) && !isFiniteNonNegative(v)) {
+                    throw new BundleException("field 'scoring' must map names to finite non-negative numbers");
+                }
+            }
+            checkScoring((Map<?, ?>) scoringV, classStats != null);
+        }
+
+        Bundle.Encoder encoder = readEncoder(p.sub("encoder"), dimV);
+        Map<String, Object> exporter = publicMap(p.get("exporter", Kind.MAP));
+
+        Map<String, Object> lshPublic = null;
+        if (t != null) {
+            lshPublic = new LinkedHashMap<>();
+            for (Map.Entry<String, Object> e : t.lsh.m.entrySet()) {
+                if (!e.getKey().equals("hyperplanes") && !e.getKey().equals("offsets")) {
+                    lshPublic.put(e.getKey(), toPublic(e.getValue()));
+                }
+            }
+            lshPublic = Collections.unmodifiableMap(lshPublic);
+        }
+        return new Bundle(labels, descriptions, publicMap(privacy.m), lshPublic,
+                t == null ? 0 : t.tables, t == null ? 0 : t.bits, dim, t == null ? null : t.hyperplanes,
+                t == null ? null : t.votes, encoder, exporter, t == null ? null : t.offsets, classStats, prior,
+                scoringV == null ? null : publicMap(scoringV));
+    }
+
+    /** What {@link #readTables} reads: the {@code lsh} map, its sizes, hyperplanes, offsets and the votes. */
+    private static final class Tables {
+        Fields lsh;
+        Object dimV;
+        int tables;
+        int bits;
+        int dim;
+        float[] hyperplanes;
+        float[] offsets;
+        short[] votes;
+    }
+
+    /**
+     * The hashing and the vote tables (Python's {@code _read_tables}): {@code lsh}'s family and
+     * sizes, the hyperplanes, the votes, the sensitivity a record has in them ({@code K * T}
+     * with K records per person), then the optional offsets, in Python's order and with its
+     * messages.
+     */
+    private static Tables readTables(Fields p, Fields privacy, int classes, Object perUnit) throws BundleException {
+        Tables t = new Tables();
         Fields lsh = p.sub("lsh");
+        t.lsh = lsh;
         String family = lsh.string("family");
         if (!"simhash".equals(family)) {
             throw new BundleException("field 'lsh.family' is " + Msgpack.repr(family) + ", expected 'simhash'");
@@ -249,15 +353,9 @@ public final class BundleReader {
         }
         long buckets = 1L << bits;
         ArrayRecord vr = ArrayRecord.read(p.sub("votes"), VOTES_DTYPE, 3);
-        if (!vr.shapeIs((long) tables, buckets, (long) labels.size())) {
+        if (!vr.shapeIs((long) tables, buckets, (long) classes)) {
             throw new BundleException("field 'votes' has shape " + vr.tuple() + ", expected "
-                    + tuple(tables, buckets, labels.size()));
-        }
-        // Format 1.2: with a privacy unit of one person (up to K records), the sensitivity is K*T.
-        Object perUnitField = privacy.optional("max_records_per_unit", Kind.INTEGER);
-        Object perUnit = perUnitField == null ? Long.valueOf(1) : perUnitField;
-        if (perUnit instanceof Long && (Long) perUnit < 1) {
-            throw new BundleException("field 'privacy.max_records_per_unit' is " + perUnit + ", expected at least 1");
+                    + tuple(tables, buckets, classes));
         }
         Object sensitivity = privacy.m.get("sensitivity_l1");
         boolean matches = perUnit instanceof Long && (Long) perUnit <= Integer.MAX_VALUE
@@ -268,89 +366,67 @@ public final class BundleReader {
                     + " but a record touches one cell in each of " + tables + " tables"
                     + (person ? ", for each of the up to " + perUnit + " records of a person" : ""));
         }
-        short[] votes = vr.shorts();
-
-        // Format 2 (optional): offsets, class statistics, releases, prior, scoring, in Python's order.
-        float[] offsets = null;
+        t.votes = vr.shorts();
         if (lsh.m.containsKey("offsets")) {
             ArrayRecord or = ArrayRecord.read(lsh.sub("offsets"), FLOAT_DTYPE, 2);
-            offsets = or.shapeIs((long) tables, (long) bits) ? or.floats() : null;
-            if (offsets == null || !allFinite(offsets)) {
+            t.offsets = or.shapeIs((long) tables, (long) bits) ? or.floats() : null;
+            if (t.offsets == null || !allFinite(t.offsets)) {
                 throw new BundleException("field 'lsh.offsets' must be finite with shape " + tuple(tables, bits)
                         + ", got " + or.tuple());
             }
         }
-        Bundle.ClassStats classStats = p.m.containsKey("class_stats") ? readClassStats(p, labels.size(), dim) : null;
-        checkReleases(privacy, eps, classStats != null);
-        checkNoiseScale(privacy, eps);
-        float[] prior = null;
-        if (p.m.containsKey("prior")) {
-            ArrayRecord pr = ArrayRecord.read(p.sub("prior").sub("embeddings"), FLOAT_DTYPE, 2);
-            prior = pr.shapeIs((long) labels.size(), (long) dim) ? pr.floats() : null;
-            if (prior == null || !allFinite(prior)) {
-                throw new BundleException("field 'prior.embeddings' must be finite with shape "
-                        + tuple(labels.size(), dim) + ", got " + pr.tuple());
-            }
-        }
-        Object scoringV = p.optional("scoring", Kind.MAP);
-        if (scoringV != null) {
-            for (Object v : ((Map<?, ?>) scoringV).values()) {
-                if (!(v instanceof String) && !isFiniteNonNegative(v)) {
-                    throw new BundleException("field 'scoring' must map names to finite non-negative numbers");
-                }
-            }
-            checkScoring((Map<?, ?>) scoringV);
-        }
-
-        Bundle.Encoder encoder = readEncoder(p.sub("encoder"), dimV);
-        Map<String, Object> exporter = publicMap(p.get("exporter", Kind.MAP));
-
-        Map<String, Object> lshPublic = new LinkedHashMap<>();
-        for (Map.Entry<String, Object> e : lsh.m.entrySet()) {
-            if (!e.getKey().equals("hyperplanes")) {
-                lshPublic.put(e.getKey(), toPublic(e.getValue()));
-            }
-        }
-        return new Bundle(labels, descriptions, publicMap(privacy.m), Collections.unmodifiableMap(lshPublic),
-                tables, bits, dim, hyperplanes, votes, encoder, exporter, offsets, classStats, prior,
-                scoringV == null ? null : publicMap(scoringV));
+        t.dimV = dimV;
+        t.tables = tables;
+        t.bits = bits;
+        t.dim = dim;
+        t.hyperplanes = hyperplanes;
+        return t;
     }
 
     /**
-     * Format 2's {@code class_stats}: {@code projection} (k x dim) is read first for k, then
-     * 1 <= k <= dim is checked on it, then each array in the order origin, projection, sums,
-     * counts must have its shape and finite values (Python's order and messages).
+     * The {@code class_stats} of formats 2 and 3 (Python's {@code _read_class_stats}):
+     * {@code projection} (k x dim) is read first for k, then 1 <= k <= dim is checked on it, then
+     * its shape and finite values, then origin, sums and counts must each have their shape and
+     * finite values. {@code dimV} is the embedding size (a Long or BigInteger, from {@code lsh}
+     * or, without vote tables, {@code encoder.dim}, which nothing has bounded yet).
      */
-    private static Bundle.ClassStats readClassStats(Fields p, int classes, int dim) throws BundleException {
+    private static Bundle.ClassStats readClassStats(Fields p, int classes, Object dimV) throws BundleException {
         Fields cs = p.sub("class_stats");
         ArrayRecord projection = ArrayRecord.read(cs.sub("projection"), FLOAT_DTYPE, 2);
         Object k = projection.shape.get(0);
-        if (!Fields.inRange(k, 1, dim)) {
-            throw new BundleException("field 'class_stats.projection' must have 1 to " + dim
+        if (!(k instanceof Long && (Long) k >= 1 && (dimV instanceof BigInteger || (Long) k <= (Long) dimV))) {
+            throw new BundleException("field 'class_stats.projection' must have 1 to " + dimV
                     + " rows (the embedding size), got " + k);
         }
-        String[] names = {"origin", "projection", "sums", "counts"};
-        Object[][] shapes = {{(long) dim}, {k, (long) dim}, {(long) classes, k}, {(long) classes}};
+        String[] names = {"projection", "origin", "sums", "counts"};
+        Object[][] shapes = {{k, dimV}, {dimV}, {(long) classes, k}, {(long) classes}};
         float[][] values = new float[4][];
         for (int i = 0; i < names.length; i++) {
-            ArrayRecord a = i == 1 ? projection : ArrayRecord.read(cs.sub(names[i]), FLOAT_DTYPE, shapes[i].length);
+            ArrayRecord a = i == 0 ? projection : ArrayRecord.read(cs.sub(names[i]), FLOAT_DTYPE, shapes[i].length);
             values[i] = a.shapeIs(shapes[i]) ? a.floats() : null;
             if (values[i] == null || !allFinite(values[i])) {
                 throw new BundleException("field 'class_stats." + names[i] + "' must be finite with shape "
                         + tuple(shapes[i]) + ", got " + a.tuple());
             }
         }
-        return new Bundle.ClassStats((int) (long) (Long) k, dim, values[0], values[1], values[2], values[3]);
+        // dim fits an int here: the projection's data holds k * dim floats
+        return new Bundle.ClassStats((int) (long) (Long) k, (int) (long) (Long) dimV, values[1], values[0], values[2],
+                values[3]);
     }
 
     /**
-     * Format 2's {@code privacy.releases}: each released statistic with its share of epsilon
-     * (required when the bundle has class statistics); every statistic is listed and the
-     * shares add up to at most the bundle's epsilon. Each entry's fields are type-checked in
-     * Python's order: statistic, epsilon, sensitivity_l1, noise_scale (a float or integer, not
-     * a boolean: the scale of the noise a reader needs to judge the release), mechanism.
+     * The {@code privacy.releases} of formats 2 and 3 (Python's {@code _check_releases}): each
+     * released statistic with its share of epsilon (required when the bundle has class
+     * statistics, checked whenever present). Each entry's fields are type-checked in Python's
+     * order: statistic, epsilon, sensitivity_l1, noise_scale (a float or integer, not a boolean:
+     * the scale of the noise a reader needs to judge the release), mechanism. Every statistic
+     * the bundle holds must be listed: {@code votes} with vote tables; the class statistics as
+     * format 2's one {@code class_stats} release or format 3's {@code class_counts} and
+     * {@code class_sums}. The shares must add up to the bundle's epsilon, and each release's
+     * noise scale must be its sensitivity over its share.
      */
-    private static void checkReleases(Fields privacy, double eps, boolean hasClassStats) throws BundleException {
+    private static void checkReleases(Fields privacy, double eps, boolean hasClassStats, boolean hasVotes)
+            throws BundleException {
         List<?> releases = (List<?>) (hasClassStats ? privacy.get("releases", Kind.ARRAY)
                 : privacy.optional("releases", Kind.ARRAY));
         if (releases == null) {
@@ -373,7 +449,15 @@ public final class BundleReader {
             }
             total += s;
         }
-        if (!names.contains("votes") || hasClassStats && !names.contains("class_stats")) {
+        List<String> needed = new ArrayList<>();
+        if (hasVotes) {
+            needed.add("votes");
+        }
+        if (hasClassStats) {
+            needed.addAll(names.contains("class_stats") ? Arrays.asList("class_stats")
+                    : Arrays.asList("class_counts", "class_sums"));
+        }
+        if (!names.containsAll(needed)) {
             throw new BundleException("field 'privacy.releases' must list every released statistic, got "
                     + Msgpack.repr(names));
         }
@@ -412,32 +496,32 @@ public final class BundleReader {
     }
 
     /**
-     * The top-level sensitivity and noise scale are the vote tables': with releases, the votes
-     * release's; without (format 1.x), those of the whole epsilon (Python's
-     * {@code _check_noise_scale}).
+     * The top-level sensitivity and noise scale are one release's (Python's
+     * {@code _check_noise_scale}): with releases, the votes release's, or the last release's in a
+     * bundle without vote tables (format 3: the class sums'); without releases (format 1.x),
+     * those of the whole epsilon.
      */
     private static void checkNoiseScale(Fields privacy, double eps) throws BundleException {
         Object sensitivity = privacy.m.get("sensitivity_l1");
         Object scale = privacy.m.get("noise_scale");
         Object releases = privacy.m.get("releases");
-        Map<?, ?> votes = null;
-        if (releases instanceof List) {
-            for (Object r : (List<?>) releases) {
-                if (r instanceof Map && "votes".equals(((Map<?, ?>) r).get("statistic"))) {
-                    votes = (Map<?, ?>) r;
-                    break;
-                }
-            }
-        }
-        if (votes == null) {
+        if (!(releases instanceof List) || ((List<?>) releases).isEmpty()) {
             checkScale("privacy.", sensitivity, scale, eps);
             return;
         }
-        if (!sensitivity.equals(votes.get("sensitivity_l1"))
-                || !isClose(Fields.toDouble(scale), Fields.toDouble(votes.get("noise_scale")))) {
+        List<?> list = (List<?>) releases;
+        Map<?, ?> head = (Map<?, ?>) list.get(list.size() - 1);  // checkReleases found every entry a map
+        for (Object r : list) {
+            if ("votes".equals(((Map<?, ?>) r).get("statistic"))) {
+                head = (Map<?, ?>) r;
+                break;
+            }
+        }
+        if (!sensitivity.equals(head.get("sensitivity_l1"))
+                || !isClose(Fields.toDouble(scale), Fields.toDouble(head.get("noise_scale")))) {
             throw new BundleException("fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' (" + sensitivity + ", "
-                    + number(scale) + ") must be the votes release's (" + votes.get("sensitivity_l1") + ", "
-                    + number(votes.get("noise_scale")) + ")");
+                    + number(scale) + ") must be the " + head.get("statistic") + " release's ("
+                    + head.get("sensitivity_l1") + ", " + number(head.get("noise_scale")) + ")");
         }
     }
 
@@ -489,8 +573,10 @@ public final class BundleReader {
      * string; {@code centroid_rule} (default "cosine") must be one of
      * {@link Scorer#CENTROID_RULES}; each of those numbers (again in that order) must be at most
      * {@link Scorer#SCORING_MAX} (1e6); {@code centroid_temperature}, then
-     * {@code prior_temperature}, must be at least {@link Scorer#TEMPERATURE_MIN} (1e-6); and the
-     * Gaussian rule needs a positive {@code centroid_clip_l1}.
+     * {@code prior_temperature}, must be at least {@link Scorer#TEMPERATURE_MIN} (1e-6); the
+     * Gaussian rule needs a positive {@code centroid_clip_l1}; and (format 3.0)
+     * {@code prior_boost_rule} (default "max") must be one of {@link Scorer#PRIOR_BOOST_RULES},
+     * "linear" only in a bundle with class statistics (it reads their released counts).
      *
      * <p>Why in the reader rather than only in the scorer: the bounds keep the blend finite (a
      * weight or {@code prior_records_per_class} of 1e308, or a temperature of 0 or 5e-324, would
@@ -500,7 +586,7 @@ public final class BundleReader {
      * Python's message, keeps a phone from accepting a file the laptop refuses (and from
      * failing later, at the first query). The bounds sit far outside anything measured.
      */
-    private static void checkScoring(Map<?, ?> scoring) throws BundleException {
+    private static void checkScoring(Map<?, ?> scoring, boolean hasClassStats) throws BundleException {
         for (String name : Scorer.SCORING_NUMBERS) {
             if (scoring.get(name) instanceof String) {
                 throw new BundleException("field 'scoring." + name + "' must be a number, got str");
@@ -524,6 +610,15 @@ public final class BundleReader {
         if (Scorer.GAUSSIAN.equals(rule) && (!scoring.containsKey("centroid_clip_l1")
                 || isZero(scoring.get("centroid_clip_l1")))) {
             throw new BundleException("field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule");
+        }
+        Object boost = scoring.containsKey("prior_boost_rule") ? scoring.get("prior_boost_rule") : Scorer.MAX;
+        if (!Scorer.PRIOR_BOOST_RULES.contains(boost)) {
+            throw new BundleException("field 'scoring.prior_boost_rule' must be one of "
+                    + String.join(", ", Scorer.PRIOR_BOOST_RULES) + ", got " + Msgpack.repr(boost));
+        }
+        if (Scorer.LINEAR.equals(boost) && !hasClassStats) {
+            throw new BundleException("field 'scoring.prior_boost_rule' is 'linear', which needs the released class "
+                    + "counts of 'class_stats'");
         }
     }
 
@@ -626,6 +721,9 @@ public final class BundleReader {
         if (!encDim.equals(dimV)) {
             throw new BundleException("encoder produces " + encDim + "-d embeddings but the hyperplanes are "
                     + dimV + "-d");
+        }
+        if (encDim instanceof Long && (Long) encDim < 1) {  // as Python; the class statistics refuse it first
+            throw new BundleException("field 'encoder.dim' is " + encDim + ", expected at least 1");
         }
         if (!Fields.inRange(maxLength, 2, 8192)) {
             throw new BundleException("field 'encoder.max_length' is " + maxLength + ", expected 2..8192");

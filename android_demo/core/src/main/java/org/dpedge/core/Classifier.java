@@ -1,11 +1,13 @@
 package org.dpedge.core;
 
 /**
- * A loaded bundle, ready to classify texts offline: tokenize, embed, hash, score.
+ * A loaded bundle, ready to classify texts offline: tokenize, embed, hash (when the bundle has
+ * vote tables), score.
  *
  * <p>Why a facade: this is the one code path an app calls, the same steps in the same order
- * as the Python runtime's {@code Classifier.predict} (for format 2: offsets in the hashing,
- * the blended score), so a phone and a laptop give a text the same label. Everything it does reads only the released bundle: it is post-processing, and
+ * as the Python runtime's {@code Classifier.predict} (for formats 2 and 3: offsets in the
+ * hashing, the blended score; a format-3 bundle without vote tables is not hashed at all), so a
+ * phone and a laptop give a text the same label. Everything it does reads only the released bundle: it is post-processing, and
  * any number of queries costs no further privacy budget.
  *
  * <p>After constructing it, call {@link #verify()} once (off the UI thread: it runs the
@@ -26,7 +28,8 @@ public final class Classifier {
     private final Scorer scorer;
 
     /**
-     * A classifier scoring as the bundle says (the blend for format 2, Algorithm 2 otherwise).
+     * A classifier scoring as the bundle says (the blend for formats 2 and 3, Algorithm 2 for
+     * vote tables alone).
      *
      * @throws BundleException if the bundle's tokenizer cannot be loaded
      * @throws IllegalArgumentException if the bundle's scoring map is one {@link Scorer.Weights#fromMap}
@@ -41,7 +44,8 @@ public final class Classifier {
      * {@code Classifier.load(..., score=...)}).
      *
      * @throws BundleException if the bundle's tokenizer cannot be loaded
-     * @throws IllegalArgumentException if the mode needs a field the bundle lacks
+     * @throws IllegalArgumentException if the mode needs a field the bundle lacks (Python's
+     *     messages: "this bundle has no vote tables to score with votes", ...)
      */
     public Classifier(Bundle bundle, TextEncoder encoder, Scorer.Mode mode) throws BundleException {
         if (bundle == null || encoder == null) {
@@ -50,8 +54,8 @@ public final class Classifier {
         this.bundle = bundle;
         this.encoder = encoder;
         this.tokenizer = new WordPieceTokenizer(bundle.encoder().tokenizerJson(), bundle.encoder().maxLength());
-        this.hasher = new SimHasher(bundle);
         this.scorer = new Scorer(bundle, mode);
+        this.hasher = bundle.hasVotes() ? new SimHasher(bundle) : null;
     }
 
     /**
@@ -71,7 +75,8 @@ public final class Classifier {
             throw new IllegalArgumentException("embedding must have " + bundle.dim() + " values, got "
                     + (embedding == null ? "null" : String.valueOf(embedding.length)));
         }
-        return new Prediction(bundle.labels(), scorer.scores(embedding, hasher.buckets(embedding)));
+        return new Prediction(bundle.labels(), scorer.scores(embedding,
+                hasher == null ? null : hasher.buckets(embedding)));
     }
 
     /** The embedding of one text (checked like {@link #predict}). */
@@ -146,6 +151,7 @@ public final class Classifier {
         return tokenizer;
     }
 
+    /** The bundle's hasher, or null when it has no vote tables (format 3's default). */
     public SimHasher hasher() {
         return hasher;
     }

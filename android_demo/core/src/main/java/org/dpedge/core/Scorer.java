@@ -7,52 +7,66 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Scores from the released statistics, as {@code runtime/scoring.py}: table votes, class
- * centroids and the public label-description prior.
+ * Scores from the released statistics, as {@code runtime/scoring.py}: class centroids, table
+ * votes and the public label-description prior.
  *
- * <p>Why separate from hashing: scoring reads only what the bundle released (noisy vote
- * tables, noisy class statistics) and public inputs, so it is post-processing and costs no
+ * <p>Why separate from hashing: scoring reads only what the bundle released (noisy class
+ * statistics, noisy vote tables) and public inputs, so it is post-processing and costs no
  * privacy budget however often it runs; keeping it apart from the encoder and hasher lets
  * tests check it on small data alone.
  *
- * <p>A bundle with neither class statistics nor a prior (every format-1 bundle) is scored by
- * the paper's Algorithm 2: {@code score[c] = sum over t of votes[t][bucket_t][c]}, summed in a
- * long (no overflow for any valid bundle). Otherwise (format 2) the score is the blend
+ * <p>A bundle with vote tables and neither class statistics nor a prior (every format-1
+ * bundle) is scored by the paper's Algorithm 2: {@code score[c] = sum over t of
+ * votes[t][bucket_t][c]}, summed in a long (no overflow for any valid bundle). Otherwise
+ * (formats 2 and 3) the score is the blend
  *
  * <pre>
- *   w_votes * pos / sum(pos)
- *   + w_centroids * softmax(centroid logits / tau_c)
+ *   w_centroids * softmax(centroid logits / tau_c)
  *   + w_prior * boost * softmax(cos(x, prior rows) / tau_p)
+ *   + w_votes * pos / sum(pos)                            (only with vote tables)
  * </pre>
  *
- * where {@code pos[c]} sums the query's cells with negative noisy votes read as 0, the centred
- * class means {@code m_c} and the overall mean {@code mu} come from the class sums and counts
- * (counts floored at 1, {@code runtime/centroids.py}), and the weights are {@link Weights}'
- * defaults overridden by the bundle's {@code scoring} map. The prior's {@code boost} is
- * {@link #priorBoost(double, double, float[])}: {@code max(1, 1/epsilon)}, raised to
- * {@code R * classes / (epsilon * N)} (N the released noisy record count, R the map's
- * {@code prior_records_per_class}) when that is larger, at most {@link #SCORING_MAX}, so a
- * small or very private release leans on the public prior. The centroid logits follow the
- * map's {@code centroid_rule}:
+ * where {@code pos[c]} sums the query's cells with negative noisy votes read as 0, and the
+ * weights are {@link Weights}' defaults overridden by the bundle's {@code scoring} map. A
+ * component whose field is absent is left out; a format-3 bundle without vote tables has no
+ * votes term (and no buckets: its {@link Classifier} does not hash). The centroid logits follow
+ * the map's {@code centroid_rule}, with {@code zraw = P x - P origin} the query in the public
+ * subspace:
  *
  * <ul>
- *   <li>"gaussian" (format 2.1, what the exporter writes since): {@code zraw = P x - P origin}
- *       is clipped to L1 norm at most {@code B = centroid_clip_l1}, exactly as the exporter
- *       clipped each record before summing it ({@link #clipL1}), then {@code z = clipped - mu}
- *       and {@code logit_c = <z, m_c> - |m_c|^2 / 2} with the means not normalized: the nearest
- *       class mean in Euclidean distance. Why: unlike cosine it keeps how far each noisy mean
- *       sits from the centre, and the clip puts the query on the scale the means were
- *       released at, so a query is compared with the means the way a record was counted.</li>
+ *   <li>"cosine_public" (format 3.0, what the exporter writes): {@code logit_c = cos(zraw, S_c)}
+ *       with {@code S_c} the released noisy class sum (row c of {@code class_stats.sums}); the
+ *       counts do not enter, and a zero vector on either side gives a cosine of 0. Why: the sum
+ *       points where the class mean does in the public-centred frame, and a cosine ignores the
+ *       query's scale.</li>
+ *   <li>"gaussian" (format 2.1): {@code zraw} is clipped to L1 norm at most
+ *       {@code B = centroid_clip_l1}, exactly as the exporter clipped each record before summing
+ *       it ({@link #clipL1}), then {@code z = clipped - mu} and
+ *       {@code logit_c = <z, m_c> - |m_c|^2 / 2} with the centred class means {@code m_c} and
+ *       the overall mean {@code mu} (counts floored at 1, {@code runtime/centroids.py}): the
+ *       nearest class mean in Euclidean distance.</li>
  *   <li>"cosine" (a format-2.0 bundle, whose map names no rule, and the default):
- *       {@code logit_c = cos(P x - (P origin + mu), m_c)}, the query not clipped. Kept so a
- *       bundle scores as it did when it was measured.</li>
+ *       {@code logit_c = cos(zraw - mu, m_c)}, the query not clipped. Kept so a bundle scores as
+ *       it did when it was measured.</li>
  * </ul>
  *
- * A component whose field is absent is left out. Everything is computed in double from the
- * stored float32 values; sums run in plain loops where Python uses BLAS, so scores agree to
+ * The prior's {@code boost} follows the map's {@code prior_boost_rule}
+ * ({@link #priorBoost(double, double, float[], String, double)}): "linear" (format 3.0)
+ * {@code R * classes * K / (epsilon * N)}, "max" (format 2, the default)
+ * {@code max(1, 1/epsilon, R * classes / (epsilon * N))}, both at most {@link #SCORING_MAX}, with
+ * N the released noisy record count (at least 1), R the map's {@code prior_records_per_class}
+ * and K the bundle's records per person: a small or very private release leans on the public
+ * prior.
+ *
+ * <p>Everything is computed in double from the stored float32 values, by the plain formulas
+ * above in plain loops; the Python runtime folds the temperatures and the class directions into
+ * one matrix product (BLAS), which is the same arithmetic up to rounding, so scores agree to
  * about 1e-12 (the Gaussian logits are divided by a temperature of 0.003, which magnifies a
  * rounding difference in them about 300 times in the softmax, still far inside 1e-9). The
- * label is the argmax, ties going to the lower class index, as numpy's argmax does.
+ * one place the two differ visibly is a query whose {@code zraw} is (nearly) the zero vector,
+ * a query equal to the origin: here its cosines are 0, where Python's folded product leaves
+ * rounding noise divided by its 1e-12 floor. The label is the argmax, ties going to the lower
+ * class index, as numpy's argmax does.
  */
 public final class Scorer {
     /** What {@link #scores} returns: the blend, or one component alone (Python's MODES). */
@@ -68,8 +82,17 @@ public final class Scorer {
     public static final String COSINE = "cosine";
     /** The centroid rule of format 2.1: clipped query, nearest class mean (see the class doc). */
     public static final String GAUSSIAN = "gaussian";
-    /** The centroid rules a bundle may name, in Python's order ({@code runtime/scoring.py} CENTROID_RULES). */
-    public static final List<String> CENTROID_RULES = Collections.unmodifiableList(Arrays.asList(COSINE, GAUSSIAN));
+    /** The centroid rule of format 3.0: cosine to the class sums in the public-centred frame. */
+    public static final String COSINE_PUBLIC = "cosine_public";
+    /** The centroid rules a bundle may name, in Python's order ({@code runtime/bundle/schema.py} CENTROID_RULES). */
+    public static final List<String> CENTROID_RULES = Collections.unmodifiableList(Arrays.asList(COSINE, GAUSSIAN,
+            COSINE_PUBLIC));
+    /** The prior boost rule of format 2 (and of a map that names none): see {@link #priorBoost(double, double, float[])}. */
+    public static final String MAX = "max";
+    /** The prior boost rule of format 3.0: {@code R * classes * K / (epsilon * N)}, at most {@link #SCORING_MAX}. */
+    public static final String LINEAR = "linear";
+    /** The prior boost rules a bundle may name, in Python's order ({@code runtime/bundle/schema.py} PRIOR_BOOST_RULES). */
+    public static final List<String> PRIOR_BOOST_RULES = Collections.unmodifiableList(Arrays.asList(MAX, LINEAR));
     /**
      * The {@code scoring} names that hold numbers, in the order the reader checks them
      * ({@code runtime/scoring.py} SCORING_NUMBERS).
@@ -101,9 +124,10 @@ public final class Scorer {
     private final double[] prior;
     /**
      * The class statistics, prepared once: projection {@code [k][dim]}; shift {@code [k]}, which
-     * is {@code P origin + mu} under the cosine rule and {@code P origin} under the Gaussian one;
-     * the centred means {@code [classes][k]}, unit rows under the cosine rule and as released
-     * under the Gaussian one; null without class statistics.
+     * is {@code P origin + mu} under the cosine rule and {@code P origin} under the others; the
+     * class directions {@code [classes][k]}: the unit centred means under the cosine rule, the
+     * centred means as released under the Gaussian one, the unit class sums under
+     * "cosine_public"; null without class statistics.
      */
     private final double[] projection;
     private final double[] shift;
@@ -142,7 +166,10 @@ public final class Scorer {
         this.dim = 0;
     }
 
-    /** The scorer of a bundle: the blend when it has class statistics or a prior, else Algorithm 2. */
+    /**
+     * The scorer of a bundle: the blend when it has class statistics or a prior, else Algorithm 2
+     * over its vote tables.
+     */
     public Scorer(Bundle bundle) {
         this(bundle, Mode.BLEND);
     }
@@ -157,12 +184,15 @@ public final class Scorer {
     public Scorer(Bundle bundle, Mode mode) {
         this.votes = bundle.votesRef();
         this.tables = bundle.tables();
-        this.buckets = 1 << bundle.bits();
+        this.buckets = votes == null ? 0 : 1 << bundle.bits();
         this.classes = bundle.labels().size();
         if (mode == null) {
             throw new NullPointerException("mode");
         }
         Bundle.ClassStats cs = bundle.classStats();
+        if (mode == Mode.VOTES && votes == null) {
+            throw new IllegalArgumentException("this bundle has no vote tables to score with votes");
+        }
         if (mode == Mode.CENTROIDS && cs == null) {
             throw new IllegalArgumentException("this bundle has no class statistics to score with centroids");
         }
@@ -171,8 +201,10 @@ public final class Scorer {
         }
         this.mode = mode;
         this.weights = Weights.fromMap(bundle.scoring());
+        Object perUnit = bundle.privacy().get("max_records_per_unit");  // absent before format 1.2
         this.priorBoost = priorBoost(bundle.epsilon(), weights.priorRecordsPerClass,
-                cs == null ? null : cs.countsRef());
+                cs == null ? null : cs.countsRef(), weights.priorBoostRule,
+                perUnit == null ? 1.0 : Fields.toDouble(perUnit));
         this.dim = bundle.dim();
         float[] p = bundle.priorRef();
         if (p == null) {
@@ -211,7 +243,19 @@ public final class Scorer {
                 }
                 pOrigin[j] = s;
             }
-            if (weights.gaussian()) {
+            if (COSINE_PUBLIC.equals(weights.centroidRule)) {
+                // cos(P x - P origin, S_c): the class sums' directions, counts and mu unused
+                this.shift = pOrigin;
+                this.mu = null;
+                this.halfNorms = null;
+                double[] sums = new double[classes * k];
+                float[] released = cs.sumsRef();
+                for (int i = 0; i < sums.length; i++) {
+                    sums[i] = released[i];
+                }
+                unitRows(sums, classes, k);
+                this.directions = sums;
+            } else if (weights.gaussian()) {
                 // The mean is subtracted after the clip, so it stays apart from the shift.
                 this.shift = pOrigin;
                 this.mu = overall;
@@ -240,8 +284,8 @@ public final class Scorer {
     }
 
     /**
-     * How much the prior's weight grows, as {@code runtime/scoring.py}'s prior_boost:
-     * {@code max(1, 1/epsilon)}; then, when {@code recordsPerClass} (R, the scoring map's
+     * How much the prior's weight grows under the "max" rule (format 2, and a scoring map that
+     * names no rule), as {@code runtime/scoring.py}'s prior_boost: {@code max(1, 1/epsilon)}; then, when {@code recordsPerClass} (R, the scoring map's
      * {@code prior_records_per_class}) is not 0 and the bundle has class statistics,
      * {@code max(that, R * classes / (epsilon * max(N, 1)))}, N the sum of the released noisy
      * class counts (float32 read as double) and classes their number; at most
@@ -262,6 +306,44 @@ public final class Scorer {
      * @param counts the released class counts, or null without class statistics
      */
     public static double priorBoost(double epsilon, double recordsPerClass, float[] counts) {
+        return priorBoost(epsilon, recordsPerClass, counts, MAX, 1.0);
+    }
+
+    /**
+     * How much the prior's weight grows, by the named rule ({@code runtime/scoring.py}'s
+     * prior_boost): "max" as {@link #priorBoost(double, double, float[])} ({@code recordsPerUnit}
+     * unused); "linear" (format 3.0) {@code R * classes * K / (epsilon * max(N, 1))}, at most
+     * {@link #SCORING_MAX}, with R {@code recordsPerClass}, classes the number of counts, K
+     * {@code recordsPerUnit} (the bundle's {@code privacy.max_records_per_unit}, 1 without it)
+     * and N the sum of the released noisy class counts.
+     *
+     * <p>Why linear: the released statistics carry about {@code epsilon * N / (classes * K)}
+     * records' worth of signal per class, and the prior's weight falls as that grows, without
+     * the floor of 1 that kept the prior at full weight on a large release (docs/accuracy.md
+     * measures both). The arithmetic is Python's, in its order: {@code ((R * classes) * K) /
+     * (epsilon * N)}.
+     *
+     * @param counts the released class counts; the linear rule needs them
+     * @throws IllegalArgumentException for an unknown rule, or the linear rule without counts
+     */
+    public static double priorBoost(double epsilon, double recordsPerClass, float[] counts, String rule,
+                                    double recordsPerUnit) {
+        if (LINEAR.equals(rule)) {
+            if (counts == null) {
+                throw new IllegalArgumentException("the linear prior boost needs the released class counts");
+            }
+            double total = 0;
+            for (float c : counts) {
+                total += c;
+            }
+            double n = 1.0 > total ? 1.0 : total;
+            double term = recordsPerClass * counts.length * recordsPerUnit / (epsilon * n);
+            return SCORING_MAX < term ? SCORING_MAX : term;
+        }
+        if (!MAX.equals(rule)) {
+            throw new IllegalArgumentException("unknown prior_boost_rule " + Msgpack.repr(rule) + " (one of "
+                    + String.join(", ", PRIOR_BOOST_RULES) + ")");
+        }
         double boost = 1.0 / epsilon > 1.0 ? 1.0 / epsilon : 1.0;
         if (recordsPerClass != 0 && counts != null) {  // NaN is "true" in Python too
             double total = 0;
@@ -307,6 +389,9 @@ public final class Scorer {
 
     /** Per-class sums of the noisy votes in the given bucket of each table. */
     public long[] voteSums(int[] bucketIds) {
+        if (votes == null) {
+            throw new IllegalStateException("this bundle has no vote tables");
+        }
         checkBuckets(bucketIds);
         long[] sums = new long[classes];
         for (int t = 0; t < tables; t++) {
@@ -326,6 +411,9 @@ public final class Scorer {
      *     needs the embedding, so call {@link #scores(float[], int[])}
      */
     public double[] scores(int[] bucketIds) {
+        if (votes == null) {
+            throw new IllegalStateException("this bundle has no vote tables: use scores(embedding)");
+        }
         if (!plainVotes()) {
             throw new IllegalStateException("this bundle's scores blend votes with centroids or a prior: "
                     + "use scores(embedding, buckets)");
@@ -335,7 +423,8 @@ public final class Scorer {
 
     /**
      * Per-class scores of an embedding whose buckets are {@code bucketIds} (from the bundle's
-     * {@link SimHasher}), as the Python runtime's {@code Scorer.scores}.
+     * {@link SimHasher}), as the Python runtime's {@code Scorer.scores}. Without vote tables
+     * (format 3) the buckets are not read and may be null: see {@link #scores(float[])}.
      */
     public double[] scores(float[] embedding, int[] bucketIds) {
         if (mode == Mode.CENTROIDS) {
@@ -347,27 +436,15 @@ public final class Scorer {
         if (plainVotes()) {
             return toDoubles(voteSums(bucketIds));
         }
-        checkBuckets(bucketIds);
-        double[] positive = new double[classes];
-        for (int t = 0; t < tables; t++) {
-            int base = (t * buckets + bucketIds[t]) * classes;
-            for (int c = 0; c < classes; c++) {
-                positive[c] += Math.max(votes[base + c], 0);
-            }
+        if (votes != null) {
+            checkBuckets(bucketIds);
         }
-        double total = 0;
-        for (double v : positive) {
-            total += v;
-        }
-        double denom = Math.max(total, TINY);
+        // Python's order: centroids + boosted prior, then the votes' share added.
         double[] out = new double[classes];
-        for (int c = 0; c < classes; c++) {
-            out[c] = weights.votes * positive[c] / denom;
-        }
         if (directions != null) {
             double[] cp = centroidProbs(embedding);
             for (int c = 0; c < classes; c++) {
-                out[c] += weights.centroids * cp[c];
+                out[c] = weights.centroids * cp[c];
             }
         }
         if (prior != null) {
@@ -377,13 +454,49 @@ public final class Scorer {
                 out[c] += w * pp[c];
             }
         }
+        if (votes != null) {
+            double[] positive = new double[classes];
+            for (int t = 0; t < tables; t++) {
+                int base = (t * buckets + bucketIds[t]) * classes;
+                for (int c = 0; c < classes; c++) {
+                    positive[c] += Math.max(votes[base + c], 0);
+                }
+            }
+            double total = 0;
+            for (double v : positive) {
+                total += v;
+            }
+            double denom = Math.max(total, TINY);
+            for (int c = 0; c < classes; c++) {
+                out[c] += weights.votes * positive[c] / denom;
+            }
+        }
         return out;
+    }
+
+    /**
+     * Per-class scores of an embedding of a bundle without vote tables (format 3's default),
+     * which needs no buckets.
+     *
+     * @throws IllegalStateException if the bundle has vote tables: call
+     *     {@link #scores(float[], int[])} with the embedding's buckets
+     */
+    public double[] scores(float[] embedding) {
+        if (votes != null && mode != Mode.CENTROIDS && mode != Mode.PRIOR) {
+            throw new IllegalStateException("this bundle has vote tables: use scores(embedding, buckets)");
+        }
+        return scores(embedding, null);
+    }
+
+    /** Whether the scorer reads vote tables (every bundle before format 3; optional from it). */
+    public boolean hasVotes() {
+        return votes != null;
     }
 
     /**
      * softmax(centroid logits / tau_c), the logits by the bundle's centroid rule (see the class
      * doc): {@code <clip(z), m_c> - |m_c|^2 / 2} under "gaussian", {@code cos(z, m_c)} under
-     * "cosine"; needs class statistics.
+     * "cosine", {@code cos(z, S_c)} under "cosine_public"; needs class statistics.
      */
     public double[] centroidProbs(float[] embedding) {
         if (directions == null) {
@@ -398,7 +511,7 @@ public final class Scorer {
             }
             z[j] = s - shift[j];
         }
-        if (mu == null) {  // cosine
+        if (mu == null) {  // cosine, cosine_public: the directions are unit rows
             unitRows(z, 1, k);
         } else {           // gaussian: clip as the exporter clipped the records, then centre
             clipL1(z, weights.centroidClipL1);
@@ -442,9 +555,12 @@ public final class Scorer {
         return softmax(logits);
     }
 
-    /** True when the scores are Algorithm 2's summed votes (no centroids or prior to blend). */
+    /**
+     * True when the scores are Algorithm 2's summed votes: a bundle with vote tables and no
+     * centroids or prior to blend, or the votes mode.
+     */
     public boolean plainVotes() {
-        return mode == Mode.VOTES || mode == Mode.BLEND && directions == null && prior == null;
+        return votes != null && (mode == Mode.VOTES || mode == Mode.BLEND && directions == null && prior == null);
     }
 
     public Mode mode() {
@@ -457,8 +573,10 @@ public final class Scorer {
     }
 
     /**
-     * The prior's extra weight ({@link #priorBoost(double, double, float[])}): at least 1,
-     * larger at small epsilon or few noisy records per class; 1 for a vote-tables-only scorer.
+     * The prior's extra weight ({@link #priorBoost(double, double, float[], String, double)}):
+     * under "max" at least 1, larger at small epsilon or few noisy records per class; under
+     * "linear" proportional to the classes over the released noisy records; 1 for a scorer of
+     * vote tables alone built from arrays.
      */
     public double priorBoost() {
         return priorBoost;
@@ -576,16 +694,15 @@ public final class Scorer {
     }
 
     /**
-     * The blend's weights, temperatures and centroid rule ({@code runtime/scoring.py} Weights):
-     * the defaults, overridden by the values the bundle's {@code scoring} map gives for these
-     * names (other entries, such as the "rule" text, are ignored). The defaults are what a
-     * format-2.0 bundle means: weights 1, temperatures 0.05, the cosine rule, no clip. A
-     * format-2.1 bundle names the Gaussian rule with its clip (the records' clip, 5.0 by
-     * default) and a centroid temperature of 0.003: its logits are squared distances in
-     * embedding units, far smaller than a cosine's range of 2. Since the exporter's count term
-     * (see {@link Scorer#priorBoost(double, double, float[])}) a map also names
-     * {@code prior_records_per_class} (1000 as shipped); without it, 0: the count term is off
-     * and the boost is {@code max(1, 1/epsilon)}, what a format-2.0 bundle means.
+     * The blend's weights, temperatures and rules ({@code runtime/scoring.py} Weights): the
+     * defaults, overridden by the values the bundle's {@code scoring} map gives for these names
+     * (other entries, such as the "rule" text, are ignored). The defaults are what a format-2.0
+     * bundle means: weights 1, temperatures 0.05, the cosine rule, no clip, no count term, the
+     * "max" boost. A format-2.1 bundle names the Gaussian rule with its clip and a centroid
+     * temperature of 0.003 (its logits are squared distances in embedding units, far smaller
+     * than a cosine's range of 2) and {@code prior_records_per_class} (1000 as shipped). A
+     * format-3.0 bundle names "cosine_public" at a centroid temperature of 0.04 and the "linear"
+     * boost with {@code prior_records_per_class} 100.
      */
     public static final class Weights {
         public final double votes;
@@ -593,15 +710,17 @@ public final class Scorer {
         public final double prior;
         public final double centroidTemperature;
         public final double priorTemperature;
-        /** {@link #COSINE} or {@link #GAUSSIAN}. */
+        /** {@link #COSINE}, {@link #GAUSSIAN} or {@link #COSINE_PUBLIC}. */
         public final String centroidRule;
-        /** The Gaussian rule's L1 clip of the projected query (0, unused, under cosine). */
+        /** The Gaussian rule's L1 clip of the projected query (0, unused, under the cosine rules). */
         public final double centroidClipL1;
         /**
-         * R in the prior's count term {@code R * classes / (epsilon * N)} (0: no count term, the
-         * boost is {@code max(1, 1/epsilon)}).
+         * R in the prior's boost: the count term {@code R * classes / (epsilon * N)} of "max" (0:
+         * no count term, the boost is {@code max(1, 1/epsilon)}), the numerator of "linear".
          */
         public final double priorRecordsPerClass;
+        /** {@link #MAX} or {@link #LINEAR}. */
+        public final String priorBoostRule;
 
         /** The defaults: weights 1, temperatures 0.05, the cosine rule (a format-2.0 bundle). */
         public Weights() {
@@ -620,17 +739,28 @@ public final class Scorer {
             this(votes, centroids, prior, centroidTemperature, priorTemperature, centroidRule, centroidClipL1, 0.0);
         }
 
-        /**
-         * @throws IllegalArgumentException if the rule is not one of {@link #CENTROID_RULES}, or
-         *     the rule is Gaussian and the clip is not a positive finite number (Python's
-         *     ValueError: the clip is what puts the query on the means' scale)
-         */
+        /** These weights, temperatures, rule, clip and R, with the "max" boost. */
         public Weights(double votes, double centroids, double prior, double centroidTemperature,
                        double priorTemperature, String centroidRule, double centroidClipL1,
                        double priorRecordsPerClass) {
+            this(votes, centroids, prior, centroidTemperature, priorTemperature, centroidRule, centroidClipL1,
+                    priorRecordsPerClass, MAX);
+        }
+
+        /**
+         * @throws IllegalArgumentException if the rule is not one of {@link #CENTROID_RULES}, the
+         *     boost rule not one of {@link #PRIOR_BOOST_RULES}, or the rule is Gaussian and the
+         *     clip is not a positive finite number (Python's ValueError: the clip is what puts
+         *     the query on the means' scale)
+         */
+        public Weights(double votes, double centroids, double prior, double centroidTemperature,
+                       double priorTemperature, String centroidRule, double centroidClipL1,
+                       double priorRecordsPerClass, String priorBoostRule) {
             if (!CENTROID_RULES.contains(centroidRule)) {
-                throw new IllegalArgumentException("unknown centroid_rule " + Msgpack.repr(centroidRule)
-                        + " (one of " + String.join(", ", CENTROID_RULES) + ")");
+                throw new IllegalArgumentException(unknown("centroid_rule", centroidRule, CENTROID_RULES));
+            }
+            if (!PRIOR_BOOST_RULES.contains(priorBoostRule)) {
+                throw new IllegalArgumentException(unknown("prior_boost_rule", priorBoostRule, PRIOR_BOOST_RULES));
             }
             if (GAUSSIAN.equals(centroidRule) && !(centroidClipL1 > 0 && !Double.isInfinite(centroidClipL1))) {
                 throw new IllegalArgumentException("the gaussian centroid rule needs a positive centroid_clip_l1, got "
@@ -644,9 +774,10 @@ public final class Scorer {
             this.centroidRule = centroidRule;
             this.centroidClipL1 = centroidClipL1;
             this.priorRecordsPerClass = priorRecordsPerClass;
+            this.priorBoostRule = priorBoostRule;
         }
 
-        /** Whether the centroid logits follow the Gaussian rule (else cosine). */
+        /** Whether the centroid logits follow the Gaussian rule (else a cosine rule). */
         public boolean gaussian() {
             return GAUSSIAN.equals(centroidRule);
         }
@@ -655,22 +786,33 @@ public final class Scorer {
          * The defaults overridden by a bundle's scoring map (null: the defaults).
          *
          * @throws IllegalArgumentException if a known number name maps to something other than
-         *     a number, the rule is unknown or not a string, or the Gaussian rule comes without a
-         *     positive clip (the reader refuses all of these first, with Python's messages; this
-         *     is for a map it did not check)
+         *     a number, a rule is unknown or not a string (the first in the map's order, as in
+         *     Python), or the Gaussian rule comes without a positive clip (the reader refuses all
+         *     of these first, with Python's messages; this is for a map it did not check)
          */
         public static Weights fromMap(Map<String, Object> m) {
             if (m == null) {
                 return new Weights();
             }
-            Object rule = m.containsKey("centroid_rule") ? m.get("centroid_rule") : COSINE;
-            if (!(rule instanceof String)) {
-                throw new IllegalArgumentException("unknown centroid_rule " + Msgpack.repr(rule) + " (one of "
-                        + String.join(", ", CENTROID_RULES) + ")");
+            for (Map.Entry<String, Object> e : m.entrySet()) {
+                List<String> rules = "centroid_rule".equals(e.getKey()) ? CENTROID_RULES
+                        : "prior_boost_rule".equals(e.getKey()) ? PRIOR_BOOST_RULES : null;
+                if (rules != null && !rules.contains(e.getValue())) {
+                    throw new IllegalArgumentException(unknown(e.getKey(), e.getValue(), rules));
+                }
             }
             return new Weights(number(m, "votes", 1.0), number(m, "centroids", 1.0), number(m, "prior", 1.0),
-                    number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05), (String) rule,
-                    number(m, "centroid_clip_l1", 0.0), number(m, "prior_records_per_class", 0.0));
+                    number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05),
+                    rule(m, "centroid_rule", COSINE), number(m, "centroid_clip_l1", 0.0),
+                    number(m, "prior_records_per_class", 0.0), rule(m, "prior_boost_rule", MAX));
+        }
+
+        private static String unknown(String name, Object value, List<String> rules) {
+            return "unknown " + name + " " + Msgpack.repr(value) + " (one of " + String.join(", ", rules) + ")";
+        }
+
+        private static String rule(Map<String, Object> m, String key, String fallback) {
+            return m.containsKey(key) ? (String) m.get(key) : fallback;
         }
 
         private static double number(Map<String, Object> m, String key, double fallback) {
@@ -690,7 +832,8 @@ public final class Scorer {
             return "Weights{votes=" + votes + ", centroids=" + centroids + ", prior=" + prior
                     + ", centroid_temperature=" + centroidTemperature + ", prior_temperature=" + priorTemperature
                     + ", centroid_rule=" + centroidRule + ", centroid_clip_l1=" + centroidClipL1
-                    + ", prior_records_per_class=" + priorRecordsPerClass + "}";
+                    + ", prior_records_per_class=" + priorRecordsPerClass + ", prior_boost_rule=" + priorBoostRule
+                    + "}";
         }
     }
 }

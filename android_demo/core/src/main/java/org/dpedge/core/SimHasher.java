@@ -51,9 +51,21 @@ public final class SimHasher {
         this.dim = dim;
     }
 
-    /** The hasher of a bundle's hyperplanes (and offsets, when the bundle has them). */
+    /**
+     * The hasher of a bundle's hyperplanes (and offsets, when the bundle has them).
+     *
+     * @throws IllegalArgumentException if the bundle has no vote tables (format 3's default):
+     *     there is nothing to hash
+     */
     public SimHasher(Bundle bundle) {
-        this(bundle.hyperplanesRef(), bundle.offsetsRef(), bundle.tables(), bundle.bits(), bundle.dim());
+        this(hyperplanesOf(bundle), bundle.offsetsRef(), bundle.tables(), bundle.bits(), bundle.dim());
+    }
+
+    private static float[] hyperplanesOf(Bundle bundle) {
+        if (!bundle.hasVotes()) {
+            throw new IllegalArgumentException("this bundle has no vote tables, so no hyperplanes to hash with");
+        }
+        return bundle.hyperplanesRef();
     }
 
     /** The bucket id of the embedding in each table, each in [0, 2^bits). */

@@ -2,6 +2,7 @@ package org.dpedge.core;
 
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
@@ -121,12 +122,13 @@ public class BundleReaderTest {
     @Test
     public void checksVersionAndChecksum() {
         expectOuter(o -> o.put("format", "zip"), "not a dpedge bundle: field 'format' is 'zip', expected 'dpedge-bundle'");
-        expectOuter(o -> o.put("version", TestBundles.list(3L, 0L)),
-                "bundle format version 3.0 is newer than this runtime supports (1.x and 2.x); upgrade dpedge to read it");
+        expectOuter(o -> o.put("version", TestBundles.list(4L, 0L)),
+                "bundle format version 4.0 is newer than this runtime supports (1.x and 2.x and 3.x); upgrade dpedge "
+                + "to read it");
         expectOuter(o -> o.put("version", TestBundles.list(new BigInteger("18446744073709551615"), 0L)),
                 "bundle format version 18446744073709551615.0 is newer than this runtime supports");
         expectOuter(o -> o.put("version", TestBundles.list(0L, 9L)),
-                "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x)");
+                "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x and 3.x)");
         expectOuter(o -> o.put("version", TestBundles.list(-1L, 0L)), "bundle format version -1.0 is not supported");
         expectOuter(o -> o.put("version", TestBundles.list(1L)), "field 'version' must be [major, minor], got [1]");
         expectOuter(o -> o.put("version", TestBundles.list(true, 1L)), "must be [major, minor], got [True, 1]");
@@ -157,7 +159,7 @@ public class BundleReaderTest {
         expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", Double.POSITIVE_INFINITY), "got inf");
         expectPayload(p -> TestBundles.sub(p, "privacy").put("epsilon", Double.NaN), "positive finite number, got nan");
         expectPayload(p -> TestBundles.sub(p, "privacy").put("delta", 1e-6),
-                "field 'privacy.delta' is 1e-06: only pure epsilon-DP bundles (delta = 0) exist in v1");
+                "field 'privacy.delta' is 1e-06: only pure epsilon-DP bundles (delta = 0) exist");
         expectPayload(p -> TestBundles.sub(p, "privacy").put("sensitivity_l1", 1L),
                 "field 'privacy.sensitivity_l1' is 1 but a record touches one cell in each of 2 tables");
         expectPayload(p -> TestBundles.sub(p, "lsh").put("family", "minhash"),
@@ -324,17 +326,17 @@ public class BundleReaderTest {
             scoring(p).put("centroids", "1");
         }, "field 'scoring.centroids' must be a number, got str");
         expectPayload2(p -> scoring(p).put("centroid_rule", "median"),
-                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 'median'");
         expectPayload2(p -> scoring(p).put("centroid_rule", "Gaussian's"),
-                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got \"Gaussian's\"");
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got \"Gaussian's\"");
         expectPayload2(p -> scoring(p).put("centroid_rule", 1L),
-                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 1");
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 1");
         expectPayload2(p -> scoring(p).put("centroid_rule", 2.5),
-                "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 2.5");
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 2.5");
         expectPayload2(p -> {
             scoring(p).put("centroid_temperature", 0L);
             scoring(p).put("centroid_rule", "median");
-        }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
+        }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 'median'");
         expectPayload2(p -> scoring(p).put("centroid_temperature", 0L),
                 "field 'scoring.centroid_temperature' must be at least 1e-6");
         expectPayload2(p -> scoring(p).put("prior_temperature", 0.0),
@@ -367,7 +369,7 @@ public class BundleReaderTest {
         expectPayload2(p -> {
             scoring(p).put("centroid_rule", "median");
             scoring(p).put("votes", 1e308);
-        }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'");
+        }, "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 'median'");
         String noClip = "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule";
         expectPayload2(p -> scoring(p).put("centroid_rule", "gaussian"), noClip);
         expectPayload2(p -> {
@@ -428,6 +430,139 @@ public class BundleReaderTest {
         Map<String, Object> p = TestBundles.payload2();
         edit.accept(p);
         byte[] data = TestBundles.seal2(p);
+        expectError(() -> BundleReader.read(data), phrase);
+    }
+
+    @Test
+    public void readsAFormat3BundleWithoutVoteTables() throws Exception {
+        Bundle b = BundleReader.read(TestBundles.seal3(TestBundles.payload3()));
+        assertFalse(b.hasVotes());
+        assertNull(b.lsh());
+        assertNull(b.hyperplanes());
+        assertNull(b.votes());
+        assertNull(b.offsets());
+        assertEquals(0, b.tables());
+        assertEquals(0, b.bits());
+        assertEquals(3, b.dim());  // the encoder's
+        assertEquals(2, b.classStats().k());
+        assertEquals(9, b.prior().length);
+        assertEquals("cosine_public", b.scoring().get("centroid_rule"));
+        assertEquals("linear", b.scoring().get("prior_boost_rule"));
+        assertTrue(b.usesClassStatsFormat());
+        // the same payload with vote tables: both are read, and the top level is the votes release's
+        Bundle t = BundleReader.read(TestBundles.seal3(TestBundles.payload3Tables()));
+        assertTrue(t.hasVotes());
+        assertEquals(2, t.tables());
+        assertEquals(4, t.offsets().length);
+        assertTrue(!t.lsh().containsKey("offsets") && !t.lsh().containsKey("hyperplanes"));
+        assertFalse(BundleReader.read(TestBundles.validBundle()).usesClassStatsFormat());
+        // a newer 3.x minor only adds fields; format 2's single class_stats release is accepted too
+        Map<String, Object> p = TestBundles.payload3();
+        p.put("future_field", TestBundles.list(1L));
+        Map<String, Object> o = TestBundles.outer(TestBundles.pack(p));
+        o.put("version", TestBundles.list(3L, 7L));
+        assertFalse(BundleReader.read(TestBundles.pack(o)).hasVotes());
+        Map<String, Object> merged = TestBundles.payload3();
+        TestBundles.sub(merged, "privacy").put("releases", TestBundles.list(TestBundles.release("class_stats", 8.0, 400L)));
+        TestBundles.sub(merged, "privacy").put("noise_scale", 50.0);
+        assertEquals(2, BundleReader.read(TestBundles.seal3(merged)).classStats().k());
+    }
+
+    /** Format 3.0's refusals, with Python's messages and in its order (runtime/bundle/reader.py). */
+    @Test
+    public void validatesFormat3LikePython() {
+        String nothing = "a bundle without vote tables ('votes') must hold 'class_stats': it has nothing to classify with";
+        expectPayload3(p -> p.remove("class_stats"), nothing);
+        expectPayload3(p -> {  // which comes first: the encoder's dim is read before class_stats
+            p.remove("class_stats");
+            TestBundles.sub(p, "encoder").remove("dim");
+        }, "missing field 'encoder.dim'");
+        expectPayload3(p -> TestBundles.sub(p, "encoder").put("dim", "3"), "field 'encoder.dim' is string, expected integer");
+        expectPayload3(p -> p.put("encoder", TestBundles.list()), "field 'encoder' is array, expected map");
+        expectPayload3(p -> TestBundles.sub(p, "encoder").put("dim", 4L),
+                "field 'class_stats.projection' must be finite with shape (2, 4), got (2, 3)");
+        expectPayload3(p -> TestBundles.sub(p, "encoder").put("dim", 0L),
+                "field 'class_stats.projection' must have 1 to 0 rows (the embedding size), got 2");
+        expectPayload3(p -> TestBundles.sub(p, "encoder").put("dim", -5L),
+                "field 'class_stats.projection' must have 1 to -5 rows (the embedding size), got 2");
+        expectPayload3(p -> TestBundles.sub(p, "encoder").put("dim", new BigInteger("18446744073709551615")),
+                "field 'class_stats.projection' must be finite with shape (2, 18446744073709551615), got (2, 3)");
+        expectPayload3(p -> {  // the projection's shape is checked before the origin
+            TestBundles.sub(p, "class_stats").put("origin", TestBundles.array("<f4", new byte[8], 2L));
+            TestBundles.sub(p, "class_stats").put("projection", TestBundles.array("<f4", new byte[24], 3L, 2L));
+        }, "field 'class_stats.projection' must be finite with shape (3, 3), got (3, 2)");
+        expectPayload3(p -> p.put("class_stats", null), "field 'class_stats' is nil, expected map");
+        expectPayload3(p -> p.put("votes", TestBundles.payload().get("votes")), "missing field 'lsh'");
+        expectPayload3(p -> p.put("lsh", null), "field 'lsh' is nil, expected map");
+        expectPayload3(p -> p.put("lsh", TestBundles.payload().get("lsh")), "missing field 'votes'");
+        expectPayload3(p -> release(p, 0).put("statistic", "class_stats_v3"),
+                "field 'privacy.releases' must list every released statistic, got ['class_stats_v3', 'class_sums']");
+        expectPayload3(p -> TestBundles.sub(p, "privacy").put("releases", TestBundles.list(release(p, 1))),
+                "field 'privacy.releases' must list every released statistic, got ['class_sums']");
+        expectPayload3(p -> TestBundles.sub(p, "privacy").put("releases", TestBundles.list()),
+                "field 'privacy.releases' must list every released statistic, got []");
+        expectPayload3(p -> TestBundles.sub(p, "privacy").remove("releases"), "missing field 'privacy.releases'");
+        expectPayload3(p -> {
+            TestBundles.sub(p, "privacy").put("sensitivity_l1", 1L);
+            TestBundles.sub(p, "privacy").put("noise_scale", 2.5);
+        }, "fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' (1, 2.5) must be the class_sums release's "
+                + "(400, 52.631578947368425)");
+        expectPayload3(p -> TestBundles.sub(p, "privacy").put("noise_scale", 50.0),  // the whole epsilon's scale
+                "(400, 50.0) must be the class_sums release's");
+        expectPayload3(p -> {  // the last release, whichever it is
+            Object first = release(p, 0);
+            TestBundles.sub(p, "privacy").put("releases", TestBundles.list(release(p, 1), first));
+        }, "must be the class_counts release's (1, 2.5)");
+        expectPayload3(p -> TestBundles.sub(p, "scoring").put("prior_boost_rule", "quadratic"),
+                "field 'scoring.prior_boost_rule' must be one of max, linear, got 'quadratic'");
+        expectPayload3(p -> TestBundles.sub(p, "scoring").put("prior_boost_rule", 2L),
+                "field 'scoring.prior_boost_rule' must be one of max, linear, got 2");
+        expectPayload3(p -> {  // the clip's check comes first
+            TestBundles.sub(p, "scoring").put("prior_boost_rule", "quadratic");
+            TestBundles.sub(p, "scoring").put("centroid_rule", "gaussian");
+        }, "field 'scoring.centroid_clip_l1' must be positive for the gaussian centroid rule");
+        expectPayload3(p -> TestBundles.sub(p, "scoring").put("centroid_rule", "Cosine_public"),
+                "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 'Cosine_public'");
+        // before major 3 the tables are required
+        Map<String, Object> p2 = TestBundles.payload3();
+        expectError(() -> BundleReader.read(TestBundles.seal2(p2)), "missing field 'lsh'");
+        expectError(() -> BundleReader.read(TestBundles.seal(p2)), "missing field 'lsh'");
+        // with vote tables: the votes release must be listed, and linear needs class statistics
+        expectTables3(p -> TestBundles.sub(p, "privacy").put("releases", TestBundles.list(release(p, 0), release(p, 1))),
+                "field 'privacy.releases' must list every released statistic, got ['class_counts', 'class_sums']");
+        expectTables3(p -> {
+            p.remove("class_stats");
+            TestBundles.sub(p, "privacy").put("releases", TestBundles.list(release(p, 2)));
+            TestBundles.sub(p, "privacy").put("epsilon", 0.8);
+        }, "field 'scoring.prior_boost_rule' is 'linear', which needs the released class counts of 'class_stats'");
+        expectTables3(p -> TestBundles.sub(p, "privacy").put("noise_scale", 400 / 6.8),
+                "must be the votes release's (2, 2.5)");
+    }
+
+    /** Python's order: the records per person are checked before the hashing (format 3 moved them). */
+    @Test
+    public void checksRecordsPerPersonBeforeTheHashing() {
+        expectPayload(p -> {
+            TestBundles.sub(p, "privacy").put("max_records_per_unit", 0L);
+            TestBundles.sub(p, "lsh").put("family", "minhash");
+        }, "field 'privacy.max_records_per_unit' is 0, expected at least 1");
+        expectPayload3(p -> TestBundles.sub(p, "privacy").put("max_records_per_unit", 0L),
+                "field 'privacy.max_records_per_unit' is 0, expected at least 1");
+        expectPayload3(p -> TestBundles.sub(p, "privacy").put("max_records_per_unit", "3"),
+                "field 'privacy.max_records_per_unit' is string, expected integer");
+    }
+
+    private static void expectPayload3(Consumer<Map<String, Object>> edit, String phrase) {
+        Map<String, Object> p = TestBundles.payload3();
+        edit.accept(p);
+        byte[] data = TestBundles.seal3(p);
+        expectError(() -> BundleReader.read(data), phrase);
+    }
+
+    private static void expectTables3(Consumer<Map<String, Object>> edit, String phrase) {
+        Map<String, Object> p = TestBundles.payload3Tables();
+        edit.accept(p);
+        byte[] data = TestBundles.seal3(p);
         expectError(() -> BundleReader.read(data), phrase);
     }
 

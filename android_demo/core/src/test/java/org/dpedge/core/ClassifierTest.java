@@ -39,6 +39,36 @@ public class ClassifierTest {
         assertEquals(p.label(), clf.predictEmbedding(new float[] {0.6f, -0.8f, 0.1f}).label());
     }
 
+    /** A format-3 bundle without vote tables: no hasher, the blend of centroids and prior. */
+    @Test
+    public void classifiesAFormat3BundleWithoutHashing() throws Exception {
+        Bundle b = BundleReader.read(TestBundles.seal3(TestBundles.payload3()));
+        float[] x = {0.6f, -0.8f, 0.1f};
+        Classifier clf = new Classifier(b, ids -> x.clone());
+        assertNull(clf.hasher());
+        Prediction p = clf.predict("wake me up");
+        assertArrayEquals(clf.scorer().scores(x), p.scores().values().stream().mapToDouble(Double::doubleValue)
+                .toArray(), 0);
+        assertEquals(p.label(), clf.predictEmbedding(x).label());
+        assertEquals("alarm", p.label());
+        try {
+            new Classifier(b, ids -> x.clone(), Scorer.Mode.VOTES);
+            fail("votes mode without vote tables");
+        } catch (IllegalArgumentException e) {
+            assertEquals("this bundle has no vote tables to score with votes", e.getMessage());
+        }
+        try {
+            new SimHasher(b);
+            fail("a hasher without hyperplanes");
+        } catch (IllegalArgumentException e) {
+            assertEquals("this bundle has no vote tables, so no hyperplanes to hash with", e.getMessage());
+        }
+        // with vote tables (--votes-share) the classifier hashes again
+        Classifier tables = new Classifier(BundleReader.read(TestBundles.seal3(TestBundles.payload3Tables())),
+                ids -> x.clone());
+        assertArrayEquals(new int[] {1, 1}, tables.hasher().buckets(x));
+    }
+
     @Test
     public void refusesTextsPythonRefuses() throws Exception {
         Classifier clf = new Classifier(bundle(), ids -> new float[] {1, 0, 0});

@@ -250,7 +250,7 @@ public class ScorerTest {
     public void weightsRefuseAnUnknownRuleAndAGaussianRuleWithoutAClip() {
         Map<String, Object> m = new java.util.LinkedHashMap<>();
         m.put("centroid_rule", "median");
-        expectIllegal(m, "unknown centroid_rule 'median' (one of cosine, gaussian)");
+        expectIllegal(m, "unknown centroid_rule 'median' (one of cosine, gaussian, cosine_public)");
         m.put("centroid_rule", "gaussian");
         expectIllegal(m, "the gaussian centroid rule needs a positive centroid_clip_l1, got 0.0");
         m.put("centroid_clip_l1", Double.POSITIVE_INFINITY);
@@ -363,6 +363,177 @@ public class ScorerTest {
             e[c] /= sum;
         }
         assertArrayEquals(e, plain, 1e-12);
+    }
+
+    private static Bundle format3(java.util.function.Consumer<Map<String, Object>> edit) throws Exception {
+        Map<String, Object> p = TestBundles.payload3();
+        edit.accept(p);
+        return BundleReader.read(TestBundles.seal3(p));
+    }
+
+    /** softmax(v / t) by the plain formula. */
+    private static double[] softmax(double[] v, double t) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (double x : v) {
+            max = Math.max(max, x / t);
+        }
+        double[] e = new double[v.length];
+        double sum = 0;
+        for (int i = 0; i < v.length; i++) {
+            e[i] = Math.exp(v[i] / t - max);
+            sum += e[i];
+        }
+        for (int i = 0; i < v.length; i++) {
+            e[i] /= sum;
+        }
+        return e;
+    }
+
+    /**
+     * Format 3.0's "cosine_public" rule by hand on the test bundle: z = P x - P origin =
+     * (0.6 - 0.05, -0.8), the class sums (8, 1), (-2, 6), (0.5, -4) (counts unused), logits
+     * cos(z, S_c) / 0.04.
+     */
+    @Test
+    public void cosinePublicCentroidsOnAHandExample() throws Exception {
+        Scorer s = new Scorer(format3(p -> { }), Scorer.Mode.CENTROIDS);
+        assertEquals(Scorer.COSINE_PUBLIC, s.weights().centroidRule);
+        float[] x = {0.6f, -0.8f, 0.1f};
+        double[] z = {(double) 0.6f - (double) 0.05f, (double) -0.8f};
+        double[][] sums = {{8, 1}, {-2, 6}, {0.5, -4}};
+        double[] cos = new double[3];
+        for (int c = 0; c < 3; c++) {
+            cos[c] = (z[0] * sums[c][0] + z[1] * sums[c][1]) / (Math.hypot(z[0], z[1]) * Math.hypot(sums[c][0], sums[c][1]));
+        }
+        assertArrayEquals(softmax(cos, 0.04), s.centroidProbs(x), 1e-12);
+        // the counts do not enter: other counts, the same probabilities
+        Scorer other = new Scorer(format3(p -> TestBundles.sub(p, "class_stats").put("counts",
+                TestBundles.array("<f4", TestBundles.floats(1f, 500f, -3f), 3))), Scorer.Mode.CENTROIDS);
+        assertArrayEquals(s.centroidProbs(x), other.centroidProbs(x), 0);
+        // a zero class sum has cosine 0 with every query, and so has the query at the origin
+        Scorer zero = new Scorer(format3(p -> TestBundles.sub(p, "class_stats").put("sums",
+                TestBundles.array("<f4", TestBundles.floats(8f, 1f, 0f, 0f, 0.5f, -4f), 3, 2))), Scorer.Mode.CENTROIDS);
+        cos[1] = 0;
+        assertArrayEquals(softmax(cos, 0.04), zero.centroidProbs(x), 1e-12);
+        assertArrayEquals(new double[] {1.0 / 3, 1.0 / 3, 1.0 / 3}, s.centroidProbs(new float[] {0.05f, 0f, 0.7f}),
+                1e-15);
+    }
+
+    /** runtime/scoring.py's prior_boost doctest for the linear rule, and its cap, floor and K. */
+    @Test
+    public void linearPriorBoostMirrorsPython() {
+        assertEquals(0.4, Scorer.priorBoost(1.0, 100.0, new float[] {250f, 250f}, Scorer.LINEAR, 1.0), 0);
+        assertEquals(100.0 * 2 * 3 / 500.0, Scorer.priorBoost(1.0, 100.0, new float[] {250f, 250f}, Scorer.LINEAR, 3.0),
+                0);
+        assertEquals(100.0 * 3 / 0.5, Scorer.priorBoost(0.5, 100.0, new float[] {-4f, 0.5f, 2f}, Scorer.LINEAR, 1.0),
+                0);  // N = -1.5 is read as 1
+        assertEquals(Scorer.SCORING_MAX, Scorer.priorBoost(0.01, 1e6, new float[] {0f, 0f}, Scorer.LINEAR, 1.0), 0);
+        assertEquals(0.0, Scorer.priorBoost(8.0, 0.0, new float[] {5f, 5f}, Scorer.LINEAR, 1.0), 0);  // no floor of 1
+        // "max" is format 2's rule, whatever K
+        assertEquals(4.0, Scorer.priorBoost(1.0, 1000.0, new float[] {250f, 250f}, Scorer.MAX, 3.0), 0);
+        try {
+            Scorer.priorBoost(1.0, 100.0, null, Scorer.LINEAR, 1.0);
+            fail("linear without counts");
+        } catch (IllegalArgumentException e) {
+            assertEquals("the linear prior boost needs the released class counts", e.getMessage());
+        }
+        try {
+            Scorer.priorBoost(1.0, 100.0, null, "square", 1.0);
+            fail("an unknown rule");
+        } catch (IllegalArgumentException e) {
+            assertEquals("unknown prior_boost_rule 'square' (one of max, linear)", e.getMessage());
+        }
+    }
+
+    /** The bundle's R (100), classes (3), epsilon (8), N (17.4) and records per person give the boost. */
+    @Test
+    public void aFormat3BundlesBoostFollowsItsRule() throws Exception {
+        double n = (double) 10f + (double) 7f + (double) 0.4f;
+        assertEquals(100.0 * 3 / (8.0 * n), new Scorer(format3(p -> { })).priorBoost(), 0);
+        assertEquals(100.0 * 3 * 4 / (8.0 * n), new Scorer(format3(p ->
+                TestBundles.sub(p, "privacy").put("max_records_per_unit", 4L))).priorBoost(), 0);
+        assertEquals(100.0 * 3 / (8.0 * n), new Scorer(format3(p ->
+                TestBundles.sub(p, "privacy").remove("max_records_per_unit"))).priorBoost(), 0);  // K = 1
+        // "max" (named, or no rule in the map): max(1, 1/epsilon, R * classes / (epsilon * N))
+        assertEquals(Math.max(1.0, 100.0 * 3 / (8.0 * n)), new Scorer(format3(p ->
+                TestBundles.sub(p, "scoring").put("prior_boost_rule", "max"))).priorBoost(), 0);
+        assertEquals(Math.max(1.0, 100.0 * 3 / (8.0 * n)), new Scorer(format3(p ->
+                TestBundles.sub(p, "scoring").remove("prior_boost_rule"))).priorBoost(), 0);
+        assertEquals(Scorer.MAX, Scorer.Weights.fromMap(null).priorBoostRule);
+    }
+
+    /** Without vote tables the blend is the centroids and the boosted prior; nothing is hashed. */
+    @Test
+    public void aBundleWithoutVoteTablesBlendsCentroidsAndPrior() throws Exception {
+        Bundle b = format3(p -> TestBundles.sub(p, "scoring").put("prior", 0.5));
+        Scorer s = new Scorer(b);
+        assertFalse(s.plainVotes());
+        assertFalse(s.hasVotes());
+        float[] x = {0.3f, -0.2f, 0.9f};
+        double[] c = s.centroidProbs(x);
+        double[] pr = s.priorProbs(x);
+        double[] blend = s.scores(x);
+        for (int i = 0; i < 3; i++) {
+            assertEquals(c[i] + 0.5 * s.priorBoost() * pr[i], blend[i], 1e-15);
+        }
+        assertArrayEquals(blend, s.scores(x, null), 0);
+        assertArrayEquals(c, new Scorer(b, Scorer.Mode.CENTROIDS).scores(x), 0);
+        assertArrayEquals(pr, new Scorer(b, Scorer.Mode.PRIOR).scores(x), 0);
+        try {
+            new Scorer(b, Scorer.Mode.VOTES);
+            fail("votes mode without vote tables");
+        } catch (IllegalArgumentException e) {
+            assertEquals("this bundle has no vote tables to score with votes", e.getMessage());
+        }
+        try {
+            s.scores(new int[0]);
+            fail("bucket scores without vote tables");
+        } catch (IllegalStateException e) {
+            assertEquals("this bundle has no vote tables: use scores(embedding)", e.getMessage());
+        }
+        // no prior: the centroids alone
+        Scorer noPrior = new Scorer(format3(p -> p.remove("prior")));
+        assertArrayEquals(noPrior.centroidProbs(x), noPrior.scores(x), 0);
+    }
+
+    /** With vote tables (--votes-share) the votes' share is added to format 3's blend. */
+    @Test
+    public void aFormat3BundleWithVoteTablesAddsTheVotes() throws Exception {
+        Bundle b = BundleReader.read(TestBundles.seal3(TestBundles.payload3Tables()));
+        Scorer s = new Scorer(b);
+        assertTrue(s.hasVotes());
+        float[] x = {0.6f, -0.8f, 0.1f};
+        int[] buckets = new SimHasher(b).buckets(x);
+        assertArrayEquals(new int[] {1, 1}, buckets);
+        double[] c = s.centroidProbs(x);
+        double[] pr = s.priorProbs(x);
+        double[] all = s.scores(x, buckets);
+        double[] share = {0, 1, 0};  // the positive votes of buckets [1, 1] (blendIsTheSumOfItsComponents)
+        for (int i = 0; i < 3; i++) {
+            assertEquals(c[i] + s.priorBoost() * pr[i] + share[i], all[i], 1e-15);
+        }
+        try {
+            s.scores(x);
+            fail("a bundle with tables needs buckets");
+        } catch (IllegalStateException e) {
+            assertEquals("this bundle has vote tables: use scores(embedding, buckets)", e.getMessage());
+        }
+        assertArrayEquals(new double[] {-3, -1, -32769}, new Scorer(b, Scorer.Mode.VOTES).scores(x, new int[] {1, 3}), 0);
+    }
+
+    @Test
+    public void weightsReadTheBoostRule() {
+        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("prior_boost_rule", "linear");
+        m.put("centroid_rule", "cosine_public");
+        Scorer.Weights w = Scorer.Weights.fromMap(m);
+        assertEquals(Scorer.LINEAR, w.priorBoostRule);
+        assertEquals(Scorer.COSINE_PUBLIC, w.centroidRule);
+        m.put("prior_boost_rule", "quadratic");
+        m.put("centroid_rule", "median");
+        expectIllegal(m, "unknown prior_boost_rule 'quadratic' (one of max, linear)");  // the map's order, as Python
+        m.put("prior_boost_rule", 1L);
+        expectIllegal(m, "unknown prior_boost_rule 1 (one of max, linear)");
     }
 
     @Test

@@ -162,6 +162,69 @@ final class TestBundles {
         return p;
     }
 
+    /**
+     * A valid format-3.0 payload without vote tables, as the exporter writes by default:
+     * {@link #payload2()} without {@code lsh} and {@code votes}, the class statistics released as
+     * class counts (epsilon 0.4, sensitivity 1) then class sums (epsilon 7.6, sensitivity 400),
+     * the top level stating the sums release's facts, and format 3.0's scoring map (the
+     * "cosine_public" rule at 0.04, the "linear" boost with R = 100).
+     */
+    static Map<String, Object> payload3() {
+        Map<String, Object> p = payload2();
+        p.remove("lsh");
+        p.remove("votes");
+        Map<String, Object> privacy = sub(p, "privacy");
+        privacy.put("released_statistics", list("class_counts", "class_sums"));
+        privacy.put("releases", list(release("class_counts", 0.4, 1L), release("class_sums", 7.6, 400L)));
+        privacy.put("sensitivity_l1", 400L);
+        privacy.put("noise_scale", 400 / 7.6);
+        privacy.put("max_records_per_unit", 1L);
+        Map<String, Object> scoring = sub(p, "scoring");
+        scoring.put("centroid_temperature", 0.04);
+        scoring.put("centroid_rule", "cosine_public");
+        scoring.put("centroid_clip_l1", 0.0);
+        scoring.put("prior_records_per_class", 100.0);
+        scoring.put("prior_boost_rule", "linear");
+        return p;
+    }
+
+    /**
+     * A valid format-3.0 payload with vote tables ({@code --votes-share}): {@link #payload3()}
+     * plus {@link #payload()}'s hashing and votes with {@link #payload2()}'s offsets, and a third
+     * release, the votes' (epsilon 0.8: the sums keep 6.8), whose facts the top level states.
+     */
+    static Map<String, Object> payload3Tables() {
+        Map<String, Object> p = payload3();
+        Map<String, Object> plain = payload2();
+        p.put("lsh", plain.get("lsh"));
+        p.put("votes", plain.get("votes"));
+        Map<String, Object> privacy = sub(p, "privacy");
+        privacy.put("released_statistics", list("class_counts", "class_sums", "votes"));
+        privacy.put("releases", list(release("class_counts", 0.4, 1L), release("class_sums", 6.8, 400L),
+                release("votes", 0.8, (long) TABLES)));
+        privacy.put("sensitivity_l1", (long) TABLES);
+        privacy.put("noise_scale", TABLES / 0.8);
+        return p;
+    }
+
+    /** One {@code privacy.releases} entry with a consistent noise scale (sensitivity / epsilon). */
+    static Map<String, Object> release(String statistic, double epsilon, long sensitivity) {
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("statistic", statistic);
+        r.put("epsilon", epsilon);
+        r.put("mechanism", "discrete Laplace");
+        r.put("sensitivity_l1", sensitivity);
+        r.put("noise_scale", sensitivity / epsilon);
+        return r;
+    }
+
+    /** A sealed format-3 bundle (version [3, 0]) of a payload. */
+    static byte[] seal3(Map<String, Object> payload) {
+        Map<String, Object> o = outer(pack(payload));
+        o.put("version", list(3L, 0L));
+        return pack(o);
+    }
+
     /** A sealed format-2 bundle (version [2, 0]) of a payload. */
     static byte[] seal2(Map<String, Object> payload) {
         Map<String, Object> o = outer(pack(payload));
