@@ -2,31 +2,40 @@
 
     python android_demo/golden.py --out DIR [--bundle B ...]
 
-Without --bundle it builds three real DP bundles from the project's own data/assistant set
-(epsilon 8, seed 1234): format 2 (aligned hashing: offsets, class statistics, prior, scoring)
-with the int8 ONNX encoder and with the int8 TFLite encoder, and format 1.2 (random hashing,
-plain vote sums) with the ONNX encoder. With --bundle, at least one of the bundles given
-must be a full format-2 bundle (the format-2 cases below are derived from it).
+Without --bundle it builds four real DP bundles from the project's own data/assistant set
+(epsilon 8, seed 1234): format 3.0 as the exporter writes it by default (class counts and
+class sums, the prior, the "cosine_public" rule and the "linear" prior boost, no vote tables)
+with the int8 ONNX encoder and with the int8 TFLite encoder, format 3.0 with vote tables
+(--votes-share 0.1: offsets, class statistics, prior, scoring and votes) with ONNX, and
+format 1.2 (random hashing, plain vote sums) with ONNX. With --bundle, the bundles given must
+include a default format-3 bundle (no vote tables) and a format-3 bundle with vote tables (the
+derived cases below are made from them).
 
 For each bundle and each text of a varied sample (accents, punctuation, CJK, emoji, control
 and combining characters, right-to-left scripts, over-long words and texts, plus the
-assistant test set) it records the Python runtime's token ids, the encoder's embedding, the
-bucket id per table, the per-label scores and the label. From the first format-2 bundle it
-derives "scored" bundles that exercise each part of the format-2 scorer (other weights and
-temperatures, a small epsilon, no prior, no class statistics, offsets alone, counts below
-the floor, the fields stripped to 1.2, both centroid rules: the format-2.1 Gaussian rule
-the exporter writes, also with a clip small enough to clip nearly every query, and the
-cosine rule of a bundle rewritten as format 2.0 wrote it; and the prior's boost: the count
-term of prior_records_per_class, which decides the as-built boost of a bundle this small,
-larger and smaller, at its cap of 1e6, and without it as format 2.0 scored, max(1, 1/epsilon))
-and records the Python scorer's prior boost and its buckets, scores and label for a set of
-embeddings. It also writes malformed variants (of the first bundle, and format-2 ones of the
-first format-2 bundle), each with a phrase its error message must contain (format 2.1's
-scoring checks among them: a string where a number is meant, an unknown centroid rule, a
-number above 1e6, a temperature below 1e-6, the Gaussian rule without a clip, and which error
-wins when several apply; and a release without a numeric noise_scale), and checks that the
-Python reader rejects each with that phrase, so both readers are held to the same cases.
-Every expected value comes from the Python runtime.
+assistant test set) it records the Python runtime's token ids, the encoder's embedding,
+the bucket id per table (none without vote tables), the per-label scores and the label.
+
+From the default bundle and from the bundle with vote tables it derives "scored" bundles that
+exercise each part of the scorer (SCORED and SCORED_TABLES): other weights and temperatures, a
+small epsilon, records per person, no scoring map, no prior, no class statistics, offsets
+alone, counts below the floor, a class sum of zeros, the fields stripped to 1.2, every
+centroid rule (format 3.0's "cosine_public", format 2.1's Gaussian rule, also with a clip
+small enough to clip nearly every query, and format 2.0's cosine rule), both prior boost rules
+(3.0's linear boost, also without R and at its cap of 1e6; 2.x's max(1, 1/epsilon, R C /
+(epsilon N)) with its count term deciding, too small to matter and absent), and bundles
+rewritten as formats 2.1 and 2.0 wrote them (one class_stats release, their scoring maps),
+which a format-3 reader still reads. For each it records the Python scorer's prior boost and
+its buckets, scores and label for a set of embeddings. It also writes malformed variants (of
+the bundle with vote tables, and of the default bundle: MALFORMED_3), each with a phrase its
+error message must contain (the scoring checks among them: a string where a number is meant,
+an unknown centroid or boost rule, a number above 1e6, a temperature below 1e-6, the Gaussian
+rule without a clip, the linear boost without class statistics, and which error wins when
+several apply; releases that do not list every statistic, do not add up or whose noise scales
+contradict their sensitivity; the vote tables half present, or absent before major 3), and
+checks that the Python reader rejects each with that phrase, so both readers are held to the
+same cases; and valid variants both readers must load. Every expected value comes from the
+Python runtime.
 
 Everything goes into DIR: golden.msgpack (layout in android_demo/README.md), the bundles,
 scored/*.dpedge, variants/*.dpedge and malformed/*.dpedge. The Java tests
@@ -100,24 +109,31 @@ def _sample() -> list[str]:
 
 
 def build_bundles(out: Path) -> list[Path]:
-    """Real DP bundles of the assistant data: format 2 (ONNX, TFLite) and format 1.2 (ONNX)."""
+    """Real DP bundles of the assistant data: format 3.0 by default (ONNX, TFLite), format 3.0
+    with vote tables (ONNX, --votes-share 0.1) and format 1.2 (ONNX, random hashing)."""
     from exporter.build import BuildOptions, build
 
     paths = []
-    for name, encoder_format, hashing in (("onnx", "onnx", "aligned"), ("tflite", "tflite", "aligned"),
-                                          ("onnx-random", "onnx", "random")):
+    for name, encoder_format, extra in (("onnx", "onnx", {}), ("onnx-tables", "onnx", {"votes_share": 0.1}),
+                                        ("tflite", "tflite", {}), ("onnx-random", "onnx", {"hashing": "random"})):
         path = out / f"assistant-{name}.dpedge"
         build(BuildOptions(train=DATA / "train.jsonl", labels=DATA / "labels.txt", epsilon=8.0, out=path,
                            seed=1234, encoder_format=encoder_format, models_dir=ROOT / "models", progress=False,
-                           hashing=hashing))
+                           **extra))
         paths.append(path)
     return paths
 
 
-def is_full_format_2(path: Path) -> bool:
-    """A format-2 bundle with every new field: offsets, class statistics, prior and scoring."""
+def is_default_format_3(path: Path) -> bool:
+    """The exporter's default: class statistics, prior and scoring, no vote tables."""
     b = fmt.load(path)
-    return all(x is not None for x in (b.offsets, b.class_stats, b.prior, b.scoring))
+    return b.votes is None and all(x is not None for x in (b.class_stats, b.prior, b.scoring))
+
+
+def is_full_with_tables(path: Path) -> bool:
+    """A bundle with every field: vote tables with offsets, class statistics, prior and scoring."""
+    b = fmt.load(path)
+    return all(x is not None for x in (b.votes, b.offsets, b.class_stats, b.prior, b.scoring))
 
 
 def is_format_1(path: Path) -> bool:
@@ -125,13 +141,14 @@ def is_format_1(path: Path) -> bool:
 
 
 def cases(bundle: Path, texts: list[str]) -> list[dict[str, Any]]:
-    """The Python runtime's answer to each text, stage by stage."""
+    """The Python runtime's answer to each text, stage by stage (no buckets without vote tables)."""
     clf = Classifier.load(bundle, threads=1)
+    hasher = clf.scorer.hasher
     out = []
     for text in texts:
         ids = clf.tokenizer.encode([text])[0]
         emb = clf.encoder.embed_one(ids)[None, :]
-        buckets = clf.scorer.hasher.buckets(emb)[0]
+        buckets = [] if hasher is None else hasher.buckets(emb)[0]
         scores = clf.scorer.scores(emb)[0]
         pred = clf.predict([text])[0]
         assert pred.label == clf.labels[int(np.argmax(scores))]
@@ -192,16 +209,18 @@ def _flip_payload_byte(data: bytes) -> bytes:
     return bytes(b)
 
 
-#: name -> (how to make it from a valid bundle, phrase the error must contain)
+#: name -> (how to make it from the bundle with vote tables, phrase the error must contain)
 MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "empty": (lambda d: b"", "truncated"),
     "truncated": (lambda d: d[: len(d) // 3], "truncated"),
     "trailing-bytes": (lambda d: d + b"\x00\x01", "trailing bytes"),
     "not-a-map": (lambda d: msgpack.packb([1, 2, 3]), "top level is array, expected a map"),
     "wrong-magic": (_outer_edit(_set(path(Outer.FORMAT), "something-else")), "not a dpedge bundle"),
-    "newer-major": (_outer_edit(_set(path(Outer.VERSION), [3, 0])),
-                    "bundle format version 3.0 is newer than this runtime supports (1.x and 2.x)"),
-    "older-major": (_outer_edit(_set(path(Outer.VERSION), [0, 9])), "is not supported (this runtime reads 1.x and 2.x)"),
+    "newer-major": (_outer_edit(_set(path(Outer.VERSION), [4, 0])),
+                    "bundle format version 4.0 is newer than this runtime supports (1.x and 2.x and 3.x); upgrade "
+                    "dpedge to read it"),
+    "older-major": (_outer_edit(_set(path(Outer.VERSION), [0, 9])),
+                    "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x and 3.x)"),
     "bit-flip": (_flip_payload_byte, "checksum mismatch"),
     "bad-checksum-algorithm": (_outer_edit(_set(path(Outer.CHECKSUM, Outer.ALGORITHM), "md5")), "unsupported checksum algorithm"),
     "missing-hyperplanes": (_payload_edit(_delete(path(Payload.LSH, Lsh.HYPERPLANES))), "missing field 'lsh.hyperplanes'"),
@@ -310,19 +329,62 @@ def _scoring_without(*names: str) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+def _one_class_stats_release(p: dict[str, Any]) -> None:
+    """The class counts' and class sums' releases (format 3) merged into the one class_stats
+    release of format 2, listed first as 2.x wrote it: their shares and sensitivities added
+    (the sensitivity of the pair), its noise scale their quotient, the top level the headline's."""
+    privacy = p[Payload.PRIVACY]
+    releases = privacy[Privacy.RELEASES]
+    parts = [r for r in releases if r[Release.STATISTIC] in (Statistic.CLASS_COUNTS, Statistic.CLASS_SUMS)]
+    sums = next(r for r in parts if r[Release.STATISTIC] == Statistic.CLASS_SUMS)
+    merged = {Release.STATISTIC: Statistic.CLASS_STATS, Release.EPSILON: sum(float(r[Release.EPSILON]) for r in parts),
+              Release.MECHANISM: sums[Release.MECHANISM],
+              Release.SENSITIVITY_L1: sum(int(r[Release.SENSITIVITY_L1]) for r in parts),
+              Release.GRID: sums.get(Release.GRID), Release.CLIP_L1: sums.get(Release.CLIP_L1)}
+    privacy[Privacy.RELEASES] = [merged] + [r for r in releases if r not in parts]
+    privacy[Privacy.RELEASED_STATISTICS] = [r[Release.STATISTIC] for r in privacy[Privacy.RELEASES]]
+    _consistent_scales(p)
+
+
 def _as_2_0(p: dict[str, Any]) -> None:
-    """The scoring map a format-2.0 bundle carried: no rule or clip (the cosine rule), no
-    prior_records_per_class (the boost is max(1, 1/epsilon)) and the 2.0 centroid temperature."""
-    _scoring_without("centroid_rule", "centroid_clip_l1", "prior_records_per_class")(p)
+    """The scoring map a format-2.0 bundle carried: no rules or clip (the cosine rule and the
+    "max" boost), no prior_records_per_class (the boost is max(1, 1/epsilon)) and the 2.0
+    centroid temperature; its class statistics in one release."""
+    _scoring_without(Scoring.CENTROID_RULE, Scoring.CENTROID_CLIP_L1, Scoring.PRIOR_RECORDS_PER_CLASS,
+                     Scoring.PRIOR_BOOST_RULE)(p)
     p[Payload.SCORING][Scoring.CENTROID_TEMPERATURE] = 0.05
+    _one_class_stats_release(p)
 
 
-#: Format-2 cases, made from a bundle with offsets, class statistics, prior and scoring
+def _as_2_1(p: dict[str, Any]) -> None:
+    """The scoring map a format-2.1 bundle carried: the Gaussian rule at the records' clip (the
+    class sums release's clip_l1) and temperature 0.003, prior_records_per_class 1000 and no
+    boost rule ("max"); its class statistics in one release."""
+    clip = next(float(r[Release.CLIP_L1]) for r in p[Payload.PRIVACY][Privacy.RELEASES]
+                if r[Release.STATISTIC] == Statistic.CLASS_SUMS)
+    _scoring_without(Scoring.PRIOR_BOOST_RULE)(p)
+    _scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: clip, Scoring.CENTROID_TEMPERATURE: 0.003,
+              Scoring.PRIOR_RECORDS_PER_CLASS: 1000.0})(p)
+    _one_class_stats_release(p)
+
+
+def _without_class_stats(p: dict[str, Any]) -> None:
+    """No class statistics: their releases dropped, epsilon what the rest spends, and the "max"
+    boost (the linear one reads the class counts)."""
+    p.pop(Payload.CLASS_STATS)
+    _drop_release(Statistic.CLASS_COUNTS)(p)
+    _drop_release(Statistic.CLASS_SUMS)(p)
+    _epsilon_from_releases(p)
+    _scoring({Scoring.PRIOR_BOOST_RULE: "max"})(p)
+
+
+#: Cases made from a bundle with vote tables, offsets, class statistics, prior and scoring
 #: (name -> (how to make it, phrase the error must contain)). The "scoring-" cases after
-#: "scoring-not-a-map" are format 2.1's checks (runtime/bundle.py _check_scoring), including
-#: which error wins when a map breaks several rules: strings, the rule, every number at most
-#: 1e6 (in SCORING_NUMBERS' order), the temperatures at least 1e-6, the Gaussian clip.
-MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+#: "scoring-not-a-map" are the scoring map's checks (runtime/bundle/reader.py _check_scoring),
+#: including which error wins when a map breaks several rules: strings, the centroid rule,
+#: every number at most 1e6 (in SCORING_NUMBERS' order), the temperatures at least 1e-6, the
+#: Gaussian clip, the prior boost rule (format 3.0) and the linear boost's class statistics.
+MALFORMED_TABLES: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "offsets-wrong-shape": (_payload_edit(_swap_shape(path(Payload.LSH, Lsh.OFFSETS))), "field 'lsh.offsets' must be finite with shape"),
     "offsets-nan": (_payload_edit(_floats(path(Payload.LSH, Lsh.OFFSETS), lambda a: a.__setitem__(3, np.nan))),
                     "field 'lsh.offsets' must be finite with shape"),
@@ -344,10 +406,14 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "class-stats-not-a-map": (_payload_edit(_set(path(Payload.CLASS_STATS), [1])), "field 'class_stats' is array, expected map"),
     "releases-over-budget": (_payload_edit(_overspend), "the releases spend epsilon"),
     "releases-missing": (_payload_edit(_delete(path(Payload.PRIVACY, Privacy.RELEASES))), "missing field 'privacy.releases'"),
-    "releases-without-class-stats": (_payload_edit(_drop_release(Statistic.CLASS_STATS)),
-                                     "field 'privacy.releases' must list every released statistic, got ['votes']"),
+    "releases-without-class-sums": (_payload_edit(_drop_release(Statistic.CLASS_SUMS)),
+                                    "field 'privacy.releases' must list every released statistic, got "
+                                    "['class_counts', 'votes']"),
     "releases-without-votes": (_payload_edit(_drop_release(Statistic.VOTES)),
-                               "must list every released statistic, got ['class_stats']"),
+                               "must list every released statistic, got ['class_counts', 'class_sums']"),
+    # format 2's one class_stats release stands for both parts, but not for the votes
+    "releases-one-class-stats-without-votes": (_payload_edit(_all(_one_class_stats_release, _drop_release(Statistic.VOTES))),
+                                               "must list every released statistic, got ['class_stats']"),
     "release-epsilon-zero": (_payload_edit(_release(0, Release.EPSILON, 0)),
                              "field 'privacy.releases[0].epsilon' must be positive, got 0"),
     "release-epsilon-nan": (_payload_edit(_release(1, Release.EPSILON, float("nan"))),
@@ -394,15 +460,15 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "scoring-string-before-rule": (_payload_edit(_scoring({Scoring.CENTROIDS: "1", Scoring.CENTROID_RULE: "median"})),
                                    "field 'scoring.centroids' must be a number, got str"),
     "scoring-rule-unknown": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "median"})),
-                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'"),
+                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 'median'"),
     "scoring-rule-quoted": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "Gaussian's"})),
-                            "field 'scoring.centroid_rule' must be one of cosine, gaussian, got \"Gaussian's\""),
+                            "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got \"Gaussian's\""),
     "scoring-rule-integer": (_payload_edit(_scoring({Scoring.CENTROID_RULE: 1})),
-                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 1"),
+                             "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 1"),
     "scoring-rule-float": (_payload_edit(_scoring({Scoring.CENTROID_RULE: 2.5})),
-                           "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 2.5"),
+                           "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 2.5"),
     "scoring-rule-before-temperature": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "median", Scoring.CENTROID_TEMPERATURE: 0})),
-                                        "field 'scoring.centroid_rule' must be one of cosine, gaussian"),
+                                        "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public"),
     # at most 1e6, in SCORING_NUMBERS' order, after the strings and the rule
     "scoring-votes-1e308": (_payload_edit(_scoring({Scoring.VOTES: 1e308})), "field 'scoring.votes' must be at most 1e6"),
     "scoring-prior-above-max-integer": (_payload_edit(_scoring({Scoring.PRIOR: 1000001})),
@@ -420,7 +486,7 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "scoring-string-before-bound": (_payload_edit(_scoring({Scoring.VOTES: 1e308, Scoring.PRIOR_RECORDS_PER_CLASS: "x"})),
                                     "field 'scoring.prior_records_per_class' must be a number, got str"),
     "scoring-rule-before-bound": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "median", Scoring.VOTES: 1e308})),
-                                  "field 'scoring.centroid_rule' must be one of cosine, gaussian, got 'median'"),
+                                  "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got 'median'"),
     "scoring-bound-before-temperature": (_payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 0, Scoring.PRIOR_TEMPERATURE: 1e300})),
                                          "field 'scoring.prior_temperature' must be at most 1e6"),
     # temperatures at least 1e-6, centroid_temperature first
@@ -447,6 +513,22 @@ MALFORMED_2: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "scoring-temperature-before-clip": (_payload_edit(_all(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.PRIOR_TEMPERATURE: 0}),
                                                            _scoring_without("centroid_clip_l1"))),
                                         "field 'scoring.prior_temperature' must be at least 1e-6"),
+    # format 3.0: the prior boost rule, checked after the Gaussian clip; "linear" reads the class counts
+    "scoring-boost-rule-unknown": (_payload_edit(_scoring({Scoring.PRIOR_BOOST_RULE: "log"})),
+                                   "field 'scoring.prior_boost_rule' must be one of max, linear, got 'log'"),
+    "scoring-boost-rule-integer": (_payload_edit(_scoring({Scoring.PRIOR_BOOST_RULE: 1})),
+                                   "field 'scoring.prior_boost_rule' must be one of max, linear, got 1"),
+    "scoring-clip-before-boost-rule": (_payload_edit(_all(_scoring({Scoring.CENTROID_RULE: "gaussian",
+                                                                    Scoring.PRIOR_BOOST_RULE: "log"}),
+                                                          _scoring_without(Scoring.CENTROID_CLIP_L1))),
+                                       "field 'scoring.centroid_clip_l1' must be positive for the gaussian"),
+    "scoring-linear-without-class-stats": (_payload_edit(_all(_without_class_stats,
+                                                              _scoring({Scoring.PRIOR_BOOST_RULE: "linear"}))),
+                                           "field 'scoring.prior_boost_rule' is 'linear', which needs the released "
+                                           "class counts of 'class_stats'"),
+    # format 3.0: the vote tables are optional, but come together
+    "tables-votes-without-lsh": (_payload_edit(_delete(path(Payload.LSH))), "missing field 'lsh'"),
+    "tables-lsh-without-votes": (_payload_edit(_delete(path(Payload.VOTES))), "missing field 'votes'"),
 }
 
 
@@ -539,7 +621,7 @@ def _underspend(p: dict[str, Any]) -> None:
     _consistent_scales(p)
 
 
-#: Issue 13's refusals (name -> (how to make it from the first bundle, phrase)): the declared
+#: Issue 13's refusals (name -> (how to make it from the bundle with vote tables, phrase)): the declared
 #: tokenizer and ONNX model families, the check text's and names' bounds, what may reach a
 #: terminal, the 16 MiB string bound, and privacy facts that contradict each other.
 MALFORMED_HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
@@ -600,13 +682,14 @@ MALFORMED_HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                        "the model defines its own functions"),
     "onnx-not-protobuf": (_payload_edit(_model(b"\x0f\xff")), "field 'encoder.model' is not a valid ONNX model"),
     "epsilon-claims-1": (_payload_edit(_claim_epsilon(1.0)),
-                         "field 'privacy.releases[0].noise_scale' is 82.03125, but sensitivity 525 at epsilon"),
+                         "field 'privacy.releases[0].noise_scale' is 2.5, but sensitivity 1 at epsilon 0.05 needs "
+                         "noise scale 20.0: the privacy facts contradict each other"),
     "noise-scale-zero": (_payload_edit(_all(_votes_release(Release.NOISE_SCALE, 0),
                                             _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 0))),
-                         "field 'privacy.releases[1].noise_scale' must be a positive finite number, got 0"),
+                         "field 'privacy.releases[2].noise_scale' must be a positive finite number, got 0"),
     "noise-scale-negative": (_payload_edit(_all(_votes_release(Release.NOISE_SCALE, -5),
                                                 _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), -5))),
-                             "field 'privacy.releases[1].noise_scale' must be a positive finite number, got -5"),
+                             "field 'privacy.releases[2].noise_scale' must be a positive finite number, got -5"),
     "releases-underspent": (_payload_edit(_underspend), "the releases spend epsilon"),
     "top-level-scale-not-votes": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 21)),
                                   "must be the votes release's"),
@@ -635,13 +718,17 @@ MALFORMED_TFLITE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
 
 
 def _consistent_scales(p: dict[str, Any]) -> None:
-    """Each release's noise scale set to its sensitivity over its share, the top level's to the
-    votes release's: the privacy facts of a bundle must agree (docs/bundle-format.md section 3)."""
+    """Each release's noise scale set to its sensitivity over its share, the top level's facts to
+    the headline release's (the votes release, or the last one without vote tables): the privacy
+    facts of a bundle must agree (docs/bundle-format.md section 3)."""
     privacy = p[Payload.PRIVACY]
-    for r in privacy.get(Privacy.RELEASES) or []:
+    releases = privacy.get(Privacy.RELEASES) or []
+    for r in releases:
         r[Release.NOISE_SCALE] = r[Release.SENSITIVITY_L1] / r[Release.EPSILON]
-        if r[Release.STATISTIC] == Statistic.VOTES:
-            privacy[Privacy.NOISE_SCALE] = r[Release.NOISE_SCALE]
+    if releases:
+        head = next((r for r in releases if r[Release.STATISTIC] == Statistic.VOTES), releases[-1])
+        privacy[Privacy.SENSITIVITY_L1] = head[Release.SENSITIVITY_L1]
+        privacy[Privacy.NOISE_SCALE] = head[Release.NOISE_SCALE]
 
 
 def _epsilon_from_releases(p: dict[str, Any]) -> None:
@@ -671,16 +758,43 @@ def _counts_zero(p: dict[str, Any]) -> None:
 
 
 def _records_per_class_deciding(p: dict[str, Any]) -> None:
-    """prior_records_per_class as an integer R whose count term, R * classes / (epsilon * N),
-    is about 4 times max(1, 1/epsilon) (at most 1e6): the count term decides the boost."""
+    """The "max" boost with prior_records_per_class an integer R whose count term, R * classes /
+    (epsilon * N), is about 4 times max(1, 1/epsilon) (at most 1e6): the count term decides."""
     eps = float(p[Payload.PRIVACY][Privacy.EPSILON])
     counts = np.frombuffer(p[Payload.CLASS_STATS][ClassStatsKey.COUNTS][Array.DATA], "<f4").astype(np.float64)
     r = 4 * max(1.0, 1.0 / eps) * eps * max(float(np.sum(counts)), 1.0) / len(counts)
-    _scoring({Scoring.PRIOR_RECORDS_PER_CLASS: int(min(max(round(r), 1), 1_000_000))})(p)
+    _scoring({Scoring.PRIOR_RECORDS_PER_CLASS: int(min(max(round(r), 1), 1_000_000)),
+              Scoring.PRIOR_BOOST_RULE: "max"})(p)
+
+
+def _per_person_releases(p: dict[str, Any]) -> None:
+    """A person unit of up to 3 records (format 1.2's field): every release's sensitivity (and
+    so its scale) 3 times larger, and the linear prior boost 3 times larger."""
+    privacy = p[Payload.PRIVACY]
+    privacy.update({Privacy.MAX_RECORDS_PER_UNIT: 3, Privacy.PRIVACY_UNIT: "one person, up to 3 records"})
+    for r in privacy[Privacy.RELEASES]:
+        r[Release.SENSITIVITY_L1] = 3 * r[Release.SENSITIVITY_L1]
+        r[Release.MAX_RECORDS_PER_UNIT] = 3
+    _consistent_scales(p)
+
+
+def _zero_class_sum(p: dict[str, Any]) -> None:
+    """The first class's noisy sum all zeros: its cosine with every query is 0."""
+    sums = p[Payload.CLASS_STATS][ClassStatsKey.SUMS]
+    k = sums[Array.SHAPE][1]
+    _floats(path(Payload.CLASS_STATS, ClassStatsKey.SUMS), lambda a: a.__setitem__(slice(0, k), 0.0))(p)
+
+
+def _gaussian_at_the_records_clip(p: dict[str, Any]) -> None:
+    """The Gaussian rule (format 2.1) at the clip the records were summed with (the class sums
+    release's clip_l1) and 2.1's temperature 0.003."""
+    clip = next(float(r[Release.CLIP_L1]) for r in p[Payload.PRIVACY][Privacy.RELEASES]
+                if r[Release.STATISTIC] == Statistic.CLASS_SUMS)
+    _scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: clip, Scoring.CENTROID_TEMPERATURE: 0.003})(p)
 
 
 def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
-    """Drops the format-2 payload fields not in ``keep`` (releases go with class_stats)."""
+    """Drops the optional payload fields not in ``keep`` (releases go with class_stats)."""
     def edit(p: dict[str, Any]) -> None:
         for key in (Payload.CLASS_STATS, Payload.PRIOR, Payload.SCORING):
             if key not in keep:
@@ -696,53 +810,77 @@ def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
-#: name -> how to make it from a full format-2 bundle: valid bundles whose scores (not only
-#: whose acceptance) the Java scorer must reproduce, each exercising one part of the blend.
+def _relabel(version: list[int], edit: Callable[[dict[str, Any]], None]) -> Callable[[bytes], bytes]:
+    """The payload edited, then the bundle relabelled with another version."""
+    return lambda d: _outer_edit(_set(path(Outer.VERSION), version))(_payload_edit(edit)(d))
+
+
+#: name -> how to make it from the default format-3 bundle (no vote tables): valid bundles whose
+#: scores (not only whose acceptance) the Java scorer must reproduce, each exercising one part of
+#: the scorer. The as-built bundle scores centroids by "cosine_public" at 0.04 and boosts the
+#: prior linearly, R C K / (epsilon N) with R = 100 (about 0.15 for the assistant data at epsilon
+#: 8); these check that boost at epsilon 0.5 (about 2.5), with 3 records per person (3 times
+#: larger), without R (0: no prior), and at its cap of 1e6 (counts 0, read as 1); the "max"
+#: boost of format 2 in such a bundle, where R = 100 is too small to matter (the boost is 1) or
+#: an R chosen to decide it; and the other centroid rules on format 3's sums.
 SCORED: dict[str, Callable[[bytes], bytes]] = {
     "as-built": lambda d: d,
     "custom-weights": _payload_edit(_scoring({Scoring.VOTES: 0.5, Scoring.CENTROIDS: 2.0, Scoring.PRIOR: 0.25, Scoring.CENTROID_TEMPERATURE: 0.1, Scoring.PRIOR_TEMPERATURE: 0.02, 'future_weight': 3.0, 'note': "ignored"})),
-    "integer-weights": _payload_edit(_scoring({Scoring.VOTES: 2, Scoring.CENTROIDS: 1, Scoring.PRIOR: 0, Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
+    "integer-weights": _payload_edit(_scoring({Scoring.CENTROIDS: 1, Scoring.PRIOR: 3, Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1, Scoring.PRIOR_RECORDS_PER_CLASS: 100})),
     "small-epsilon": _payload_edit(_small_epsilon),
+    "per-person": _payload_edit(_per_person_releases),
     "no-scoring-map": _payload_edit(lambda p: p.pop(Payload.SCORING)),
     "no-prior": _payload_edit(lambda p: p.pop(Payload.PRIOR)),
-    "no-class-stats": _payload_edit(_all(lambda p: p.pop(Payload.CLASS_STATS), _drop_release(Statistic.CLASS_STATS),
-                                         _epsilon_from_releases)),
-    "prior-only-besides-votes": _payload_edit(_only(Lsh.OFFSETS, Payload.PRIOR, Privacy.RELEASES)),
-    "offsets-only": _payload_edit(_only(Lsh.OFFSETS)),
     "counts-below-floor": _payload_edit(_counts_below_floor),
-    "stripped-to-1.2": lambda d: _outer_edit(_set(path(Outer.VERSION), [1, 2]))(_payload_edit(_only())(d)),
-    # The as-built bundle scores centroids by the Gaussian rule (format 2.1; at its clip of 5
-    # most golden queries are clipped, a few are not); these check both rules: a bundle as
-    # format 2.0 wrote it (cosine), the cosine rule named in a 2.1 map, and the Gaussian rule
-    # named with a clip of 1 (an integer), which clips every golden query.
-    "cosine-2.0": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 0]))(_payload_edit(_as_2_0)(d)),
-    "cosine-named": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_TEMPERATURE: 0.05})),
-    "gaussian-clip-1": _payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1, Scoring.CENTROID_TEMPERATURE: 0.003})),
-    # The prior's boost (runtime/scoring.py prior_boost). The as-built assistant bundle ships
-    # prior_records_per_class 1000 and is small enough (7 classes, about 575 noisy records at
-    # epsilon 8) that its count term, about 1.5, decides the boost; "small-epsilon" takes it
-    # to about 24. These check the term deciding whatever the bundle's size (an integer R
-    # chosen for a boost 4 times max(1, 1/epsilon)), too small to matter (the boost stays 1),
-    # at the cap of 1e6 (counts 0, read as 1), and absent, as format 2.0 scored:
-    # max(1, 1/epsilon), at epsilon 8 and at 0.5.
-    "records-per-class-decides": _payload_edit(_records_per_class_deciding),
-    "records-per-class-below-one": _payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 0.5})),
+    "zero-class-sum": _payload_edit(_zero_class_sum),
+    "newer-minor": _relabel([3, 9], _all(_set("future_field", {"x": [1, 2]}), _scoring({"future_rule": "x"}))),
+    "linear-without-records-per-class": _payload_edit(_scoring_without(Scoring.PRIOR_RECORDS_PER_CLASS)),
     "prior-boost-capped": _payload_edit(_all(_small_epsilon, _counts_zero,
                                              _scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 1000000.0}))),
-    "no-records-per-class": _payload_edit(_scoring_without(Scoring.PRIOR_RECORDS_PER_CLASS)),
-    "no-records-per-class-small-epsilon": _payload_edit(_all(_small_epsilon,
-                                                             _scoring_without(Scoring.PRIOR_RECORDS_PER_CLASS))),
+    "max-boost": _payload_edit(_scoring_without(Scoring.PRIOR_BOOST_RULE)),
+    "records-per-class-decides": _payload_edit(_records_per_class_deciding),
+    "cosine-named": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_TEMPERATURE: 0.05})),
+    "gaussian": _payload_edit(_gaussian_at_the_records_clip),
+    "gaussian-clip-1": _payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1, Scoring.CENTROID_TEMPERATURE: 0.003})),
 }
 
-#: The SCORED case whose prior boost must come from the count term (above max(1, 1/epsilon),
-#: below the cap), and the one whose boost must be the cap: golden.py refuses to write data
-#: that does not exercise both.
+#: name -> how to make it from a format-3 bundle with vote tables (--votes-share): the votes'
+#: share in the blend (other weights, no scoring map, no prior, no class statistics with the
+#: "max" boost, offsets alone, stripped to 1.2 and so to Algorithm 2), and the bundle rewritten
+#: as formats 2.1 and 2.0 wrote theirs (one class_stats release; the Gaussian rule with R 1000,
+#: the cosine rule with no R), which a format-3 reader scores as they did; the 2.x "max" boost
+#: with R too small to matter, and without R as format 2.0 scored: max(1, 1/epsilon), at
+#: epsilon 8 and at 0.5.
+SCORED_TABLES: dict[str, Callable[[bytes], bytes]] = {
+    "tables-as-built": lambda d: d,
+    "tables-custom-weights": _payload_edit(_scoring({Scoring.VOTES: 0.5, Scoring.CENTROIDS: 2.0, Scoring.PRIOR: 0.25, Scoring.CENTROID_TEMPERATURE: 0.1, Scoring.PRIOR_TEMPERATURE: 0.02})),
+    "tables-integer-weights": _payload_edit(_scoring({Scoring.VOTES: 2, Scoring.CENTROIDS: 1, Scoring.PRIOR: 0, Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
+    "tables-small-epsilon": _payload_edit(_small_epsilon),
+    "tables-no-scoring-map": _payload_edit(lambda p: p.pop(Payload.SCORING)),
+    "tables-no-prior": _payload_edit(lambda p: p.pop(Payload.PRIOR)),
+    "tables-no-class-stats": _payload_edit(_without_class_stats),
+    "tables-prior-only-besides-votes": _payload_edit(_only(Lsh.OFFSETS, Payload.PRIOR, Privacy.RELEASES)),
+    "tables-offsets-only": _payload_edit(_only(Lsh.OFFSETS)),
+    "tables-stripped-to-1.2": _relabel([1, 2], _only()),
+    "format-2.1": _relabel([2, 1], _as_2_1),
+    "format-2.0": _relabel([2, 0], _as_2_0),
+    "tables-records-per-class-below-one": _payload_edit(_scoring({Scoring.PRIOR_RECORDS_PER_CLASS: 0.5,
+                                                                  Scoring.PRIOR_BOOST_RULE: "max"})),
+    "tables-no-records-per-class": _payload_edit(_scoring_without(Scoring.PRIOR_RECORDS_PER_CLASS,
+                                                                  Scoring.PRIOR_BOOST_RULE)),
+    "tables-no-records-per-class-small-epsilon": _payload_edit(_all(_small_epsilon, _scoring_without(
+        Scoring.PRIOR_RECORDS_PER_CLASS, Scoring.PRIOR_BOOST_RULE))),
+}
+
+#: The scored case whose prior boost must come from the "max" rule's count term (above
+#: max(1, 1/epsilon), below the cap), and the one whose boost must be the cap: golden.py refuses
+#: to write data that does not exercise both.
 COUNT_TERM_DECIDES = "records-per-class-decides"
 BOOST_CAPPED = "prior-boost-capped"
 
 
 def scored_embeddings(golden_cases: list[dict[str, Any]], dim: int) -> list[np.ndarray]:
-    """The golden embeddings of the format-2 bundle's sample texts, plus a few unusual vectors."""
+    """The golden embeddings of a bundle's sample texts, plus a few unusual vectors."""
     embs = [np.frombuffer(c["embedding"], "<f4") for c in golden_cases[:len(SAMPLE)]]
     rng = np.random.default_rng(7)
     embs += [np.zeros(dim, "<f4"),                                        # every cosine 0: uniform softmaxes
@@ -752,30 +890,33 @@ def scored_embeddings(golden_cases: list[dict[str, Any]], dim: int) -> list[np.n
     return embs
 
 
-def write_scored(base: Path, golden_cases: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
-    """Each derived format-2 bundle with the Python scorer's answer for each embedding."""
+def write_scored(bases: list[tuple[Path, list[dict[str, Any]], dict[str, Callable[[bytes], bytes]]]],
+                 out: Path) -> list[dict[str, Any]]:
+    """Each derived bundle with the Python scorer's answer for each embedding; ``bases`` gives,
+    for each base bundle, its golden cases and the derivations to make from it."""
     folder = out / "scored"
     folder.mkdir(parents=True, exist_ok=True)
     listed = []
-    for name, make in SCORED.items():
-        path = folder / f"{name}.dpedge"
-        path.write_bytes(make(base.read_bytes()))
-        b = fmt.load(path)  # raises if the Python reader refuses it
-        scorer = Scorer.from_bundle(b)
-        scored_cases = []
-        for emb in scored_embeddings(golden_cases, b.encoder.dim):
-            x = emb[None, :]
-            scores = scorer.scores(x)[0]
-            scored_cases.append({"embedding": emb.astype("<f4").tobytes(),
-                                 "buckets": [int(v) for v in scorer.hasher.buckets(x)[0]],
-                                 "scores": [float(v) for v in scores], "label": b.labels[int(np.argmax(scores))]})
-        listed.append({"file": f"scored/{name}.dpedge", "plain_votes": bool(scorer.plain_votes),
-                       "prior_boost": float(scorer.prior_boost), "cases": scored_cases})
-        eps_boost = max(1.0, 1.0 / float(b.privacy[Privacy.EPSILON]))
-        if name == COUNT_TERM_DECIDES and not eps_boost < scorer.prior_boost < SCORING_MAX:
-            raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} does not come from the count term")
-        if name == BOOST_CAPPED and scorer.prior_boost != SCORING_MAX:
-            raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} is not the cap {SCORING_MAX}")
+    for base, golden_cases, derived in bases:
+        for name, make in derived.items():
+            path = folder / f"{name}.dpedge"
+            path.write_bytes(make(base.read_bytes()))
+            b = fmt.load(path)  # raises if the Python reader refuses it
+            scorer = Scorer.from_bundle(b)
+            scored_cases = []
+            for emb in scored_embeddings(golden_cases, b.encoder.dim):
+                x = emb[None, :]
+                scores = scorer.scores(x)[0]
+                buckets = [] if scorer.hasher is None else [int(v) for v in scorer.hasher.buckets(x)[0]]
+                scored_cases.append({"embedding": emb.astype("<f4").tobytes(), "buckets": buckets,
+                                     "scores": [float(v) for v in scores], "label": b.labels[int(np.argmax(scores))]})
+            listed.append({"file": f"scored/{name}.dpedge", "plain_votes": bool(scorer.plain_votes),
+                           "prior_boost": float(scorer.prior_boost), "cases": scored_cases})
+            eps_boost = max(1.0, 1.0 / float(b.privacy[Privacy.EPSILON]))
+            if name == COUNT_TERM_DECIDES and not eps_boost < scorer.prior_boost < SCORING_MAX:
+                raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} does not come from the count term")
+            if name == BOOST_CAPPED and scorer.prior_boost != SCORING_MAX:
+                raise SystemExit(f"{name}: the prior boost {scorer.prior_boost} is not the cap {SCORING_MAX}")
     return listed
 
 
@@ -790,46 +931,75 @@ def _format_1_0(payload: dict[str, Any]) -> None:
     payload[Payload.PRIVACY].pop(Privacy.MAX_RECORDS_PER_UNIT, None)
 
 
-#: name -> (how to make it from a valid bundle): other shapes the format allows, which must load.
+#: name -> (how to make it from the format-1.2 bundle, when there is one): other shapes the format
+#: allows, which must load.
 VARIANTS: dict[str, Callable[[bytes], bytes]] = {
     "per-person": _payload_edit(_per_person),
     "format-1.0": lambda d: _outer_edit(_set(path(Outer.VERSION), [1, 0]))(_payload_edit(_format_1_0)(d)),
 }
 
 
-#: name -> (how to make it from a full format-2 bundle): other shapes format 2 allows, which must load.
-VARIANTS_2: dict[str, Callable[[bytes], bytes]] = {
-    "format-2-newer-minor": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 9]))(
-        _payload_edit(_set(path('future_field'), {"x": [1, 2]}))(d)),
-    "format-2-scoring-strings-only": _payload_edit(_set(path(Payload.SCORING), {"rule": "defaults"})),
-    "format-2-scoring-nil": _payload_edit(_set(path(Payload.SCORING), None)),
-    "format-2-releases-integer-epsilon": _payload_edit(_all(
-        _set(path(Payload.PRIVACY, Privacy.EPSILON), 8), _release(0, Release.EPSILON, 6), _release(1, Release.EPSILON, 2),
-        _consistent_scales)),
-    "format-2-prior-without-source": _payload_edit(_delete(path(Payload.PRIOR, PriorKey.SOURCE))),
-    # format 2.1: the cosine rule needs no clip. The bounds themselves load (numbers at most
-    # 1e6, an integer clip and R at it, temperatures at least 1e-6), and a name the runtime
-    # does not read is not bounded (a uint64 above int64). (A uint64 clip, which loaded
-    # before the bounds, is now refused: MALFORMED_2's "scoring-clip-uint64".)
-    "format-2-cosine-without-clip": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_CLIP_L1: 0})),
-    "format-2-scoring-at-the-bounds": _payload_edit(_scoring({
+def _integer_votes_scale(p: dict[str, Any]) -> None:
+    """The votes release's noise scale and the top level's written as the nearest integer (32 /
+    0.7999999999999998 is 40.00000000000001 in floats: the integer 40 agrees within PRIVACY_RTOL)."""
+    for r in p[Payload.PRIVACY][Privacy.RELEASES]:
+        if r[Release.STATISTIC] == Statistic.VOTES:
+            r[Release.NOISE_SCALE] = int(round(r[Release.NOISE_SCALE]))
+            p[Payload.PRIVACY][Privacy.NOISE_SCALE] = r[Release.NOISE_SCALE]
+
+
+#: name -> (how to make it from the format-3 bundle with vote tables): other shapes the format
+#: allows, which must load; among them the bundle relabelled 2.x (a 2.x bundle that carries 3.0's
+#: fields is read like a 3.0 one) and rewritten as format 2.0 wrote it.
+VARIANTS_TABLES: dict[str, Callable[[bytes], bytes]] = {
+    "format-2-newer-minor": _relabel([2, 9], _set(path('future_field'), {"x": [1, 2]})),
+    "tables-scoring-strings-only": _payload_edit(_set(path(Payload.SCORING), {"rule": "defaults"})),
+    "tables-scoring-nil": _payload_edit(_set(path(Payload.SCORING), None)),
+    "tables-releases-integer-epsilon": _payload_edit(_all(
+        _set(path(Payload.PRIVACY, Privacy.EPSILON), 8), _release(0, Release.EPSILON, 1), _release(1, Release.EPSILON, 6),
+        _release(2, Release.EPSILON, 1), _consistent_scales)),
+    "tables-prior-without-source": _payload_edit(_delete(path(Payload.PRIOR, PriorKey.SOURCE))),
+    # the cosine rule needs no clip. The bounds themselves load (numbers at most 1e6, an
+    # integer clip and R at it, temperatures at least 1e-6), and a name the runtime does not
+    # read is not bounded (a uint64 above int64). (A uint64 clip is refused:
+    # MALFORMED_TABLES' "scoring-clip-uint64".)
+    "tables-cosine-without-clip": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_CLIP_L1: 0})),
+    "tables-scoring-at-the-bounds": _payload_edit(_scoring({
         Scoring.VOTES: 1e6, Scoring.PRIOR: 1000000, Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1000000,
         Scoring.PRIOR_RECORDS_PER_CLASS: 1000000, Scoring.CENTROID_TEMPERATURE: 1e-6, Scoring.PRIOR_TEMPERATURE: 1e6,
         "future_weight": 2**64 - 1})),
-    "format-2-scoring-integer-temperatures": _payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
-    # 32 / 1.6 is 20.000000000000004 in floats: the integer 20 agrees within PRIVACY_RTOL
-    "format-2-release-integer-noise-scale": _payload_edit(_all(_release(1, Release.NOISE_SCALE, 20),
-                                                               _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 20))),
-    "format-2.0-cosine": lambda d: _outer_edit(_set(path(Outer.VERSION), [2, 0]))(_payload_edit(_as_2_0)(d)),
+    "tables-scoring-integer-temperatures": _payload_edit(_scoring({Scoring.CENTROID_TEMPERATURE: 1, Scoring.PRIOR_TEMPERATURE: 1})),
+    "tables-release-integer-noise-scale": _payload_edit(_integer_votes_scale),
+    "format-2.0-cosine": _relabel([2, 0], _as_2_0),
 }
 
 
-def write_variants(valid: Path, valid_2: Path, out: Path) -> list[dict[str, str]]:
+#: name -> (how to make it from the default format-3 bundle, without vote tables): other shapes
+#: format 3 allows, which must load.
+VARIANTS_3: dict[str, Callable[[bytes], bytes]] = {
+    "format-3-newer-minor": _relabel([3, 9], _set(path('future_field'), {"x": [1, 2]})),
+    "format-3-scoring-nil": _payload_edit(_set(path(Payload.SCORING), None)),
+    "format-3-scoring-strings-only": _payload_edit(_set(path(Payload.SCORING), {"rule": "defaults"})),
+    "format-3-class-stats-alone": _payload_edit(_all(lambda p: p.pop(Payload.PRIOR),
+                                                     lambda p: p.pop(Payload.LABEL_DESCRIPTIONS))),
+    "format-3-releases-integer-epsilon": _payload_edit(_all(
+        _set(path(Payload.PRIVACY, Privacy.EPSILON), 8), _release(0, Release.EPSILON, 1), _release(1, Release.EPSILON, 7),
+        _consistent_scales)),
+    # format 2's one class_stats release stands for the counts and the sums
+    "format-3-one-class-stats-release": _payload_edit(_one_class_stats_release),
+    "format-3-without-records-per-unit": _payload_edit(lambda p: p[Payload.PRIVACY].pop(Privacy.MAX_RECORDS_PER_UNIT)),
+    "format-3-extra-release-facts": _payload_edit(_release(1, "future_fact", [1, {"x": None}])),
+}
+
+
+def write_variants(plain: Path | None, tables: Path, default: Path, out: Path) -> list[dict[str, str]]:
     """Each valid variant, after checking that the Python reader loads it."""
     folder = out / "variants"
     folder.mkdir(parents=True, exist_ok=True)
     listed = []
-    for base, variants in ((valid, VARIANTS), (valid_2, VARIANTS_2)):
+    for base, variants in ((plain, VARIANTS), (tables, VARIANTS_TABLES), (default, VARIANTS_3)):
+        if base is None:
+            continue
         for name, make in variants.items():
             path = folder / f"{name}.dpedge"
             path.write_bytes(make(base.read_bytes()))
@@ -838,15 +1008,86 @@ def write_variants(valid: Path, valid_2: Path, out: Path) -> list[dict[str, str]
     return listed
 
 
-def write_malformed(valid: Path, valid_2: Path, out: Path, plain: Path | None = None,
+def _tables_of_one_bit(p: dict[str, Any]) -> None:
+    """An ``lsh`` map that passes its own checks (one table of one bit), and no votes."""
+    dim = p[Payload.ENCODER][EncoderKey.DIM]
+    p[Payload.LSH] = {Lsh.FAMILY: "simhash", Lsh.TABLES: 1, Lsh.BITS: 1, Lsh.DIM: dim,
+                      Lsh.HYPERPLANES: {Array.DTYPE: "<f4", Array.SHAPE: [1, 1, dim],
+                                        Array.DATA: np.ones(dim, "<f4").tobytes()}}
+
+
+def _scale_claims_whole_epsilon(p: dict[str, Any]) -> None:
+    """The top level states the class sums' sensitivity at the whole epsilon's scale."""
+    privacy = p[Payload.PRIVACY]
+    privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / float(privacy[Privacy.EPSILON])
+
+
+#: Format 3.0's refusals of a bundle without vote tables (name -> (how to make it from the
+#: default bundle, phrase)): nothing to classify with, the tables required before major 3 and
+#: half present, the embedding size from encoder.dim, releases that miss a statistic, do not
+#: add up or contradict their scale, a top level that is not the last release's (the class
+#: sums'), the prior's shape and the new rules' names.
+MALFORMED_3: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "format-3-nothing-to-classify": (_payload_edit(lambda p: p.pop(Payload.CLASS_STATS)),
+                                     "a bundle without vote tables ('votes') must hold 'class_stats': it has nothing "
+                                     "to classify with"),
+    "format-3-relabelled-2.1": (_outer_edit(_set(path(Outer.VERSION), [2, 1])), "missing field 'lsh'"),
+    "format-3-relabelled-1.2": (_outer_edit(_set(path(Outer.VERSION), [1, 2])), "missing field 'lsh'"),
+    "format-3-newer-major": (_outer_edit(_set(path(Outer.VERSION), [4, 0])),
+                             "bundle format version 4.0 is newer than this runtime supports (1.x and 2.x and 3.x)"),
+    "format-3-votes-without-lsh": (_payload_edit(_set(path(Payload.VOTES), {Array.DTYPE: "<i2", Array.SHAPE: [1, 2, 7],
+                                                                            Array.DATA: bytes(28)})),
+                                   "missing field 'lsh'"),
+    "format-3-lsh-without-votes": (_payload_edit(_tables_of_one_bit), "missing field 'votes'"),
+    "format-3-missing-encoder-dim": (_payload_edit(_delete(path(Payload.ENCODER, EncoderKey.DIM))),
+                                     "missing field 'encoder.dim'"),
+    "format-3-encoder-dim-string": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.DIM), "384")),
+                                    "field 'encoder.dim' is string, expected integer"),
+    "format-3-encoder-dim-zero": (_payload_edit(_set(path(Payload.ENCODER, EncoderKey.DIM), 0)),
+                                  "field 'class_stats.projection' must have 1 to 0 rows (the embedding size), got "),
+    "format-3-encoder-dim-before-class-stats": (_payload_edit(_all(lambda p: p.pop(Payload.CLASS_STATS),
+                                                                   _set(path(Payload.ENCODER, EncoderKey.DIM), None))),
+                                                "field 'encoder.dim' is nil, expected integer"),
+    "format-3-projection-swapped": (_payload_edit(_swap_shape(path(Payload.CLASS_STATS, ClassStatsKey.PROJECTION))),
+                                    "field 'class_stats.projection' must be finite with shape (384, 384), got (384, "),
+    "format-3-releases-missing": (_payload_edit(_delete(path(Payload.PRIVACY, Privacy.RELEASES))),
+                                  "missing field 'privacy.releases'"),
+    "format-3-releases-without-class-sums": (_payload_edit(_drop_release(Statistic.CLASS_SUMS)),
+                                             "field 'privacy.releases' must list every released statistic, got "
+                                             "['class_counts']"),
+    "format-3-releases-without-class-counts": (_payload_edit(_drop_release(Statistic.CLASS_COUNTS)),
+                                               "must list every released statistic, got ['class_sums']"),
+    "format-3-releases-empty": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.RELEASES), [])),
+                                "must list every released statistic, got []"),
+    "format-3-releases-overspent": (_payload_edit(_overspend), "the releases spend epsilon"),
+    "format-3-class-sums-scale": (_payload_edit(_release(1, Release.NOISE_SCALE, lambda s: s / 2)),
+                                  "the privacy facts contradict each other"),
+    "format-3-top-level-not-class-sums": (_payload_edit(_set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 21)),
+                                          "must be the class_sums release's"),
+    "format-3-top-level-whole-epsilon": (_payload_edit(_scale_claims_whole_epsilon), "must be the class_sums release's"),
+    "format-3-top-level-class-counts": (_payload_edit(_all(_set(path(Payload.PRIVACY, Privacy.SENSITIVITY_L1), 1),
+                                                           _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 2.5))),
+                                        "fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' (1, 2.5) must be "
+                                        "the class_sums release's"),
+    "format-3-prior-wrong-shape": (_payload_edit(_swap_shape(path(Payload.PRIOR, PriorKey.EMBEDDINGS))),
+                                   "field 'prior.embeddings' must be finite with shape (7, 384), got (384, 7)"),
+    "format-3-boost-rule-unknown": (_payload_edit(_scoring({Scoring.PRIOR_BOOST_RULE: "Linear"})),
+                                    "field 'scoring.prior_boost_rule' must be one of max, linear, got 'Linear'"),
+    "format-3-centroid-rule-unknown": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine-public"})),
+                                       "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, "
+                                       "got 'cosine-public'"),
+}
+
+
+def write_malformed(tables: Path, default: Path, out: Path, plain: Path | None = None,
                     tflite: Path | None = None) -> list[dict[str, str]]:
     """Each malformed variant, after checking that the Python reader rejects it as promised
     (the format-1.2 and TFLite cases only when such a bundle is among the inputs)."""
     folder = out / "malformed"
     folder.mkdir(parents=True, exist_ok=True)
     listed = []
-    for base, cases_ in ((valid, MALFORMED), (valid_2, MALFORMED_2), (valid_2, MALFORMED_HOSTILE), (plain, MALFORMED_PLAIN),
-                         (tflite, MALFORMED_TFLITE)):
+    for base, cases_ in ((tables, MALFORMED), (tables, MALFORMED_TABLES), (tables, MALFORMED_HOSTILE),
+                         (default, MALFORMED_3), (plain, MALFORMED_PLAIN), (tflite, MALFORMED_TFLITE)):
         if base is None:
             continue
         data = base.read_bytes()
@@ -868,7 +1109,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="folder to write (replaced)")
     ap.add_argument("--bundle", type=Path, action="append",
-                    help="bundles to use, at least one of them a full format-2 bundle (default: build three)")
+                    help="bundles to use, among them a default format-3 bundle and one with vote tables "
+                         "(default: build four)")
     args = ap.parse_args(argv)
     if args.out.exists():
         shutil.rmtree(args.out)
@@ -877,26 +1119,33 @@ def main(argv: list[str] | None = None) -> int:
         bundles = [Path(shutil.copy(b, args.out / b.name)) for b in args.bundle]
     else:
         bundles = build_bundles(args.out)
-    full_2 = [b for b in bundles if is_full_format_2(b)]
-    if not full_2:
-        raise SystemExit("golden.py needs at least one format-2 bundle with offsets, class statistics, prior and "
-                         "scoring (build it with the default --hashing aligned)")
+    default = [b for b in bundles if is_default_format_3(b)]
+    tables = [b for b in bundles if is_full_with_tables(b)]
+    if not default or not tables:
+        raise SystemExit("golden.py needs a default format-3 bundle (class statistics, prior and scoring, no vote "
+                         "tables) and one with vote tables, offsets, class statistics, prior and scoring (build "
+                         "them with the defaults and with --votes-share 0.1)")
     plain = [b for b in bundles if is_format_1(b)]
     texts = _sample()
     entries = [{"file": b.name, "cases": cases(b, texts)} for b in bundles]
+
+    def golden_cases(b: Path) -> list[dict[str, Any]]:
+        return entries[bundles.index(b)]["cases"]
+
     golden = {
         "bundles": entries,
-        "scored": write_scored(full_2[0], entries[bundles.index(full_2[0])]["cases"], args.out),
-        "malformed": write_malformed(bundles[0], full_2[0], args.out, plain[0] if plain else None,
+        "scored": write_scored([(default[0], golden_cases(default[0]), SCORED),
+                                (tables[0], golden_cases(tables[0]), SCORED_TABLES)], args.out),
+        "malformed": write_malformed(tables[0], default[0], args.out, plain[0] if plain else None,
                                      next((b for b in bundles if fmt.load(b).encoder.format == "tflite"), None)),
-        "variants": write_variants((plain or bundles)[0], full_2[0], args.out),
+        "variants": write_variants(plain[0] if plain else None, tables[0], default[0], args.out),
     }
     (args.out / "golden.msgpack").write_bytes(msgpack.packb(golden, use_bin_type=True))
     n = sum(len(b["cases"]) for b in golden["bundles"])
     m = sum(len(b["cases"]) for b in golden["scored"])
-    print(f"wrote {args.out}: {len(bundles)} bundles ({len(full_2)} format 2, {len(plain)} format 1), {n} cases, "
-          f"{len(golden['scored'])} scored format-2 bundles with {m} cases, {len(golden['malformed'])} malformed "
-          f"bundles, {len(golden['variants'])} valid variants")
+    print(f"wrote {args.out}: {len(bundles)} bundles ({len(default)} default format 3, {len(tables)} with vote "
+          f"tables and class statistics, {len(plain)} format 1), {n} cases, {len(golden['scored'])} scored bundles "
+          f"with {m} cases, {len(golden['malformed'])} malformed bundles, {len(golden['variants'])} valid variants")
     return 0
 
 
