@@ -102,7 +102,7 @@ public final class MainActivity extends Activity {
         try {
             Prediction prediction = classifier.predict(text);
             StringBuilder out = new StringBuilder(prediction.label()).append('\n');
-            // Vote sums are whole numbers; format 2's blended scores are small reals.
+            // Vote sums are whole numbers; the blended scores of formats 2 and 3 are small reals.
             String row = classifier.scorer().plainVotes() ? "  %-24s %10.1f%n" : "  %-24s %10.4f%n";
             for (Map.Entry<String, Double> e : prediction.top(prediction.scores().size())) {
                 out.append(String.format(java.util.Locale.ROOT, row, e.getKey(), e.getValue()));
