@@ -47,6 +47,7 @@ import org.dpedge.core.Fields.Kind;
  * {@code scoring.prior_boost_rule} without class statistics; the top-level sensitivity and
  * noise scale are the votes release's, or the last release's without vote tables. The
  * {@code scoring} map may name the "cosine_public" centroid rule and the prior boost rule.
+ * The privacy facts' consistency is checked by {@link PrivacyFacts}.
  *
  * <p>Every array's byte count is checked against its dtype and declared shape, in overflow-
  * safe long arithmetic, before any array is allocated, so a declared size never drives an
@@ -73,7 +74,6 @@ public final class BundleReader {
     static final int MAX_NAME_CHARS = 128;
     static final int MAX_LABEL_CHARS = 200;
     static final int MAX_DESCRIPTION_CHARS = 2000;
-    static final double PRIVACY_RTOL = 1e-9;
     /** Code points labels and descriptions may not hold (inclusive ranges): Cc, line and
      * paragraph separators, bidirectional controls. */
     static final int[][] UNPRINTABLE_CODE_POINTS = {{0x00, 0x1F}, {0x7F, 0x9F}, {0x061C, 0x061C}, {0x200E, 0x200F},
@@ -263,8 +263,8 @@ public final class BundleReader {
         }
         // Fits an int: the hyperplanes' or the projection's data holds dim floats per row.
         int dim = t != null ? t.dim : classStats.dim();
-        checkReleases(privacy, eps, classStats != null, t != null);
-        checkNoiseScale(privacy, eps);
+        PrivacyFacts.checkReleases(privacy, eps, classStats != null, t != null);
+        PrivacyFacts.checkTopLevel(privacy, eps);
         float[] prior = null;
         if (p.m.containsKey("prior")) {
             ArrayRecord pr = ArrayRecord.read(p.sub("prior").sub("embeddings"), FLOAT_DTYPE, 2);
@@ -412,133 +412,6 @@ public final class BundleReader {
         // dim fits an int here: the projection's data holds k * dim floats
         return new Bundle.ClassStats((int) (long) (Long) k, (int) (long) (Long) dimV, values[1], values[0], values[2],
                 values[3]);
-    }
-
-    /**
-     * The {@code privacy.releases} of formats 2 and 3 (Python's {@code _check_releases}): each
-     * released statistic with its share of epsilon (required when the bundle has class
-     * statistics, checked whenever present). Each entry's fields are type-checked in Python's
-     * order: statistic, epsilon, sensitivity_l1, noise_scale (a float or integer, not a boolean:
-     * the scale of the noise a reader needs to judge the release), mechanism. Every statistic
-     * the bundle holds must be listed: {@code votes} with vote tables; the class statistics as
-     * format 2's one {@code class_stats} release or format 3's {@code class_counts} and
-     * {@code class_sums}. The shares must add up to the bundle's epsilon, and each release's
-     * noise scale must be its sensitivity over its share.
-     */
-    private static void checkReleases(Fields privacy, double eps, boolean hasClassStats, boolean hasVotes)
-            throws BundleException {
-        List<?> releases = (List<?>) (hasClassStats ? privacy.get("releases", Kind.ARRAY)
-                : privacy.optional("releases", Kind.ARRAY));
-        if (releases == null) {
-            return;
-        }
-        List<Object> names = new ArrayList<>();
-        double total = 0;
-        for (int i = 0; i < releases.size(); i++) {
-            Fields f = new Fields(releases.get(i), "privacy.releases[" + i + "]");
-            names.add(f.string("statistic"));
-            Object share = f.get("epsilon", Kind.FLOAT, Kind.INTEGER);
-            f.integer("sensitivity_l1");
-            f.get("noise_scale", Kind.FLOAT, Kind.INTEGER);
-            f.string("mechanism");
-            double s = Fields.toDouble(share);
-            boolean positive = share instanceof BigInteger || s > 0 && !Double.isInfinite(s);  // NaN fails too
-            if (!positive) {
-                throw new BundleException("field 'privacy.releases[" + i + "].epsilon' must be positive, got "
-                        + (share instanceof Double ? Msgpack.pyFloat(s) : share.toString()));
-            }
-            total += s;
-        }
-        List<String> needed = new ArrayList<>();
-        if (hasVotes) {
-            needed.add("votes");
-        }
-        if (hasClassStats) {
-            needed.addAll(names.contains("class_stats") ? Arrays.asList("class_stats")
-                    : Arrays.asList("class_counts", "class_sums"));
-        }
-        if (!names.containsAll(needed)) {
-            throw new BundleException("field 'privacy.releases' must list every released statistic, got "
-                    + Msgpack.repr(names));
-        }
-        if (!isClose(total, eps)) {
-            throw new BundleException("the releases spend epsilon " + Msgpack.pyFloat(total)
-                    + ", but field 'privacy.epsilon' is " + Msgpack.pyFloat(eps) + ": their shares must add up to it");
-        }
-        for (int i = 0; i < releases.size(); i++) {
-            Map<?, ?> r = (Map<?, ?>) releases.get(i);
-            checkScale("privacy.releases[" + i + "].", r.get("sensitivity_l1"), r.get("noise_scale"),
-                    Fields.toDouble(r.get("epsilon")));
-        }
-    }
-
-    /**
-     * A discrete Laplace release of L1 sensitivity s at epsilon e has noise scale s / e: a
-     * bundle whose own facts contradict each other is refused (Python's {@code _check_scale}).
-     */
-    private static void checkScale(String prefix, Object sensitivity, Object scale, double epsilon)
-            throws BundleException {
-        double s = Fields.toDouble(sensitivity);
-        if (s < 1) {
-            throw new BundleException("field '" + prefix + "sensitivity_l1' must be at least 1, got " + sensitivity);
-        }
-        double sc = Fields.toDouble(scale);
-        if (!(sc > 0 && !Double.isInfinite(sc))) {
-            throw new BundleException("field '" + prefix + "noise_scale' must be a positive finite number, got "
-                    + number(scale));
-        }
-        double expected = s / epsilon;
-        if (!isClose(sc, expected)) {
-            throw new BundleException("field '" + prefix + "noise_scale' is " + number(scale) + ", but sensitivity "
-                    + sensitivity + " at epsilon " + Msgpack.pyFloat(epsilon) + " needs noise scale "
-                    + Msgpack.pyFloat(expected) + ": the privacy facts contradict each other");
-        }
-    }
-
-    /**
-     * The top-level sensitivity and noise scale are one release's (Python's
-     * {@code _check_noise_scale}): with releases, the votes release's, or the last release's in a
-     * bundle without vote tables (format 3: the class sums'); without releases (format 1.x),
-     * those of the whole epsilon.
-     */
-    private static void checkNoiseScale(Fields privacy, double eps) throws BundleException {
-        Object sensitivity = privacy.m.get("sensitivity_l1");
-        Object scale = privacy.m.get("noise_scale");
-        Object releases = privacy.m.get("releases");
-        if (!(releases instanceof List) || ((List<?>) releases).isEmpty()) {
-            checkScale("privacy.", sensitivity, scale, eps);
-            return;
-        }
-        List<?> list = (List<?>) releases;
-        Map<?, ?> head = (Map<?, ?>) list.get(list.size() - 1);  // checkReleases found every entry a map
-        for (Object r : list) {
-            if ("votes".equals(((Map<?, ?>) r).get("statistic"))) {
-                head = (Map<?, ?>) r;
-                break;
-            }
-        }
-        if (!sensitivity.equals(head.get("sensitivity_l1"))
-                || !isClose(Fields.toDouble(scale), Fields.toDouble(head.get("noise_scale")))) {
-            throw new BundleException("fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' (" + sensitivity + ", "
-                    + number(scale) + ") must be the " + head.get("statistic") + " release's ("
-                    + head.get("sensitivity_l1") + ", " + number(head.get("noise_scale")) + ")");
-        }
-    }
-
-    /** Python's math.isclose(a, b, rel_tol=PRIVACY_RTOL). */
-    static boolean isClose(double a, double b) {
-        if (a == b) {
-            return true;
-        }
-        if (Double.isInfinite(a) || Double.isInfinite(b) || Double.isNaN(a) || Double.isNaN(b)) {
-            return false;
-        }
-        return Math.abs(a - b) <= PRIVACY_RTOL * Math.max(Math.abs(a), Math.abs(b));
-    }
-
-    /** A number as Python's f-string shows it: an integer as it is, a float as its repr. */
-    private static String number(Object v) {
-        return v instanceof Double ? Msgpack.pyFloat((Double) v) : String.valueOf(v);
     }
 
     /**
