@@ -30,25 +30,10 @@ import java.util.Map;
  * weights are {@link Weights}' defaults overridden by the bundle's {@code scoring} map. A
  * component whose field is absent is left out; a format-3 bundle without vote tables has no
  * votes term (and no buckets: its {@link Classifier} does not hash). The centroid logits follow
- * the map's {@code centroid_rule}, with {@code zraw = P x - P origin} the query in the public
- * subspace:
- *
- * <ul>
- *   <li>"cosine_public" (format 3.0, what the exporter writes): {@code logit_c = cos(zraw, S_c)}
- *       with {@code S_c} the released noisy class sum (row c of {@code class_stats.sums}); the
- *       counts do not enter, and a zero vector on either side gives a cosine of 0. Why: the sum
- *       points where the class mean does in the public-centred frame, and a cosine ignores the
- *       query's scale.</li>
- *   <li>"gaussian" (format 2.1): {@code zraw} is clipped to L1 norm at most
- *       {@code B = centroid_clip_l1}, exactly as the exporter clipped each record before summing
- *       it ({@link #clipL1}), then {@code z = clipped - mu} and
- *       {@code logit_c = <z, m_c> - |m_c|^2 / 2} with the centred class means {@code m_c} and
- *       the overall mean {@code mu} (counts floored at 1, {@code runtime/centroids.py}): the
- *       nearest class mean in Euclidean distance.</li>
- *   <li>"cosine" (a format-2.0 bundle, whose map names no rule, and the default):
- *       {@code logit_c = cos(zraw - mu, m_c)}, the query not clipped. Kept so a bundle scores as
- *       it did when it was measured.</li>
- * </ul>
+ * the map's {@code centroid_rule} ({@link Centroids}): "cosine_public" (format 3.0, what the
+ * exporter writes) is the cosine between the query and the noisy class sum in the public
+ * frame; "gaussian" (format 2.1) the nearest class mean of the clipped query; "cosine" (format
+ * 2.0 and the default) the cosine to the centred class mean.
  *
  * The prior's {@code boost} follows the map's {@code prior_boost_rule}
  * ({@link #priorBoost(double, double, float[], String, double)}): "linear" (format 3.0)
@@ -72,11 +57,7 @@ public final class Scorer {
     /** What {@link #scores} returns: the blend, or one component alone (Python's MODES). */
     public enum Mode { BLEND, VOTES, CENTROIDS, PRIOR }
 
-    /** Counts below this are read as this ({@code runtime/centroids.py} MIN_COUNT). */
-    static final double MIN_COUNT = 1.0;
     private static final double TINY = 1e-12;
-    /** The L1 clip's floor on a norm, so a zero query divides by this rather than by 0 (Python's 1e-300). */
-    private static final double CLIP_TINY = 1e-300;
 
     /** The centroid rule of a format-2.0 bundle (no {@code centroid_rule} in its scoring map). */
     public static final String COSINE = "cosine";
@@ -122,20 +103,8 @@ public final class Scorer {
     private final double priorBoost;
     /** Unit rows of the prior, {@code [classes][dim]}, or null. */
     private final double[] prior;
-    /**
-     * The class statistics, prepared once: projection {@code [k][dim]}; shift {@code [k]}, which
-     * is {@code P origin + mu} under the cosine rule and {@code P origin} under the others; the
-     * class directions {@code [classes][k]}: the unit centred means under the cosine rule, the
-     * centred means as released under the Gaussian one, the unit class sums under
-     * "cosine_public"; null without class statistics.
-     */
-    private final double[] projection;
-    private final double[] shift;
-    private final double[] directions;
-    /** The Gaussian rule's overall mean {@code mu} {@code [k]} and {@code |m_c|^2 / 2} {@code [classes]}; null under cosine. */
-    private final double[] mu;
-    private final double[] halfNorms;
-    private final int k;
+    /** The centroid component, or null without class statistics. */
+    private final Centroids centroids;
     private final int dim;
 
     /**
@@ -157,12 +126,7 @@ public final class Scorer {
         this.weights = new Weights();
         this.priorBoost = 1.0;
         this.prior = null;
-        this.projection = null;
-        this.shift = null;
-        this.directions = null;
-        this.mu = null;
-        this.halfNorms = null;
-        this.k = 0;
+        this.centroids = null;
         this.dim = 0;
     }
 
@@ -217,70 +181,7 @@ public final class Scorer {
             unitRows(rows, classes, dim);
             this.prior = rows;
         }
-        if (cs == null) {
-            this.projection = null;
-            this.shift = null;
-            this.directions = null;
-            this.mu = null;
-            this.halfNorms = null;
-            this.k = 0;
-        } else {
-            this.k = cs.k();
-            float[] proj = cs.projectionRef();
-            float[] origin = cs.originRef();
-            this.projection = new double[proj.length];
-            for (int i = 0; i < proj.length; i++) {
-                projection[i] = proj[i];
-            }
-            double[] overall = new double[k];
-            double[] centred = centredMeans(cs.sumsRef(), cs.countsRef(), classes, k, overall);
-            // P (x - origin) = P x - P origin: one product per query.
-            double[] pOrigin = new double[k];
-            for (int j = 0; j < k; j++) {
-                double s = 0;
-                for (int i = 0; i < dim; i++) {
-                    s += projection[j * dim + i] * (double) origin[i];
-                }
-                pOrigin[j] = s;
-            }
-            if (COSINE_PUBLIC.equals(weights.centroidRule)) {
-                // cos(P x - P origin, S_c): the class sums' directions, counts and mu unused
-                this.shift = pOrigin;
-                this.mu = null;
-                this.halfNorms = null;
-                double[] sums = new double[classes * k];
-                float[] released = cs.sumsRef();
-                for (int i = 0; i < sums.length; i++) {
-                    sums[i] = released[i];
-                }
-                unitRows(sums, classes, k);
-                this.directions = sums;
-            } else if (weights.gaussian()) {
-                // The mean is subtracted after the clip, so it stays apart from the shift.
-                this.shift = pOrigin;
-                this.mu = overall;
-                this.halfNorms = new double[classes];
-                for (int c = 0; c < classes; c++) {
-                    double sq = 0;
-                    for (int j = 0; j < k; j++) {
-                        double v = centred[c * k + j];
-                        sq += v * v;
-                    }
-                    halfNorms[c] = 0.5 * sq;
-                }
-                this.directions = centred;
-            } else {
-                // z = P (x - origin) - mu = P x - (P origin + mu), unclipped
-                for (int j = 0; j < k; j++) {
-                    pOrigin[j] += overall[j];
-                }
-                this.shift = pOrigin;
-                this.mu = null;
-                this.halfNorms = null;
-                unitRows(centred, classes, k);
-                this.directions = centred;
-            }
-        }
+        this.centroids = cs == null ? null : new Centroids(cs, weights, classes);
     }
 
     /**
@@ -359,34 +260,6 @@ public final class Scorer {
         return SCORING_MAX < boost ? SCORING_MAX : boost;
     }
 
-    /**
-     * Class means minus the overall mean, {@code [classes][k]}, with the overall mean written to
-     * {@code mu}: {@code runtime/centroids.py}'s centred_means (counts floored at 1).
-     */
-    static double[] centredMeans(float[] sums, float[] counts, int classes, int k, double[] mu) {
-        double total = 0;
-        double[] floored = new double[classes];
-        for (int c = 0; c < classes; c++) {
-            floored[c] = Math.max((double) counts[c], MIN_COUNT);
-            total += floored[c];
-        }
-        double denom = Math.max(total, MIN_COUNT);
-        for (int j = 0; j < k; j++) {
-            double s = 0;
-            for (int c = 0; c < classes; c++) {
-                s += sums[c * k + j];
-            }
-            mu[j] = s / denom;
-        }
-        double[] out = new double[classes * k];
-        for (int c = 0; c < classes; c++) {
-            for (int j = 0; j < k; j++) {
-                out[c * k + j] = (double) sums[c * k + j] / floored[c] - mu[j];
-            }
-        }
-        return out;
-    }
-
     /** Per-class sums of the noisy votes in the given bucket of each table. */
     public long[] voteSums(int[] bucketIds) {
         if (votes == null) {
@@ -441,7 +314,7 @@ public final class Scorer {
         }
         // Python's order: centroids + boosted prior, then the votes' share added.
         double[] out = new double[classes];
-        if (directions != null) {
+        if (centroids != null) {
             double[] cp = centroidProbs(embedding);
             for (int c = 0; c < classes; c++) {
                 out[c] = weights.centroids * cp[c];
@@ -499,38 +372,11 @@ public final class Scorer {
      * "cosine", {@code cos(z, S_c)} under "cosine_public"; needs class statistics.
      */
     public double[] centroidProbs(float[] embedding) {
-        if (directions == null) {
+        if (centroids == null) {
             throw new IllegalStateException("this bundle has no class statistics");
         }
         checkDim(embedding);
-        double[] z = new double[k];
-        for (int j = 0; j < k; j++) {
-            double s = 0;
-            for (int i = 0; i < dim; i++) {
-                s += (double) embedding[i] * projection[j * dim + i];
-            }
-            z[j] = s - shift[j];
-        }
-        if (mu == null) {  // cosine, cosine_public: the directions are unit rows
-            unitRows(z, 1, k);
-        } else {           // gaussian: clip as the exporter clipped the records, then centre
-            clipL1(z, weights.centroidClipL1);
-            for (int j = 0; j < k; j++) {
-                z[j] -= mu[j];
-            }
-        }
-        double[] logits = new double[classes];
-        for (int c = 0; c < classes; c++) {
-            double s = 0;
-            for (int j = 0; j < k; j++) {
-                s += z[j] * directions[c * k + j];
-            }
-            if (halfNorms != null) {
-                s -= halfNorms[c];
-            }
-            logits[c] = s / weights.centroidTemperature;
-        }
-        return softmax(logits);
+        return centroids.probs(embedding);
     }
 
     /** softmax(cos(x, label descriptions) / tau_p); needs a prior. */
@@ -560,7 +406,7 @@ public final class Scorer {
      * centroids or prior to blend, or the votes mode.
      */
     public boolean plainVotes() {
-        return votes != null && (mode == Mode.VOTES || mode == Mode.BLEND && directions == null && prior == null);
+        return votes != null && (mode == Mode.VOTES || mode == Mode.BLEND && centroids == null && prior == null);
     }
 
     public Mode mode() {
@@ -641,23 +487,6 @@ public final class Scorer {
             out[c] = sums[c];
         }
         return out;
-    }
-
-    /**
-     * A vector scaled down, in place, to L1 norm at most {@code bound}: multiplied by
-     * {@code min(1, bound / max(L1, 1e-300))}, as {@code runtime/scoring.py}'s clip_l1 (the
-     * exporter clips each record the same way before quantizing it, so the Gaussian rule puts
-     * a query on the scale of the released sums).
-     */
-    static void clipL1(double[] z, double bound) {
-        double l1 = 0;
-        for (double v : z) {
-            l1 += Math.abs(v);
-        }
-        double scale = Math.min(1.0, bound / Math.max(l1, CLIP_TINY));
-        for (int j = 0; j < z.length; j++) {
-            z[j] *= scale;
-        }
     }
 
     /** Each row divided by max(its L2 norm, 1e-12), in place. */

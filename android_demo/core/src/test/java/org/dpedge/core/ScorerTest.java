@@ -59,11 +59,11 @@ public class ScorerTest {
     @Test
     public void centredMeansMirrorThePythonDoctest() {
         double[] mu = new double[2];
-        double[] c = Scorer.centredMeans(new float[] {4, 0, 0, 2}, new float[] {2, 2}, 2, 2, mu);
+        double[] c = Centroids.centredMeans(new float[] {4, 0, 0, 2}, new float[] {2, 2}, 2, 2, mu);
         assertArrayEquals(new double[] {1.0, -0.5, -1.0, 0.5}, c, 0);
         assertArrayEquals(new double[] {1.0, 0.5}, mu, 0);
         // counts below 1 are read as 1, also in the overall mean's denominator
-        c = Scorer.centredMeans(new float[] {4, 0, 0, 2}, new float[] {-3, 0.5f}, 2, 2, mu);
+        c = Centroids.centredMeans(new float[] {4, 0, 0, 2}, new float[] {-3, 0.5f}, 2, 2, mu);
         assertArrayEquals(new double[] {2.0, 1.0}, mu, 0);
         assertArrayEquals(new double[] {2.0, -1.0, -2.0, 1.0}, c, 0);
     }
@@ -277,13 +277,13 @@ public class ScorerTest {
     @Test
     public void clipL1MirrorsThePythonDoctest() {
         double[] z = {3.0, -4.0};
-        Scorer.clipL1(z, 1.0);
+        Centroids.clipL1(z, 1.0);
         assertArrayEquals(new double[] {3.0 / 7, -4.0 / 7}, z, 1e-15);
         z = new double[] {0.1, 0.2};
-        Scorer.clipL1(z, 1.0);
+        Centroids.clipL1(z, 1.0);
         assertArrayEquals(new double[] {0.1, 0.2}, z, 0);
         z = new double[] {0.0, 0.0};  // L1 0: divided by 1e-300, not by 0
-        Scorer.clipL1(z, 1.0);
+        Centroids.clipL1(z, 1.0);
         assertArrayEquals(new double[] {0.0, 0.0}, z, 0);
     }
 
