@@ -288,7 +288,8 @@ class Chroot:
 
     def env(self) -> list[str]:
         path = (f"{self.venv}/bin:" if self.venv else "") + "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        env = {"PATH": path, "HOME": "/root", "LANG": "C.UTF-8", "QEMU_CPU": self.cpu, **self.extra_env}
+        env = {"PATH": path, "HOME": "/root", "LANG": "C.UTF-8", "QEMU_CPU": self.cpu,
+               TIME_SCALE_ENV: f"{EMULATION_TIME_SCALE:g}", **self.extra_env}
         return [f"{k}={v}" for k, v in env.items()]
 
     def cmd(self, *args: str, cwd: str = "/") -> list[str]:
@@ -368,7 +369,7 @@ def install_on_pi(ch: Chroot, wheel_in_root: str, constraints_in_root: str | Non
         log_file=log_file)
     ready.write_text("installed\n")
     timings["pip_install_s"] = time.perf_counter() - t
-    ch.extra_env = {TIME_SCALE_ENV: f"{EMULATION_TIME_SCALE:g}"}
+    ch.extra_env = {}
     return {"venv": venv, **timings}
 
 
