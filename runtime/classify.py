@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, TextIO
 from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
-from runtime.bundle.schema import QUERY_RUN_SECONDS
+from runtime.bundle.schema import QUERY_RUN_SECONDS, TIME_SCALE
 from runtime.encoder import BACKEND_CHOICES, choose_backend
 from runtime.errors import BundleError, InputError
 from runtime.guard import ProcessGuard, resident_bytes
@@ -38,7 +38,7 @@ LOAD_BYTES_PER_FILE_BYTE = 4.5
 HEADROOM_BYTES = 48 * 2**20 + 2**20 * (os.cpu_count() or 1)
 #: Deadlines of the guard's stages: onnxruntime stops its own runs earlier (LOAD_RUN_SECONDS,
 #: QUERY_RUN_SECONDS) and skips the text; these catch an engine that cannot be stopped.
-LOAD_SECONDS = 30.0
+LOAD_SECONDS = 30.0 * TIME_SCALE
 LINE_SECONDS = 2 * QUERY_RUN_SECONDS
 #: What one character of a query may cost while it is tokenized: a 1,000,000-character line of
 #: CJK ideographs takes `tokenizers` 621 MiB (each becomes a word), of letters about 100 MiB.

@@ -15,6 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import math
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -320,8 +323,39 @@ MAX_TFLITE_OPERATORS = 20_000
 #: needs under 16 MiB at 256 tokens, 40 MiB at 512), and a run longer than the budget is stopped (the check
 #: text at load: LOAD_RUN_SECONDS; a query: QUERY_RUN_SECONDS).
 ENGINE_ARENA_BYTES = 128 * 1024**2
-LOAD_RUN_SECONDS = 3.0
-QUERY_RUN_SECONDS = 10.0
+
+#: The user's environment (never the bundle) may stretch every time budget by a factor for a
+#: slow CPU: an emulator runs the encoder 10 to 50 times slower than the host, and a bundle
+#: that would be stopped there is not hostile. Any finite budget still stops a hang.
+TIME_SCALE_ENV = "DPEDGE_TIME_SCALE"
+MAX_TIME_SCALE = 1000.0
+
+
+def time_scale(environ: dict[str, str] | None = None) -> float:
+    """The factor from ``$DPEDGE_TIME_SCALE`` (1 to 1000; unset, empty or invalid: 1, and an
+    invalid value is reported on stderr in one line rather than stopping the import).
+
+    Example:
+        >>> time_scale({}), time_scale({"DPEDGE_TIME_SCALE": "20"})
+        (1.0, 20.0)
+    """
+    raw = (os.environ if environ is None else environ).get(TIME_SCALE_ENV, "").strip()
+    if not raw:
+        return 1.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 1.0 <= value <= MAX_TIME_SCALE:
+        print(f"dpedge: ignoring {TIME_SCALE_ENV}={raw[:40]!r}: it must be a number from 1 to "
+              f"{MAX_TIME_SCALE:g}", file=sys.stderr)
+        return 1.0
+    return value
+
+
+TIME_SCALE = time_scale()
+LOAD_RUN_SECONDS = 3.0 * TIME_SCALE
+QUERY_RUN_SECONDS = 10.0 * TIME_SCALE
 
 #: Relative tolerance when the reader compares privacy numbers that the writer derived by
 #: float arithmetic (a share's epsilons summing to the total, scale = sensitivity / epsilon).
