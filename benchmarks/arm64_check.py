@@ -480,7 +480,8 @@ def explain(rows: list[dict[str, Any]], x86_probe: dict[str, Any], arm_probe: di
         a, b = x86_probe["texts"].get(row["text"]), arm_probe["texts"].get(row["text"])
         if a and b:
             row["embedding_cosine"] = cosine(a["embedding"], b["embedding"])
-            row["tables_hashed_differently"] = sum(x != y for x, y in zip(a["buckets"], b["buckets"]))
+            if a["buckets"] is not None and b["buckets"] is not None:
+                row["tables_hashed_differently"] = sum(x != y for x, y in zip(a["buckets"], b["buckets"]))
 
 
 def verdict(cmp: Comparison, check_cosine: float | None) -> list[str]:
@@ -714,8 +715,9 @@ def print_table(result: dict[str, Any]) -> None:
             for row in b["differing_labels"]:
                 print(f"\n{r['cpu']} {fmt}: text {row['index']} {row['text']!r}: x86 {row['x86_label']} "
                       f"(margin {row['x86_margin']:.4f}), arm64 {row['arm64_label']} (margin {row['arm64_margin']:.4f}); "
-                      f"embedding cosine {row.get('embedding_cosine', float('nan')):.5f}, "
-                      f"{row.get('tables_hashed_differently', '?')} of the tables hashed differently")
+                      f"embedding cosine {row.get('embedding_cosine', float('nan')):.5f}"
+                      + (f", {row['tables_hashed_differently']} of the tables hashed differently"
+                         if "tables_hashed_differently" in row else ""))
             for p in b["problems"]:
                 print(f"\n{r['cpu']} {fmt}: FAIL: {p}")
     t = result["timings"]

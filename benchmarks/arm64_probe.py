@@ -55,9 +55,12 @@ def main() -> int:
         if texts:
             emb = clf.embed(texts)
             b = clf.bundle
-            buckets = SimHasher(b.hyperplanes, b.offsets).buckets(emb)
+            # A bundle without vote tables (format 3's default) has no buckets to compare.
+            buckets = (SimHasher(b.hyperplanes, b.offsets).buckets(emb) if b.hyperplanes is not None
+                       else [None] * len(texts))
             for t, e, k in zip(texts, emb, buckets):
-                entry["texts"][t] = {"embedding": [float(x) for x in e], "buckets": [int(x) for x in k]}
+                entry["texts"][t] = {"embedding": [float(x) for x in e],
+                                     "buckets": None if k is None else [int(x) for x in k]}
         out["bundles"][name] = entry
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
