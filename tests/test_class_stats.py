@@ -266,7 +266,7 @@ def test_blend_is_better_than_chance_and_is_the_sum_of_its_parts(dp_bundle):
      "class_stats.projection' must have 1 to 384 rows"),
     (lambda p: p.pop("class_stats"), "must hold 'class_stats'"),
     (lambda p: p["privacy"].pop("releases"), "privacy.releases"),
-    (lambda p: p["privacy"]["releases"][0].__setitem__("epsilon", 100.0), "more than the bundle's epsilon"),
+    (lambda p: p["privacy"]["releases"][0].__setitem__("epsilon", 100.0), "their shares must add up to it"),
     (lambda p: p["privacy"]["releases"].pop(0), "every released statistic"),
     (lambda p: p["scoring"].__setitem__("centroid_rule", "median"), "scoring.centroid_rule' must be one of"),
     (lambda p: p["scoring"].__setitem__("prior_boost_rule", "cubic"), "scoring.prior_boost_rule' must be one of"),
