@@ -402,3 +402,18 @@ def test_fixed_findings_are_refused_or_load_cleanly(tiny2, finding, case, change
     # too since format 2.1's consistency rule: no finite noise scale is sensitivity / 5e-311).
     expected = "valid" if case == "epsilon 1e-300" else "BundleError"
     assert out.result == expected, f"{finding} ({case}): expected {expected}, got {out.result}: {out.detail}"
+
+
+def test_max_records_per_unit_nil_scores_as_one_record(dp_bundle):
+    """Found by fuzzing format 3.0: a nil privacy.max_records_per_unit loads (the reader reads
+    nil as absent: one record per person), but the scorer took int(None) for the linear prior
+    boost's K and raised TypeError, so Classifier.load crashed on an accepted bundle."""
+    data = dp_bundle.read_bytes()
+    outer = fz.msgpack.unpackb(data, raw=False)
+    p = fz.msgpack.unpackb(outer["payload"], raw=False)
+    assert p["privacy"]["max_records_per_unit"] == 1 and p["scoring"]["prior_boost_rule"] == "linear"
+    p["privacy"]["max_records_per_unit"] = None
+    b = fmt.unpack(fz.seal(fz.pack(p), {"format": outer["format"], "version": outer["version"]}))
+    assert b.privacy["max_records_per_unit"] is None
+    base = fz.Scorer.from_bundle(fmt.unpack(data))
+    assert fz.Scorer.from_bundle(b).prior_boost == base.prior_boost > 0
