@@ -21,16 +21,22 @@ allocation (tracemalloc, which also sees numpy's buffers; measured in a second, 
 the reader) exceeds --mem-ratio x the input size + --mem-slack-mib. A hard watchdog (SIGALRM,
 with faulthandler's stack dump) ends the run if one input hangs for 30 s, even inside C code.
 
-The fuzzer fuzzes whatever bundle it is given: a format-1.2 bundle (`--hashing random`) or a
-format-2.1 one (the default, aligned hashing: lsh.offsets, class_stats, prior, scoring,
-privacy.releases). The `format2` mutator targets those fields on either: on a 1.x bundle it
-first grafts consistent format-2 fields onto the payload (and labels the file 2.1).
+The fuzzer fuzzes whatever bundle it is given: a format-1.2 bundle (`--hashing random`), a
+format-3.0 one without vote tables (the default: class_stats, prior, scoring, privacy.releases
+class_counts and class_sums) or one with them (`--votes-share`: lsh with offsets, votes and a
+votes release too); 2.x bundles still load and are fuzzed alike. The `format2` mutator targets
+the fields format 2 added (3.0 kept them all), the `format3` mutator what 3.0 added (vote
+tables optional but together, D from encoder.dim without them, the two class releases and the
+headline release at the top level, the cosine_public rule and the linear prior boost, the major
+version deciding whether tables are required); on a 1.x bundle both first graft consistent
+class statistics onto the payload, as 3.0 writes them, and label the file 3.0.
 
 Bundles: mostly (all but every --full-every'th input) a *tiny* copy of the real bundle, whose
 encoder model is replaced by two bytes and its tokenizer.json by a short string (the reader
-never runs either) and whose tables are cut to 4 tables x 4 bits (about 28 KiB in all; a
-format-2 bundle's offsets are cut alike and its class-statistics subspace to 8 dimensions,
-about 60 KiB), so 100,000 inputs take a few minutes; the rest use the full-size bundle as it is.
+never runs either) and whose tables, if it has any, are cut to 4 tables x 4 bits (about 28 KiB
+in all; offsets are cut alike and the class-statistics subspace to 8 dimensions, about 30 KiB
+without tables and 60 KiB with them), so 100,000 inputs take a few minutes; the rest use the
+full-size bundle as it is.
 
 Mutators (see MUTATORS): byte level on the whole file (truncation, bit flips, interesting
 bytes, chunk insert/delete/duplicate, trailing bytes); byte level on the payload with the
@@ -44,11 +50,14 @@ lists, deep nesting (up to and past msgpack's limit of 1024), raw msgpack fragme
 tiny containers (one byte of msgpack, 64 bytes of Python object each), stacks of several of
 these, and benign changes a reader must accept (unknown fields and metadata of any type,
 newer minor version, per-person privacy, consistent re-sizing of tables/bits/labels/dim).
-Format 2 (`format2`, and the generic mutators wherever the fields exist): scoring numbers set
-to NaN/inf/negative/denormal/huge values, strings, booleans or containers; unknown or mistyped
-centroid_rule, the Gaussian rule without a clip; scoring maps dropped, emptied or replaced;
-privacy.releases of the wrong type, missing a statistic, duplicated, over budget, entries with
-fields dropped or mistyped; class_stats, prior and offsets arrays dropped, re-shaped
+Formats 2 and 3 (`format2`, `format3`, and the generic mutators wherever the fields exist):
+scoring numbers set to NaN/inf/negative/denormal/huge values, strings, booleans or containers;
+unknown or mistyped centroid_rule and prior_boost_rule, the Gaussian rule without a clip, the
+linear boost without class statistics; scoring maps dropped, emptied or replaced;
+privacy.releases of the wrong type, missing a statistic, duplicated, reordered, merged (3.0's
+two class releases as 2.x's one), over budget, entries with fields dropped or mistyped; the
+top-level facts another release's; lsh or votes dropped or added, encoder.dim changed, the
+file relabelled 1.x, 2.x, 3.x or 4.0; class_stats, prior and offsets arrays dropped, re-shaped
 (consistently or not), holding NaN/inf/huge values, non-positive counts; and extremes
 (epsilon and its shares scaled down to 1e-320, blend weights of 1e308, temperatures of 1e-310):
 inside the reader's bounds (scoring numbers at most 1e6, temperatures at least 1e-6) the
@@ -488,7 +497,8 @@ def _drop_at(obj: Any, path: tuple[Any, ...]) -> None:
 
 
 #: Array records, and the dtype each must have. A mutator picks among those its base holds
-#: (Base.arrays): the first three in every bundle, the rest in format 2.
+#: (Base.arrays): votes and hyperplanes in a bundle with vote tables, the check embedding in
+#: every bundle from 1.1, the rest in formats 2 and 3.
 ARRAYS = {(P.VOTES,): fmt.VOTES_DTYPE, (P.LSH, Lsh.HYPERPLANES): fmt.HYPERPLANES_DTYPE,
           (P.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING): fmt.HYPERPLANES_DTYPE,
           (P.LSH, Lsh.OFFSETS): fmt.HYPERPLANES_DTYPE, (P.CLASS_STATS, ClassStatsKey.ORIGIN): fmt.HYPERPLANES_DTYPE,
