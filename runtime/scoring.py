@@ -297,9 +297,7 @@ class Scorer:
     def from_bundle(cls, b: Any, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
         return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=b.class_stats, prior=b.prior,
                    weights=Weights.from_map(b.scoring), epsilon=float(b.privacy[Privacy.EPSILON]), mode=mode,
-                   probe_weight=probe_weight,
-                   # nil reads as absent (the reader accepts it): one record per person
-                   max_records_per_unit=int(b.privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1))
+                   probe_weight=probe_weight, max_records_per_unit=int(b.privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1))
 
     @staticmethod
     def plain_votes_only(class_stats: Any, prior: Any, mode: str) -> bool:
