@@ -21,16 +21,22 @@ allocation (tracemalloc, which also sees numpy's buffers; measured in a second, 
 the reader) exceeds --mem-ratio x the input size + --mem-slack-mib. A hard watchdog (SIGALRM,
 with faulthandler's stack dump) ends the run if one input hangs for 30 s, even inside C code.
 
-The fuzzer fuzzes whatever bundle it is given: a format-1.2 bundle (`--hashing random`) or a
-format-2.1 one (the default, aligned hashing: lsh.offsets, class_stats, prior, scoring,
-privacy.releases). The `format2` mutator targets those fields on either: on a 1.x bundle it
-first grafts consistent format-2 fields onto the payload (and labels the file 2.1).
+The fuzzer fuzzes whatever bundle it is given: a format-1.2 bundle (`--hashing random`), a
+format-3.0 one without vote tables (the default: class_stats, prior, scoring, privacy.releases
+class_counts and class_sums) or one with them (`--votes-share`: lsh with offsets, votes and a
+votes release too); 2.x bundles still load and are fuzzed alike. The `format2` mutator targets
+the fields format 2 added (3.0 kept them all), the `format3` mutator what 3.0 added (vote
+tables optional but together, D from encoder.dim without them, the two class releases and the
+headline release at the top level, the cosine_public rule and the linear prior boost, the major
+version deciding whether tables are required); on a 1.x bundle both first graft consistent
+class statistics onto the payload, as 3.0 writes them, and label the file 3.0.
 
 Bundles: mostly (all but every --full-every'th input) a *tiny* copy of the real bundle, whose
 encoder model is replaced by two bytes and its tokenizer.json by a short string (the reader
-never runs either) and whose tables are cut to 4 tables x 4 bits (about 28 KiB in all; a
-format-2 bundle's offsets are cut alike and its class-statistics subspace to 8 dimensions,
-about 60 KiB), so 100,000 inputs take a few minutes; the rest use the full-size bundle as it is.
+never runs either) and whose tables, if it has any, are cut to 4 tables x 4 bits (about 28 KiB
+in all; offsets are cut alike and the class-statistics subspace to 8 dimensions, about 30 KiB
+without tables and 60 KiB with them), so 100,000 inputs take a few minutes; the rest use the
+full-size bundle as it is.
 
 Mutators (see MUTATORS): byte level on the whole file (truncation, bit flips, interesting
 bytes, chunk insert/delete/duplicate, trailing bytes); byte level on the payload with the
@@ -44,11 +50,14 @@ lists, deep nesting (up to and past msgpack's limit of 1024), raw msgpack fragme
 tiny containers (one byte of msgpack, 64 bytes of Python object each), stacks of several of
 these, and benign changes a reader must accept (unknown fields and metadata of any type,
 newer minor version, per-person privacy, consistent re-sizing of tables/bits/labels/dim).
-Format 2 (`format2`, and the generic mutators wherever the fields exist): scoring numbers set
-to NaN/inf/negative/denormal/huge values, strings, booleans or containers; unknown or mistyped
-centroid_rule, the Gaussian rule without a clip; scoring maps dropped, emptied or replaced;
-privacy.releases of the wrong type, missing a statistic, duplicated, over budget, entries with
-fields dropped or mistyped; class_stats, prior and offsets arrays dropped, re-shaped
+Formats 2 and 3 (`format2`, `format3`, and the generic mutators wherever the fields exist):
+scoring numbers set to NaN/inf/negative/denormal/huge values, strings, booleans or containers;
+unknown or mistyped centroid_rule and prior_boost_rule, the Gaussian rule without a clip, the
+linear boost without class statistics; scoring maps dropped, emptied or replaced;
+privacy.releases of the wrong type, missing a statistic, duplicated, reordered, merged (3.0's
+two class releases as 2.x's one), over budget, entries with fields dropped or mistyped; the
+top-level facts another release's; lsh or votes dropped or added, encoder.dim changed, the
+file relabelled 1.x, 2.x, 3.x or 4.0; class_stats, prior and offsets arrays dropped, re-shaped
 (consistently or not), holding NaN/inf/huge values, non-positive counts; and extremes
 (epsilon and its shares scaled down to 1e-320, blend weights of 1e308, temperatures of 1e-310):
 inside the reader's bounds (scoring numbers at most 1e6, temperatures at least 1e-6) the
@@ -98,8 +107,10 @@ import numpy as np  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
 from runtime.describe import bundle_info, format_info  # noqa: E402
 from runtime.errors import BundleError, DpedgeError  # noqa: E402
-from runtime.bundle.schema import (CENTROID_RULES, SCORING_NUMBERS, Array as A, ClassStatsKey,  # noqa: E402
-                                   EncoderKey, Lsh, Outer, Payload as P, PriorKey, Privacy, Release, Statistic)
+from runtime.bundle.schema import (CENTROID_RULES, LSH_FAMILY, PRIOR_BOOST_RULES, PRIVACY_RTOL,  # noqa: E402
+                                   SCORING_MAX, SCORING_NUMBERS, SCORING_TEMPERATURES, TEMPERATURE_MIN, Array as A,
+                                   ClassStatsKey, EncoderKey, Lsh, Outer, Payload as P, PriorKey, Privacy, Release,
+                                   Scoring, Statistic)
 from runtime.scoring import MODES, Scorer, Weights  # noqa: E402
 
 #: Longest acceptable BundleError message: a person has to read it.
@@ -245,7 +256,18 @@ class Base:
 
     @property
     def format2(self) -> bool:
+        """Whether it carries fields that format 2 added (and 3.0 kept): class statistics..."""
         return has_format2(self.payload)
+
+    @property
+    def tables(self) -> bool:
+        """Whether it has vote tables (`lsh` and `votes`: optional from format 3)."""
+        return has_tables(self.payload)
+
+    @property
+    def major(self) -> int | None:
+        v = self.outer.get(Outer.VERSION)
+        return v[0] if isinstance(v, list) and v and type(v[0]) is int else None
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -260,11 +282,19 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def has_format2(payload: Any) -> bool:
-    """Whether a decoded payload carries any format-2 field."""
+    """Whether a decoded payload carries any field that format 2 added (class statistics, the
+    prior, the scoring map, hyperplane offsets; all of them kept by 3.0)."""
     if not isinstance(payload, dict):
         return False
-    lsh = payload.get("lsh")
-    return any(k in payload for k in ("class_stats", "prior", "scoring")) or isinstance(lsh, dict) and "offsets" in lsh
+    lsh = payload.get(P.LSH)
+    return any(k in payload for k in (P.CLASS_STATS, P.PRIOR, P.SCORING)) \
+        or isinstance(lsh, dict) and Lsh.OFFSETS in lsh
+
+
+def has_tables(payload: Any) -> bool:
+    """Whether a decoded payload has vote tables: the reader reads a payload with either `lsh`
+    or `votes` as one that has them (docs/bundle-format.md section 2)."""
+    return isinstance(payload, dict) and (P.LSH in payload or P.VOTES in payload)
 
 
 def _get(obj: Any, path: tuple[Any, ...]) -> Any:
@@ -298,9 +328,9 @@ def f4(a: Any) -> dict[str, Any]:
 
 def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> bytes:
     """The same bundle with a two-byte model and a short tokenizer.json (unpack runs neither),
-    and its hyperplanes and votes cut to the first `tables` tables and `bits` bits (as a
-    bundle built with --tables 4 --bits 4 is shaped), so that an input is about 30 KiB. A
-    format-2 bundle's offsets are cut alike, and its class statistics to the first `basis`
+    and its hyperplanes and votes, when it has vote tables, cut to the first `tables` tables and
+    `bits` bits (as a bundle built with --tables 4 --bits 4 is shaped), so that an input is
+    about 30 KiB. Offsets are cut alike, and the class statistics to the first `basis`
     directions of their public subspace (rows of an orthonormal basis stay orthonormal, and
     each class sum keeps its coordinates along them: a bundle built with --basis-dim 8)."""
     outer = msgpack.unpackb(data, raw=False)
@@ -308,36 +338,36 @@ def tiny_bundle(data: bytes, tables: int = 4, bits: int = 4, basis: int = 8) -> 
     enc = payload[P.ENCODER]
     enc[EncoderKey.MODEL] = TINY_MODELS[enc[EncoderKey.FORMAT]]
     enc[EncoderKey.TOKENIZER_JSON] = TINY_TOKENIZER
-    lsh, votes = payload[P.LSH], payload[P.VOTES]
-    t, h, d = lsh[Lsh.HYPERPLANES][A.SHAPE]
-    c = votes[A.SHAPE][2]
-    t2, h2 = min(t, tables), min(h, bits)
-    planes = np.frombuffer(lsh[Lsh.HYPERPLANES][A.DATA], "<f4").reshape(t, h, d)[:t2, :h2]
-    counts = np.frombuffer(votes[A.DATA], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
-    lsh.update({Lsh.TABLES: t2, Lsh.BITS: h2, Lsh.HYPERPLANES: f4(planes)})
-    payload[P.VOTES] = {A.DTYPE: "<i2", A.SHAPE: [t2, 2**h2, c], A.DATA: counts.tobytes()}
-    if Lsh.OFFSETS in lsh:
-        lsh[Lsh.OFFSETS] = f4(np.frombuffer(lsh[Lsh.OFFSETS][A.DATA], "<f4").reshape(t, h)[:t2, :h2])
     privacy = payload[P.PRIVACY]
-    privacy[Privacy.SENSITIVITY_L1] = (privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1) * t2
-    k2 = None
+    lsh, votes = payload.get(P.LSH), payload.get(P.VOTES)
+    if lsh is not None:  # format 3 bundles may have no vote tables
+        t, h, d = lsh[Lsh.HYPERPLANES][A.SHAPE]
+        c = votes[A.SHAPE][2]
+        t2, h2 = min(t, tables), min(h, bits)
+        planes = np.frombuffer(lsh[Lsh.HYPERPLANES][A.DATA], "<f4").reshape(t, h, d)[:t2, :h2]
+        counts = np.frombuffer(votes[A.DATA], "<i2").reshape(t, 2**h, c)[:t2, : 2**h2]
+        lsh.update({Lsh.TABLES: t2, Lsh.BITS: h2, Lsh.HYPERPLANES: f4(planes)})
+        payload[P.VOTES] = {A.DTYPE: "<i2", A.SHAPE: [t2, 2**h2, c], A.DATA: counts.tobytes()}
+        if Lsh.OFFSETS in lsh:
+            lsh[Lsh.OFFSETS] = f4(np.frombuffer(lsh[Lsh.OFFSETS][A.DATA], "<f4").reshape(t, h)[:t2, :h2])
+        # Fewer tables, a smaller sensitivity (the headline's: scales follow in _consistent_scales).
+        privacy[Privacy.SENSITIVITY_L1] = (privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1) * t2
+        for r in privacy.get(Privacy.RELEASES) or []:
+            if r.get(Release.STATISTIC) == Statistic.VOTES:
+                r[Release.SENSITIVITY_L1] = privacy[Privacy.SENSITIVITY_L1]
     cs = payload.get(P.CLASS_STATS)
     if isinstance(cs, dict):
         k, dim = cs[ClassStatsKey.PROJECTION][A.SHAPE]
         k2 = min(k, basis)
-        cs[ClassStatsKey.PROJECTION] = f4(np.frombuffer(cs[ClassStatsKey.PROJECTION][A.DATA], "<f4").reshape(k, dim)[:k2])
+        projection = np.frombuffer(cs[ClassStatsKey.PROJECTION][A.DATA], "<f4").reshape(k, dim)
+        cs[ClassStatsKey.PROJECTION] = f4(projection[:k2])
         cs[ClassStatsKey.SUMS] = f4(np.frombuffer(cs[ClassStatsKey.SUMS][A.DATA], "<f4").reshape(-1, k)[:, :k2])
-    # Fewer tables, a smaller sensitivity: the noise scale follows (scale = sensitivity / epsilon),
-    # or the reader refuses the privacy facts as contradicting each other.
-    votes_eps = float(privacy[Privacy.EPSILON])
-    for r in privacy.get(Privacy.RELEASES) or []:
-        if r.get(Release.STATISTIC) == Statistic.VOTES:
-            r[Release.SENSITIVITY_L1] = privacy[Privacy.SENSITIVITY_L1]
-            votes_eps = float(r[Release.EPSILON])
-            r[Release.NOISE_SCALE] = r[Release.SENSITIVITY_L1] / votes_eps
-        elif r.get(Release.STATISTIC) == Statistic.CLASS_STATS and k2 is not None and Release.DIM in r:
-            r[Release.DIM] = k2
-    privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / votes_eps
+        for r in privacy.get(Privacy.RELEASES) or []:  # informational: the subspace the sums were released in
+            if r.get(Release.STATISTIC) in CLASS_RELEASES and Release.DIM in r:
+                r[Release.DIM] = k2
+    # Scale = sensitivity / epsilon everywhere, and the top level the headline release's: the
+    # reader refuses privacy facts that contradict each other.
+    _consistent_scales(payload)
     return seal(pack(payload), {k: v for k, v in outer.items() if k in (Outer.FORMAT, Outer.VERSION)})
 
 
@@ -467,7 +497,8 @@ def _drop_at(obj: Any, path: tuple[Any, ...]) -> None:
 
 
 #: Array records, and the dtype each must have. A mutator picks among those its base holds
-#: (Base.arrays): the first three in every bundle, the rest in format 2.
+#: (Base.arrays): votes and hyperplanes in a bundle with vote tables, the check embedding in
+#: every bundle from 1.1, the rest in formats 2 and 3.
 ARRAYS = {(P.VOTES,): fmt.VOTES_DTYPE, (P.LSH, Lsh.HYPERPLANES): fmt.HYPERPLANES_DTYPE,
           (P.ENCODER, EncoderKey.CHECK, EncoderKey.CHECK_EMBEDDING): fmt.HYPERPLANES_DTYPE,
           (P.LSH, Lsh.OFFSETS): fmt.HYPERPLANES_DTYPE, (P.CLASS_STATS, ClassStatsKey.ORIGIN): fmt.HYPERPLANES_DTYPE,
@@ -624,41 +655,62 @@ def op_fragment(rng: random.Random, p: dict, base: Base) -> Splices:
     return {rng.choice(base.paths): fragment(rng)}
 
 
+def _small_int(v: Any, default: int) -> int:
+    """v if it is an integer a mutator can do arithmetic on (an earlier mutation in a stack may
+    have left 2**64 - 1 there, which times 50 no longer packs), else the default."""
+    return v if type(v) is int and 0 < v < 2**31 else default
+
+
+def per_person(p: dict, k: int) -> None:
+    """K records per person (format 1.2): every sensitivity becomes K times the per-record one
+    (the vote tables' K x T), each noise scale following."""
+    privacy = p[P.PRIVACY]
+    old = _small_int(privacy.get(Privacy.MAX_RECORDS_PER_UNIT), 1)
+    privacy[Privacy.MAX_RECORDS_PER_UNIT] = k
+    privacy[Privacy.SENSITIVITY_L1] = _small_int(privacy[Privacy.SENSITIVITY_L1], old) // old * k
+    for rel in privacy.get(Privacy.RELEASES) or []:
+        rel[Release.SENSITIVITY_L1] = _small_int(rel[Release.SENSITIVITY_L1], old) // old * k
+    _consistent_scales(p)
+
+
 def op_valid(rng: random.Random, p: dict, base: Base) -> Splices:
     """Changes a reader must accept: unknown fields, free-form metadata, optional fields."""
-    f2 = has_format2(p)
+    f2, tables = has_format2(p), has_tables(p)
+    enc = p[P.ENCODER]
     r = rng.randrange(12 if f2 else 7)
     if r == 6:  # per-person privacy (format 1.2): sensitivity K x T
-        k = rng.choice([1, 2, 3, 50])
-        p["privacy"].update(max_records_per_unit=k, sensitivity_l1=k * p["lsh"]["tables"])
-        for rel in p["privacy"].get("releases") or []:
-            if rel.get("statistic") == "votes":
-                rel["sensitivity_l1"] = k * p["lsh"]["tables"]
+        per_person(p, rng.choice([1, 2, 3, 50]))
     elif r == 0:
-        targets = [p, p["lsh"], p["encoder"], p["privacy"], p["votes"], p["encoder"]["facts"]]
+        targets = [p, enc, p[P.PRIVACY], enc[EncoderKey.FACTS]]
+        if tables:
+            targets += [p[P.LSH], p[P.VOTES]]
         if f2:  # maps of format 2 whose unknown fields a reader ignores (scoring's must be numbers)
-            targets += [m for m in (p.get("class_stats"), p.get("prior"), p.get("lsh", {}).get("offsets"))
-                        if isinstance(m, dict)] + list(p["privacy"].get("releases") or [])
+            targets += [m for m in (p.get(P.CLASS_STATS), p.get(P.PRIOR), p.get(P.LSH, {}).get(Lsh.OFFSETS))
+                        if isinstance(m, dict)] + list(p[P.PRIVACY].get(Privacy.RELEASES) or [])
         target = rng.choice(targets)
         target[rng.choice(["future_field", "x", "\u00e9t\u00e9", "zz" * 20])] = garbage(rng)
     elif r >= 7:
         _valid_format2(rng, p, r - 7)
     elif r == 1:
-        p["exporter"] = {k: garbage(rng) for k in ("name", "version", "created", "extra")[: rng.randrange(5)]}
+        p[P.EXPORTER] = {k: garbage(rng) for k in ("name", "version", "created", "extra")[: rng.randrange(5)]}
     elif r == 2:
-        p["encoder"]["facts"] = {"name": garbage(rng), "fidelity": garbage(rng)}
+        enc[EncoderKey.FACTS] = {"name": garbage(rng), "fidelity": garbage(rng)}
     elif r == 3:
-        p["label_descriptions"] = None if rng.random() < 0.5 else [f"d{i}" for i in range(len(p["labels"]))]
+        p[P.LABEL_DESCRIPTIONS] = None if rng.random() < 0.5 else [f"d{i}" for i in range(len(p[P.LABELS]))]
     elif r == 4:
-        p["encoder"].pop("check", None)
-    else:
-        p["lsh"]["seed"] = rng.choice(EDGE_INTS)
-        p["lsh"]["distribution"] = rng.choice(STRINGS)
+        enc.pop(EncoderKey.CHECK, None)
+    elif tables:
+        p[P.LSH][Lsh.SEED] = rng.choice(EDGE_INTS)
+        p[P.LSH][Lsh.DISTRIBUTION] = rng.choice(STRINGS)
+    else:  # informational text of the privacy facts
+        p[P.PRIVACY][rng.choice([Privacy.MECHANISM, Privacy.NOISE_SOURCE, Privacy.POST_PROCESSING])] = \
+            rng.choice(STRINGS[:6] + ["NOT differentially private"])
     return {}
 
 
 def op_resize(rng: random.Random, p: dict, base: Base) -> Splices:
-    """Consistently change tables, bits, labels and dim: valid unless a value is out of range."""
+    """Consistently change tables, bits, labels and dim (without vote tables, labels and dim):
+    valid unless a value is out of range."""
     t = rng.choice([1, 2, 3, 4, 1024, 1025, 0])
     h = rng.choice([1, 2, 3, 24, 25, 0])
     c = rng.choice([2, 3, 7, 1])
@@ -667,51 +719,63 @@ def op_resize(rng: random.Random, p: dict, base: Base) -> Splices:
         h = min(h, 3)
         t = min(t, 4)
     sub = random.Random(rng.getrandbits(64))
-    planes = np.random.default_rng(sub.getrandbits(64)).standard_normal(t * h * d).astype("<f4")
-    p["labels"] = [f"label{i}" for i in range(c)]
-    p["label_descriptions"] = None
-    p["lsh"].update(tables=t, bits=h, dim=d, hyperplanes={"dtype": "<f4", "shape": [t, h, d], "data": planes.tobytes()})
-    p["votes"] = {"dtype": "<i2", "shape": [t, 2**h, c], "data": sub.randbytes(t * 2**h * c * 2)}
-    p["privacy"]["sensitivity_l1"] = t
-    p["encoder"]["dim"] = d
-    if has_format2(p):  # format 2: every array that depends on tables, bits, classes or dim
+    privacy = p[P.PRIVACY]
+    p[P.LABELS] = [f"label{i}" for i in range(c)]
+    p[P.LABEL_DESCRIPTIONS] = None
+    p[P.ENCODER][EncoderKey.DIM] = d
+    if has_tables(p):
+        planes = np.random.default_rng(sub.getrandbits(64)).standard_normal(t * h * d).astype("<f4")
+        p[P.LSH].update({Lsh.TABLES: t, Lsh.BITS: h, Lsh.DIM: d,
+                         Lsh.HYPERPLANES: {A.DTYPE: "<f4", A.SHAPE: [t, h, d], A.DATA: planes.tobytes()}})
+        p[P.VOTES] = {A.DTYPE: "<i2", A.SHAPE: [t, 2**h, c], A.DATA: sub.randbytes(t * 2**h * c * 2)}
+        privacy[Privacy.SENSITIVITY_L1] = _small_int(privacy.get(Privacy.MAX_RECORDS_PER_UNIT), 1) * t
+    if has_format2(p):  # formats 2 and 3: every array that depends on tables, bits, classes or dim
         g = np.random.default_rng(sub.getrandbits(64))
-        if "offsets" in p["lsh"]:
-            p["lsh"]["offsets"] = f4(g.standard_normal((t, h)) * 0.1)
-        if isinstance(p.get("class_stats"), dict):
+        if Lsh.OFFSETS in p.get(P.LSH, {}):
+            p[P.LSH][Lsh.OFFSETS] = f4(g.standard_normal((t, h)) * 0.1)
+        if isinstance(p.get(P.CLASS_STATS), dict):
             k = rng.choice([1, 2, 8, d + 1]) if d else 1
             k = min(k, d) if rng.random() < 0.9 else k  # now and then more directions than dims: refused
-            p["class_stats"] = _class_stats(g, c, max(k, 0), d)
-        if isinstance(p.get("prior"), dict):
-            p["prior"]["embeddings"] = f4(_unit(g.standard_normal((c, d))))
-        for rel in p["privacy"].get("releases") or []:
-            if isinstance(rel, dict) and rel.get("statistic") == "votes":
-                rel["sensitivity_l1"] = t
-            elif isinstance(rel, dict) and rel.get("statistic") == "class_stats" and "dim" in rel:
-                rel["dim"] = p["class_stats"]["projection"]["shape"][0] if isinstance(p.get("class_stats"), dict) \
-                    else rel["dim"]
+            p[P.CLASS_STATS] = _class_stats(g, c, max(k, 0), d)
+        if isinstance(p.get(P.PRIOR), dict):
+            p[P.PRIOR][PriorKey.EMBEDDINGS] = f4(_unit(g.standard_normal((c, d))))
+        for rel in privacy.get(Privacy.RELEASES) or []:
+            if isinstance(rel, dict) and rel.get(Release.STATISTIC) == Statistic.VOTES:
+                rel[Release.SENSITIVITY_L1] = privacy[Privacy.SENSITIVITY_L1]
+            elif isinstance(rel, dict) and rel.get(Release.STATISTIC) in CLASS_RELEASES and Release.DIM in rel \
+                    and isinstance(p.get(P.CLASS_STATS), dict):
+                rel[Release.DIM] = p[P.CLASS_STATS][ClassStatsKey.PROJECTION][A.SHAPE][0]
+    _consistent_scales(p)
     if rng.random() < 0.5:
         emb = np.zeros(d, dtype="<f4")
         if d:
             emb[0] = 1.0
-        p["encoder"]["check"] = {"text": "check", "embedding": {"dtype": "<f4", "shape": [d], "data": emb.tobytes()}}
+        p[P.ENCODER][EncoderKey.CHECK] = {EncoderKey.CHECK_TEXT: "check", EncoderKey.CHECK_EMBEDDING: f4(emb)}
     else:
-        p["encoder"].pop("check", None)
+        p[P.ENCODER].pop(EncoderKey.CHECK, None)
     return {}
 
 
-# ----------------------------------------------------------------------------- format 2
+# ----------------------------------------------------------------------------- formats 2 and 3
 
-#: Values for a number of format 2 (scoring weights, temperatures, clip, release shares):
+#: Values for a number of formats 2 and 3 (scoring weights, temperatures, clip, release shares):
 #: non-finite, negative, zero, denormal, huge, and every other msgpack type.
 F2_NUMBERS = [math.nan, math.inf, -math.inf, -1, -1e-300, -0.0, 0, 0.0, 5e-324, 1e-310, 1e-300, 1e-12, 0.003,
               0.05, 1, 5.0, 1e12, 1e300, 1e308, 2**63 - 1, 2**64 - 1, -2**63, "0.5", "", "nan", True, False, None,
               [1.0], {"x": 1}, b"\x01"]
-CENTROID_RULE_VALUES = ["gaussian", "cosine", "median", "", "Gaussian", "gaussian\x00", " cosine", "euclidean",
-                        None, 0, 1, 2.5, math.nan, True, ["gaussian"], {"gaussian": 1}, b"gaussian", "g" * 10_000]
-RELEASE_FIELDS = ["statistic", "epsilon", "sensitivity_l1", "mechanism", "noise_scale", "grid", "count_grid",
-                  "clip_l1", "dim", "note", "max_records_per_unit"]
-CLASS_STATS = ("origin", "projection", "sums", "counts")
+CENTROID_RULE_VALUES = [*CENTROID_RULES, "median", "", "Gaussian", "gaussian\x00", " cosine", "cosine-public",
+                        "euclidean", None, 0, 1, 2.5, math.nan, True, ["gaussian"], {"gaussian": 1}, b"gaussian",
+                        "g" * 10_000]
+PRIOR_BOOST_RULE_VALUES = [*PRIOR_BOOST_RULES, "log", "", "Linear", "linear\x00", " max", None, 0, 1, math.nan, True,
+                           ["linear"], {"linear": 1}, b"linear", "l" * 10_000]
+RELEASE_FIELDS = [Release.STATISTIC, Release.EPSILON, Release.SENSITIVITY_L1, Release.MECHANISM, Release.NOISE_SCALE,
+                  Release.GRID, Release.COUNT_GRID, Release.CLIP_L1, Release.DIM, Release.NOTE,
+                  Release.MAX_RECORDS_PER_UNIT]
+#: The releases of the class statistics: one in format 2, two (counts, then sums) in 3.0.
+CLASS_RELEASES = (Statistic.CLASS_STATS, Statistic.CLASS_COUNTS, Statistic.CLASS_SUMS)
+STATISTIC_VALUES = [Statistic.VOTES, *CLASS_RELEASES, "VOTES", "prior", "class_count", "class_sums "]
+CLASS_STATS = (ClassStatsKey.ORIGIN, ClassStatsKey.PROJECTION, ClassStatsKey.SUMS, ClassStatsKey.COUNTS)
+NUM = (int, float)
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
@@ -724,115 +788,157 @@ def _class_stats(g: np.random.Generator, classes: int, k: int, dim: int) -> dict
         proj = np.linalg.qr(g.standard_normal((dim, k)))[0].T
     else:
         proj = g.standard_normal((k, dim))
-    return {"origin": f4(g.standard_normal(dim) * 0.01), "projection": f4(proj),
-            "sums": f4(g.standard_normal((classes, k)) * 10), "counts": f4(g.uniform(-5, 120, classes))}
+    return {ClassStatsKey.ORIGIN: f4(g.standard_normal(dim) * 0.01), ClassStatsKey.PROJECTION: f4(proj),
+            ClassStatsKey.SUMS: f4(g.standard_normal((classes, k)) * 10),
+            ClassStatsKey.COUNTS: f4(g.uniform(-5, 120, classes))}
 
 
-def graft_format2(rng: random.Random, p: dict) -> None:
-    """Consistent format-2 fields, as the exporter writes them, for a payload that has none (a
-    1.x base), so that the format-2 mutations run on it too."""
-    lsh, privacy = p["lsh"], p["privacy"]
-    t, h, d, c = lsh["tables"], lsh["bits"], lsh["dim"], len(p["labels"])
+def _dim(p: dict) -> int:
+    """D: lsh.dim in a payload with vote tables, encoder.dim in one without (384 where an
+    earlier mutation left something no array can be sized by: 2**30 floats are 8 GiB)."""
+    d = _get(p, (P.LSH, Lsh.DIM)) if has_tables(p) else _get(p, (P.ENCODER, EncoderKey.DIM))
+    return d if type(d) is int and 1 <= d <= 4096 else 384
+
+
+def _release(statistic: str, eps: float, sensitivity: int, **extra: Any) -> dict[str, Any]:
+    return {Release.STATISTIC: statistic, Release.EPSILON: eps, Release.MECHANISM: "discrete Laplace",
+            Release.SENSITIVITY_L1: sensitivity, Release.NOISE_SCALE: sensitivity / eps, **extra}
+
+
+def graft_class_stats(rng: random.Random, p: dict) -> None:
+    """Consistent class statistics, prior and scoring map, as the exporter writes them with
+    --votes-share (format 3.0: class_counts, class_sums, then votes), for a payload that has
+    none (a 1.x base), so that the format-2 and format-3 mutations run on it too."""
+    privacy = p[P.PRIVACY]
+    d, c = _dim(p), len(p[P.LABELS])
+    per_unit = _small_int(privacy.get(Privacy.MAX_RECORDS_PER_UNIT), 1)
     g = np.random.default_rng(rng.getrandbits(64))
     k = min(d, rng.choice([1, 2, 8]))
-    lsh["offsets"] = f4(g.standard_normal((t, h)) * 0.1)
-    p["class_stats"] = _class_stats(g, c, k, d)
-    p["prior"] = {"embeddings": f4(_unit(g.standard_normal((c, d)))),
-                  "source": "the label descriptions (public text), embedded by the bundle's encoder"}
-    p["scoring"] = Weights.measured(5.0).as_map()
-    eps = float(privacy["epsilon"])
-    privacy["releases"] = [
-        {"statistic": "class_stats", "epsilon": 0.8 * eps, "mechanism": "discrete Laplace", "sensitivity_l1": 525,
-         "noise_scale": 525 / (0.8 * eps), "grid": 100, "count_grid": 25, "clip_l1": 5.0, "dim": k},
-        {"statistic": "votes", "epsilon": eps - 0.8 * eps, "mechanism": privacy.get("mechanism", "discrete Laplace"),
-         "sensitivity_l1": privacy.get("sensitivity_l1"), "noise_scale": privacy.get("noise_scale")},
-    ]
+    if has_tables(p):
+        lsh = p[P.LSH]
+        lsh[Lsh.OFFSETS] = f4(g.standard_normal((lsh[Lsh.TABLES], lsh[Lsh.BITS])) * 0.1)
+    p[P.CLASS_STATS] = _class_stats(g, c, k, d)
+    p[P.PRIOR] = {PriorKey.EMBEDDINGS: f4(_unit(g.standard_normal((c, d)))),
+                  PriorKey.SOURCE: "the label descriptions (public text), embedded by the bundle's encoder"}
+    p[P.SCORING] = Weights.measured().as_map()
+    eps = float(privacy[Privacy.EPSILON])
+    votes_share = rng.choice([0.1, 0.5]) if has_tables(p) else 0.0
+    privacy[Privacy.RELEASES] = [
+        _release(Statistic.CLASS_COUNTS, 0.05 * eps, per_unit),
+        _release(Statistic.CLASS_SUMS, (0.95 - votes_share) * eps, per_unit * 305, grid=100, clip_l1=3.05, dim=k)]
+    if has_tables(p):
+        privacy[Privacy.RELEASES].append(_release(Statistic.VOTES, votes_share * eps, privacy[Privacy.SENSITIVITY_L1]))
     _consistent_scales(p)
 
 
 def _consistent_scales(p: dict) -> None:
-    """Every release's noise scale set to its sensitivity over its share, and the top level's to
-    the votes release's (or to sensitivity / epsilon without releases): the reader refuses
-    privacy facts that contradict each other. Non-numbers are left for the reader to refuse."""
+    """Every release's noise scale set to its sensitivity over its share, and the top level's
+    facts to the headline release's (the votes release, else the last one), or the top-level
+    scale to sensitivity / epsilon without releases: the reader refuses privacy facts that
+    contradict each other. Non-numbers are left for the reader to refuse."""
     privacy = p[P.PRIVACY]
-    num = (int, float)
-    votes = None
-    for rel in privacy.get(Privacy.RELEASES) or []:
-        if isinstance(rel, dict) and isinstance(rel.get(Release.EPSILON), num) \
-                and isinstance(rel.get(Release.SENSITIVITY_L1), num):
-            if rel[Release.EPSILON] > 0:
-                rel[Release.NOISE_SCALE] = rel[Release.SENSITIVITY_L1] / rel[Release.EPSILON]
-            if rel.get(Release.STATISTIC) == Statistic.VOTES:
-                votes = rel
-    if votes is not None and Release.NOISE_SCALE in votes:
-        privacy[Privacy.NOISE_SCALE] = votes[Release.NOISE_SCALE]
-    elif isinstance(privacy.get(Privacy.EPSILON), num) and isinstance(privacy.get(Privacy.SENSITIVITY_L1), num) \
+    listed = privacy.get(Privacy.RELEASES)
+    releases = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    for rel in releases:
+        share, sensitivity = rel.get(Release.EPSILON), rel.get(Release.SENSITIVITY_L1)
+        if isinstance(share, NUM) and isinstance(sensitivity, NUM) and share > 0:
+            rel[Release.NOISE_SCALE] = sensitivity / share
+    head = next((r for r in releases if r.get(Release.STATISTIC) == Statistic.VOTES),
+                releases[-1] if releases else None)
+    if head is not None and Release.NOISE_SCALE in head:
+        if type(head.get(Release.SENSITIVITY_L1)) is int:
+            privacy[Privacy.SENSITIVITY_L1] = head[Release.SENSITIVITY_L1]
+        privacy[Privacy.NOISE_SCALE] = head[Release.NOISE_SCALE]
+    elif isinstance(privacy.get(Privacy.EPSILON), NUM) and isinstance(privacy.get(Privacy.SENSITIVITY_L1), NUM) \
             and privacy[Privacy.EPSILON] > 0:
         privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / privacy[Privacy.EPSILON]
 
 
+def _epsilon_from_releases(p: dict) -> None:
+    """The bundle's epsilon set to what its releases spend (after one was dropped or added)."""
+    privacy = p[P.PRIVACY]
+    shares = [r.get(Release.EPSILON) for r in privacy.get(Privacy.RELEASES) or [] if isinstance(r, dict)]
+    if shares and all(isinstance(s, NUM) for s in shares):
+        privacy[Privacy.EPSILON] = float(sum(shares))
+
+
 def _scale_budget(p: dict, factor: float) -> None:
     """epsilon and every release's share multiplied by the same factor (valid while positive)."""
-    privacy = p["privacy"]
-    privacy["epsilon"] = float(privacy["epsilon"]) * factor
-    for rel in privacy.get("releases") or []:
-        if isinstance(rel, dict) and isinstance(rel.get("epsilon"), (int, float)):
-            rel["epsilon"] = float(rel["epsilon"]) * factor * (1 - 1e-12)  # within the reader's 1e-9 of the total
+    privacy = p[P.PRIVACY]
+    privacy[Privacy.EPSILON] = float(privacy[Privacy.EPSILON]) * factor
+    for rel in privacy.get(Privacy.RELEASES) or []:
+        if isinstance(rel, dict) and isinstance(rel.get(Release.EPSILON), NUM):
+            rel[Release.EPSILON] = float(rel[Release.EPSILON]) * factor * (1 - 1e-12)  # within the reader's 1e-9
     _consistent_scales(p)  # below about 1e-305 the scales overflow: refused, as the format says
 
 
 def _valid_format2(rng: random.Random, p: dict, r: int) -> None:
-    """Format-2 changes a reader must accept."""
-    sc = p.get("scoring")
-    if r == 0 and isinstance(sc, dict):  # the 2.0 meaning (no rule), or cosine, or another gaussian clip
-        choice = rng.randrange(3)
+    """Changes of the fields of formats 2 and 3 that a reader must accept."""
+    sc = p.get(P.SCORING)
+    cs = isinstance(p.get(P.CLASS_STATS), dict)
+    if r == 0 and isinstance(sc, dict):  # another centroid rule (none: the 2.0 meaning) or prior boost
+        choice = rng.randrange(5)
         if choice == 0:
-            sc.pop("centroid_rule", None)
-            sc.pop("centroid_clip_l1", None)
+            sc.pop(Scoring.CENTROID_RULE, None)
+            sc.pop(Scoring.CENTROID_CLIP_L1, None)
         elif choice == 1:
-            sc["centroid_rule"] = "cosine"
+            sc[Scoring.CENTROID_RULE] = rng.choice(["cosine", "cosine_public"])
+        elif choice == 2:
+            sc.update({Scoring.CENTROID_RULE: "gaussian",
+                       Scoring.CENTROID_CLIP_L1: rng.choice([0.01, 1, 5.0, 50, 1e6])})
+        elif choice == 3 or not cs:  # the 2.x boost, named or not
+            sc[Scoring.PRIOR_BOOST_RULE] = "max"
+            if rng.random() < 0.5:
+                del sc[Scoring.PRIOR_BOOST_RULE]
         else:
-            sc.update(centroid_rule="gaussian", centroid_clip_l1=rng.choice([0.01, 1, 5.0, 50, 1e6]))
-    elif r == 1:  # an optional component removed
-        victim = rng.choice(["prior", "scoring", "offsets", "class_stats"])
-        if victim == "offsets":
-            p["lsh"].pop("offsets", None)
+            sc.update({Scoring.PRIOR_BOOST_RULE: "linear",
+                       Scoring.PRIOR_RECORDS_PER_CLASS: rng.choice([0, 0.5, 1, 100, 1e6])})
+    elif r == 1:  # an optional component removed (the class statistics only where vote tables classify)
+        victims = [P.PRIOR, P.SCORING] + ([Lsh.OFFSETS, P.CLASS_STATS] if has_tables(p) else [])
+        victim = rng.choice(victims)
+        if victim == Lsh.OFFSETS:
+            p[P.LSH].pop(Lsh.OFFSETS, None)
         else:
             p.pop(victim, None)
+        if victim == P.CLASS_STATS and isinstance(sc, dict):  # the linear boost needs the class counts
+            sc[Scoring.PRIOR_BOOST_RULE] = "max"
     elif r == 2:  # free text where the reader reads none
-        if isinstance(p.get("prior"), dict):
-            p["prior"]["source"] = garbage(rng)
+        if isinstance(p.get(P.PRIOR), dict):
+            p[P.PRIOR][PriorKey.SOURCE] = garbage(rng)
         if isinstance(sc, dict):
-            sc["rule"] = rng.choice(STRINGS)
+            sc[Scoring.RULE] = rng.choice(STRINGS)
     else:  # extreme numbers: the scorer must survive those inside the reader's bounds
         which = rng.randrange(4)
         if which == 0:
             _scale_budget(p, rng.choice([1e-3, 1e-100, 1e-300, 1e-310, 1e-320, 1e6, 1e300]))
         elif which == 1 and isinstance(sc, dict):
-            sc[rng.choice(["votes", "centroids", "prior"])] = \
-                rng.choice([0, 0.0, 1e-300, 1e12, 1e300, 1e308, 2**64 - 1])
+            sc[rng.choice([Scoring.VOTES, Scoring.CENTROIDS, Scoring.PRIOR, Scoring.PRIOR_RECORDS_PER_CLASS])] = \
+                rng.choice([0, 0.0, 1e-300, 1e12, 1e300, 1e308, 2**64 - 1, 1e6])
         elif which == 2 and isinstance(sc, dict):
-            sc[rng.choice(["centroid_temperature", "prior_temperature"])] = \
-                rng.choice([5e-324, 1e-310, 1e-300, 1e-100, 1e-12, 1e12, 1e308])
-        elif isinstance(sc, dict) and sc.get("centroid_rule") == "gaussian":
-            sc["centroid_clip_l1"] = rng.choice([5e-324, 1e-300, 1e-12, 1e12, 1e308])
+            sc[rng.choice(list(SCORING_TEMPERATURES))] = rng.choice([5e-324, 1e-310, 1e-300, 1e-100, 1e-12, 1e-6,
+                                                                     1e12, 1e308])
+        elif isinstance(sc, dict) and sc.get(Scoring.CENTROID_RULE) == "gaussian":
+            sc[Scoring.CENTROID_CLIP_L1] = rng.choice([5e-324, 1e-300, 1e-12, 1e12, 1e308])
 
 
 def _f2_scoring(rng: random.Random, p: dict) -> None:
-    sc = p.get("scoring")
+    sc = p.get(P.SCORING)
     r = rng.randrange(6)
     if r == 0 or not isinstance(sc, dict):
-        p["scoring"] = rng.choice([None, [], {}, "blend", 1, 0.5, True, b"", {"votes": 1},
-                                   {"centroid_rule": "gaussian"}, {"centroid_rule": "cosine"}, [["votes", 1.0]],
-                                   garbage(rng)])
+        p[P.SCORING] = rng.choice([None, [], {}, "blend", 1, 0.5, True, b"", {Scoring.VOTES: 1},
+                                   {Scoring.CENTROID_RULE: "gaussian"}, {Scoring.CENTROID_RULE: "cosine"},
+                                   {Scoring.PRIOR_BOOST_RULE: "linear"}, [[Scoring.VOTES, 1.0]], garbage(rng)])
     elif r == 1:  # a number of the map
-        sc[rng.choice(list(SCORING_NUMBERS) + ["rule", "future_weight"])] = rng.choice(F2_NUMBERS)
-    elif r == 2:  # the rule
-        sc["centroid_rule"] = rng.choice(CENTROID_RULE_VALUES)
-        if rng.random() < 0.3:
-            sc.pop("centroid_clip_l1", None)
-        elif rng.random() < 0.3:
-            sc["centroid_clip_l1"] = rng.choice(F2_NUMBERS)
+        sc[rng.choice(list(SCORING_NUMBERS) + [Scoring.RULE, "future_weight"])] = rng.choice(F2_NUMBERS)
+    elif r == 2:  # a rule
+        if rng.random() < 0.5:
+            sc[Scoring.CENTROID_RULE] = rng.choice(CENTROID_RULE_VALUES)
+            if rng.random() < 0.3:
+                sc.pop(Scoring.CENTROID_CLIP_L1, None)
+            elif rng.random() < 0.3:
+                sc[Scoring.CENTROID_CLIP_L1] = rng.choice(F2_NUMBERS)
+        else:
+            sc[Scoring.PRIOR_BOOST_RULE] = rng.choice(PRIOR_BOOST_RULE_VALUES)
     elif r == 3:  # names dropped
         for _ in range(rng.randint(1, 3)):
             if sc:
@@ -847,20 +953,20 @@ def _f2_scoring(rng: random.Random, p: dict) -> None:
 
 
 def _f2_releases(rng: random.Random, p: dict) -> None:
-    privacy = p["privacy"]
-    rel = privacy.get("releases")
+    privacy = p[P.PRIVACY]
+    rel = privacy.get(Privacy.RELEASES)
     rel = rel if isinstance(rel, list) else []
     r = rng.randrange(4)
     if r == 0:  # the list as a whole
-        votes = [x for x in rel if isinstance(x, dict) and x.get("statistic") == "votes"]
-        stats = [x for x in rel if isinstance(x, dict) and x.get("statistic") == "class_stats"]
-        privacy["releases"] = rng.choice([
-            None, [], "votes", {}, 1, [None], [[]], [{}], ["votes", "class_stats"], votes, stats, rel + rel,
-            list(reversed(rel)), rel + [{}], rel + [garbage(rng)], votes * rng.choice([2, 100, 5000]),
-            [{**x, "epsilon": 1e-6} for x in rel] * rng.choice([10, 1000]),
+        votes = [x for x in rel if isinstance(x, dict) and x.get(Release.STATISTIC) == Statistic.VOTES]
+        stats = [x for x in rel if isinstance(x, dict) and x.get(Release.STATISTIC) in CLASS_RELEASES]
+        privacy[Privacy.RELEASES] = rng.choice([
+            None, [], Statistic.VOTES, {}, 1, [None], [[]], [{}], [Statistic.VOTES, *CLASS_RELEASES], votes, stats,
+            rel + rel, list(reversed(rel)), rel + [{}], rel + [garbage(rng)], votes * rng.choice([2, 100, 5000]),
+            [{**x, Release.EPSILON: 1e-6} for x in rel] * rng.choice([10, 1000]),
         ])
         if rng.random() < 0.2:
-            privacy.pop("releases", None)
+            privacy.pop(Privacy.RELEASES, None)
     elif r == 1 and rel:  # one field of one release
         entry = rng.choice(rel)
         if isinstance(entry, dict):
@@ -868,19 +974,20 @@ def _f2_releases(rng: random.Random, p: dict) -> None:
             if rng.random() < 0.25:
                 entry.pop(key, None)
             else:
-                entry[key] = rng.choice(F2_NUMBERS + STRINGS[:6] + ["votes", "class_stats", "VOTES", "prior"])
+                entry[key] = rng.choice(F2_NUMBERS + STRINGS[:6] + STATISTIC_VALUES)
     elif r == 2 and rel:  # the shares against the total
         factor = rng.choice([0, -1, 0.5, 1.0 + 1e-6, 1.01, 2, 1e300, math.inf, math.nan])
         for entry in rel:
-            if isinstance(entry, dict) and isinstance(entry.get("epsilon"), (int, float)):
-                entry["epsilon"] = entry["epsilon"] * factor
+            if isinstance(entry, dict) and isinstance(entry.get(Release.EPSILON), NUM):
+                entry[Release.EPSILON] = entry[Release.EPSILON] * factor
     else:  # the top-level facts beside the releases
-        key = rng.choice(["epsilon", "sensitivity_l1", "noise_scale", "released_statistics", "composition"])
-        privacy[key] = rng.choice(F2_NUMBERS + [["votes"], "sequential"])
+        key = rng.choice([Privacy.EPSILON, Privacy.SENSITIVITY_L1, Privacy.NOISE_SCALE, Privacy.RELEASED_STATISTICS,
+                          Privacy.COMPOSITION])
+        privacy[key] = rng.choice(F2_NUMBERS + [[Statistic.VOTES], "sequential"])
 
 
 def _f2_array(rng: random.Random, p: dict, path: tuple[str, ...], expected: tuple[int, ...]) -> None:
-    """One format-2 array: dropped, replaced, re-shaped with data that agrees, or new values."""
+    """One array of formats 2 and 3: dropped, replaced, re-shaped with data that agrees, or new values."""
     parent = _parent(p, path)
     if not isinstance(parent, dict):
         return
@@ -890,7 +997,7 @@ def _f2_array(rng: random.Random, p: dict, path: tuple[str, ...], expected: tupl
         parent.pop(path[-1], None)
     elif r == 1:
         parent[path[-1]] = rng.choice([None, [], {}, "array", 0, b"\x00" * 16, garbage(rng),
-                                       {"dtype": "<f4", "shape": list(expected)}, {"data": b"", "shape": [0]}])
+                                       {A.DTYPE: "<f4", A.SHAPE: list(expected)}, {A.DATA: b"", A.SHAPE: [0]}])
     elif r == 2:  # another shape, the data agreeing, so that the shape check is what refuses it
         dims = list(expected) or [1]
         choice = rng.randrange(5)
@@ -908,8 +1015,8 @@ def _f2_array(rng: random.Random, p: dict, path: tuple[str, ...], expected: tupl
         n = math.prod(dims)
         if n <= 1 << 18:
             parent[path[-1]] = f4(np.random.default_rng(rng.getrandbits(32)).standard_normal(n).reshape(dims))
-    elif isinstance(rec, dict) and isinstance(rec.get("data"), bytes) and len(rec["data"]) % 4 == 0 and rec["data"]:
-        a = np.frombuffer(rec["data"], "<f4").copy()
+    elif isinstance(rec, dict) and isinstance(rec.get(A.DATA), bytes) and len(rec[A.DATA]) % 4 == 0 and rec[A.DATA]:
+        a = np.frombuffer(rec[A.DATA], "<f4").copy()
         if r == 3:  # one non-finite or extreme value
             a[rng.randrange(len(a))] = rng.choice([np.nan, np.inf, -np.inf, 3.4e38, -3.4e38, 1e-45])
         elif r == 4:  # every value the same: zero, negative, tiny, huge (valid for any finite value)
@@ -917,18 +1024,19 @@ def _f2_array(rng: random.Random, p: dict, path: tuple[str, ...], expected: tupl
         else:
             with np.errstate(over="ignore", invalid="ignore"):  # float32 overflowing to inf is one of the aims
                 a = a * np.float32(rng.choice([0.0, -1.0, 1e-30, 1e30, 1e38]))
-        rec["data"] = a.astype("<f4").tobytes()
+        rec[A.DATA] = a.astype("<f4").tobytes()
 
 
 def op_format2(rng: random.Random, p: dict, base: Base) -> Splices:
-    """The fields format 2 added: scoring, privacy.releases, class_stats, prior, lsh.offsets
-    (grafted first onto a payload that has none)."""
+    """The fields format 2 added (3.0 kept them): scoring, privacy.releases, class_stats, prior,
+    lsh.offsets (grafted first, as 3.0 writes them, onto a payload that has none)."""
     if not has_format2(p):
-        graft_format2(rng, p)
-    lsh = p["lsh"]
-    t, h, d, c = lsh.get("tables"), lsh.get("bits"), lsh.get("dim"), len(p["labels"])
-    cs = p.get("class_stats")
-    k = _get(cs, ("projection", "shape", 0)) if isinstance(cs, dict) else 1
+        graft_class_stats(rng, p)
+    tables = has_tables(p)
+    t, h = (_get(p, (P.LSH, Lsh.TABLES)), _get(p, (P.LSH, Lsh.BITS))) if tables else (None, None)
+    d, c = _dim(p), len(p[P.LABELS])
+    cs = p.get(P.CLASS_STATS)
+    k = _get(cs, (ClassStatsKey.PROJECTION, A.SHAPE, 0)) if isinstance(cs, dict) else 1
     r = rng.randrange(10)
     if r in (0, 1):
         _f2_scoring(rng, p)
@@ -937,21 +1045,182 @@ def op_format2(rng: random.Random, p: dict, base: Base) -> Splices:
     elif r in (4, 5):
         name = rng.choice(CLASS_STATS)
         if rng.random() < 0.1:  # the map itself
-            p["class_stats"] = rng.choice([None, [], {}, "stats", 0, {n: None for n in CLASS_STATS}])
+            p[P.CLASS_STATS] = rng.choice([None, [], {}, "stats", 0, {n: None for n in CLASS_STATS}])
         else:
-            expected = {"origin": (d,), "projection": (k, d), "sums": (c, k), "counts": (c,)}[name]
-            _f2_array(rng, p, ("class_stats", name), expected)
-    elif r == 6:
+            expected = {ClassStatsKey.ORIGIN: (d,), ClassStatsKey.PROJECTION: (k, d), ClassStatsKey.SUMS: (c, k),
+                        ClassStatsKey.COUNTS: (c,)}[name]
+            _f2_array(rng, p, (P.CLASS_STATS, name), expected)
+    elif r == 6 or r == 7 and not tables:
         if rng.random() < 0.2:
-            p["prior"] = rng.choice([None, [], {}, "prior", {"source": "x"}, {"embeddings": None}])
-        elif rng.random() < 0.2 and isinstance(p.get("prior"), dict):
-            p["prior"]["source"] = garbage(rng)
+            p[P.PRIOR] = rng.choice([None, [], {}, "prior", {PriorKey.SOURCE: "x"}, {PriorKey.EMBEDDINGS: None}])
+        elif rng.random() < 0.2 and isinstance(p.get(P.PRIOR), dict):
+            p[P.PRIOR][PriorKey.SOURCE] = garbage(rng)
         else:
-            _f2_array(rng, p, ("prior", "embeddings"), (c, d))
+            _f2_array(rng, p, (P.PRIOR, PriorKey.EMBEDDINGS), (c, d))
     elif r == 7:
-        _f2_array(rng, p, ("lsh", "offsets"), (t, h))
+        _f2_array(rng, p, (P.LSH, Lsh.OFFSETS), (t, h))
     else:
         _valid_format2(rng, p, rng.randrange(4))
+    return {}
+
+
+# ----------------------------------------------------------------------------- format 3
+
+#: A key the format-3 mutator sets in the payload to relabel the outer version; `structured`
+#: takes it out before packing (it never reaches the reader).
+OUTER_VERSION = "\x00fuzz: outer version"
+#: Versions to relabel a 3.0 bundle with: majors 1 and 2 require vote tables, 3.x minors only
+#: add fields, 4.0 is newer than the reader.
+VERSIONS = [[1, 2], [1, 0], [2, 0], [2, 1], [3, 0], [3, 1], [3, 99], [4, 0], [0, 9]]
+
+
+def _add_tables(rng: random.Random, p: dict, lsh: bool = True, votes: bool = True) -> None:
+    """Vote tables (4 tables of 2 bits, with offsets) and their release, consistent, for a payload
+    without them; or only one of `lsh` and `votes`."""
+    privacy = p[P.PRIVACY]
+    t, h, d, c = 4, 2, _dim(p), len(p[P.LABELS])
+    g = np.random.default_rng(rng.getrandbits(64))
+    per_unit = _small_int(privacy.get(Privacy.MAX_RECORDS_PER_UNIT), 1)
+    if lsh:
+        p[P.LSH] = {Lsh.FAMILY: LSH_FAMILY, Lsh.TABLES: t, Lsh.BITS: h, Lsh.DIM: d, Lsh.SEED: 1,
+                    Lsh.HYPERPLANES: f4(_unit(g.standard_normal((t, h, d)))),
+                    Lsh.OFFSETS: f4(g.standard_normal((t, h)) * 0.01)}
+    if votes:
+        p[P.VOTES] = {A.DTYPE: "<i2", A.SHAPE: [t, 2**h, c],
+                      A.DATA: g.integers(-50, 200, (t, 2**h, c)).astype("<i2").tobytes()}
+    share = float(privacy[Privacy.EPSILON]) * rng.choice([0.1, 0.5])
+    privacy[Privacy.RELEASES].append(_release(Statistic.VOTES, share, per_unit * t))
+    _epsilon_from_releases(p)
+    _consistent_scales(p)
+
+
+def _drop_tables(p: dict) -> None:
+    """The vote tables and their release gone (what the exporter writes without --votes-share)."""
+    p.pop(P.LSH, None)
+    p.pop(P.VOTES, None)
+    privacy = p[P.PRIVACY]
+    privacy[Privacy.RELEASES] = [r for r in privacy[Privacy.RELEASES] if r.get(Release.STATISTIC) != Statistic.VOTES]
+    _epsilon_from_releases(p)
+    _consistent_scales(p)
+
+
+def op_format3(rng: random.Random, p: dict, base: Base) -> Splices:
+    """What format 3.0 added: vote tables optional (and together), D from encoder.dim without
+    them, nothing to classify with, the class statistics released as class_counts then
+    class_sums, the headline release whose facts stand at the top level, the cosine_public rule,
+    the linear prior boost, and the major version that decides whether tables are required
+    (3.0's class statistics grafted first onto a payload that has none). About half of these
+    keep the bundle valid."""
+    if not isinstance(p.get(P.CLASS_STATS), dict) or not isinstance(_get(p, (P.PRIVACY, Privacy.RELEASES)), list):
+        graft_class_stats(rng, p)
+        p[OUTER_VERSION] = list(fmt.FORMAT_VERSION)
+    privacy = p[P.PRIVACY]
+    releases = privacy[Privacy.RELEASES]
+    sc = p.get(P.SCORING)
+    tables = has_tables(p)
+    r = rng.randrange(9)
+    if r == 0:  # the vote tables: both, one, or none
+        choice = rng.randrange(4)
+        if tables and choice == 0:
+            _drop_tables(p)                                          # valid: the default bundle's shape
+        elif tables and choice in (1, 2):
+            p.pop(P.LSH if choice == 1 else P.VOTES)                 # "missing field 'lsh'" / 'votes'
+        elif tables:
+            p.pop(P.LSH), p.pop(P.VOTES)                             # the votes release stays listed
+            _consistent_scales(p)
+        else:
+            _add_tables(rng, p, lsh=choice != 1, votes=choice != 2)  # valid with both; else the missing one
+    elif r == 1:  # the major version decides whether the tables are required
+        p[OUTER_VERSION] = rng.choice(VERSIONS)
+        if tables and rng.random() < 0.3:
+            _drop_tables(p)
+    elif r == 2:  # the releases of 3.0
+        named = {x.get(Release.STATISTIC): x for x in releases if isinstance(x, dict)}
+        counts, sums = named.get(Statistic.CLASS_COUNTS), named.get(Statistic.CLASS_SUMS)
+        choice = rng.randrange(6)
+        if choice == 0 and counts is not None:  # one of the two dropped: the list misses a statistic
+            releases.remove(rng.choice([counts, sums]) if sums is not None else counts)
+        elif choice == 1 and counts is not None and sums is not None:  # merged into 2.x's one release: valid
+            merged = _release(Statistic.CLASS_STATS, counts[Release.EPSILON] + sums[Release.EPSILON],
+                              counts[Release.SENSITIVITY_L1] + sums[Release.SENSITIVITY_L1], grid=100, count_grid=1)
+            releases[releases.index(counts)] = merged
+            releases.remove(sums)
+        elif choice == 2:  # another order: the headline of a bundle without tables moves
+            rng.shuffle(releases)
+        elif choice == 3 and sums is not None:  # the sums released in two parts: valid
+            half = {**sums, Release.EPSILON: sums[Release.EPSILON] / 2}
+            releases[releases.index(sums)] = half
+            releases.insert(releases.index(half), dict(half))
+        elif choice == 4:  # a statistic renamed
+            entry = rng.choice(releases)
+            if isinstance(entry, dict):
+                entry[Release.STATISTIC] = rng.choice(STATISTIC_VALUES)
+        else:  # a statistic the bundle does not hold, listed too: valid (it only overstates the spending)
+            releases.insert(rng.randrange(len(releases) + 1),
+                            _release(rng.choice([Statistic.CLASS_STATS, "prior"]), 0.1, 3))
+        if rng.random() < 0.5:
+            _epsilon_from_releases(p)
+        if rng.random() < 0.7:
+            _consistent_scales(p)
+    elif r == 3:  # the headline release's facts at the top level
+        others = [x for x in releases if isinstance(x, dict)]
+        src = rng.choice(others) if others else {}
+        choice = rng.randrange(4)
+        if choice == 0:  # another release's (refused unless it is the headline)
+            privacy[Privacy.SENSITIVITY_L1] = src.get(Release.SENSITIVITY_L1)
+            privacy[Privacy.NOISE_SCALE] = src.get(Release.NOISE_SCALE)
+        elif choice == 1:  # the scale just outside the tolerance of 1e-9, or just inside it
+            privacy[Privacy.NOISE_SCALE] = float(privacy[Privacy.NOISE_SCALE]) * rng.choice([1 + 1e-6, 1 + 1e-12])
+        elif choice == 2:  # sensitivity / epsilon of the whole budget, as a 1.x bundle would have it
+            privacy[Privacy.NOISE_SCALE] = privacy[Privacy.SENSITIVITY_L1] / float(privacy[Privacy.EPSILON])
+        else:  # both the release and the top level changed alike
+            head = next((x for x in others if x.get(Release.STATISTIC) == Statistic.VOTES),
+                        others[-1] if others else None)
+            if head is not None:
+                head[Release.NOISE_SCALE] = rng.choice([0.0, -5.0, math.inf, math.nan, 1e-300, 2.5])
+                privacy[Privacy.NOISE_SCALE] = head[Release.NOISE_SCALE]
+    elif r == 4:  # the rules of 3.0 in the scoring map
+        if not isinstance(sc, dict):
+            sc = p[P.SCORING] = Weights.measured().as_map()
+        choice = rng.randrange(5)
+        if choice == 0:
+            sc[Scoring.PRIOR_BOOST_RULE] = rng.choice(PRIOR_BOOST_RULE_VALUES)
+        elif choice == 1:
+            sc[Scoring.CENTROID_RULE] = rng.choice(CENTROID_RULE_VALUES[:4])
+            sc[Scoring.CENTROID_TEMPERATURE] = rng.choice([1e-6, 0.003, 0.04, 1, 1e6])
+        elif choice == 2:  # R in the linear boost
+            sc[Scoring.PRIOR_RECORDS_PER_CLASS] = rng.choice(F2_NUMBERS)
+        elif choice == 3 or not tables:  # the 2.x boost, named or not: valid
+            sc[Scoring.PRIOR_BOOST_RULE] = "max"
+            if rng.random() < 0.5:
+                del sc[Scoring.PRIOR_BOOST_RULE]
+        else:  # the linear boost without the class counts it needs
+            p.pop(P.CLASS_STATS)
+            sc[Scoring.PRIOR_BOOST_RULE] = "linear"
+    elif r == 5:  # D: encoder.dim without tables (and lsh.dim with them)
+        where = (P.LSH, Lsh.DIM) if tables and rng.random() < 0.5 else (P.ENCODER, EncoderKey.DIM)
+        d = _small_int(_get(p, where), 384)
+        _set_at(p, where, rng.choice([0, -1, 1, d + 1, d - 1, 2 * d, 2**31, str(d), float(d), None, True]))
+    elif r == 6:  # nothing to classify with, or class statistics without their releases
+        choice = rng.randrange(3)
+        if choice == 0:
+            p.pop(P.CLASS_STATS)
+        elif choice == 1:
+            p[P.CLASS_STATS] = None
+        else:
+            privacy.pop(Privacy.RELEASES)
+            _consistent_scales(p)
+    elif r == 7:  # valid: K records per person, another budget, no counts at all (the boost's cap)
+        choice = rng.randrange(3)
+        if choice == 0:
+            per_person(p, rng.choice([2, 3, 50]))
+        elif choice == 1:
+            _scale_budget(p, rng.choice([1e-3, 0.1, 2.0, 1e3]))
+        else:
+            _f2_array(rng, p, (P.CLASS_STATS, ClassStatsKey.COUNTS), (len(p[P.LABELS]),))
+    else:  # valid: a newer minor version with a field this reader does not know
+        p[OUTER_VERSION] = [3, rng.choice([1, 7, 2**31])]
+        p[rng.choice(["future_field", "calibration"])] = garbage(rng)
     return {}
 
 
@@ -972,7 +1241,7 @@ STRUCT_OPS: dict[str, Callable[[random.Random, dict, Base], Splices]] = {
     "field-type": op_field_type, "field-drop": op_field_drop, "shape": op_shape, "array-data": op_array_data,
     "dtype": op_dtype, "numeric": op_numeric, "strings": op_strings, "nested-deep": op_nested,
     "raw-fragment": op_fragment, "amplify": op_amplify, "valid-variant": op_valid, "resize": op_resize,
-    "format2": op_format2,
+    "format2": op_format2, "format3": op_format3,
 }
 
 
@@ -990,8 +1259,10 @@ def structured(name: str) -> Callable[[random.Random, Base], bytes]:
                     raise
                 # in a stack, an earlier op may have removed what this one changes: skip it
         head = _outer_head(base)
-        if has_format2(p) and not base.format2:  # format-2 fields grafted onto a 1.x bundle: label it 2.1
-            head["version"] = list(fmt.FORMAT_VERSION)
+        if has_format2(p) and not base.format2:  # class statistics grafted onto a 1.x bundle: label it 3.0
+            head[Outer.VERSION] = list(fmt.FORMAT_VERSION)
+        if OUTER_VERSION in p:  # the format-3 mutator's relabelling
+            head[Outer.VERSION] = p.pop(OUTER_VERSION)
         return seal(pack_spliced(p, splices), head)
     return mutate
 
@@ -1096,7 +1367,8 @@ def outer_fields(rng: random.Random, base: Base) -> bytes:
     if r == 0:
         o["format"] = rng.choice(STRINGS + [None, 1, b"dpedge-bundle", ["dpedge-bundle"], "dpedge-bundle "])
     elif r == 1:
-        o["version"] = rng.choice([[1, 0], [1, 1], [1, 99], [1, 2**64 - 1], [2, 0], [0, 0], [-1, 0], [2**64 - 1, 0],
+        o["version"] = rng.choice([[1, 0], [1, 1], [1, 99], [1, 2**64 - 1], [2, 0], [3, 0], [3, 5], [4, 0], [0, 0],
+                                   [-1, 0], [2**64 - 1, 0],
                                    [1], [1, 1, 1], "1.1", 1.1, [1.0, 1], [True, 1], [1, None], None, {}, [[1], [1]]])
     elif r == 2:
         o["checksum"] = rng.choice([None, "sha256", {}, {"algorithm": "sha256"}, {"digest": o["checksum"]["digest"]},
@@ -1144,27 +1416,38 @@ def check_valid(b: fmt.Bundle) -> None:
     assert all(isinstance(x, str) and x for x in labels)
     if b.label_descriptions is not None:
         assert len(b.label_descriptions) == len(labels) and all(isinstance(x, str) for x in b.label_descriptions)
-    t, h, d = b.lsh["tables"], b.lsh["bits"], b.lsh["dim"]
-    for v in (t, h, d):
-        assert type(v) is int
-    assert 1 <= t <= fmt.MAX_TABLES and 1 <= h <= fmt.MAX_BITS and d >= 1
-    assert b.hyperplanes.dtype == fmt.HYPERPLANES_DTYPE and b.hyperplanes.shape == (t, h, d)
-    assert np.isfinite(b.hyperplanes).all()
-    assert b.votes.dtype == fmt.VOTES_DTYPE and b.votes.shape == (t, 2**h, len(labels))
-    assert b.tables == t and b.bits == h
-    eps = b.privacy["epsilon"]
+    privacy = b.privacy
+    eps = privacy[Privacy.EPSILON]
     assert type(eps) in (int, float) and eps > 0 and math.isfinite(eps)
-    assert b.privacy["delta"] == 0 and type(b.privacy["delta"]) in (int, float)
-    k = b.privacy.get("max_records_per_unit")
+    assert privacy[Privacy.DELTA] == 0 and type(privacy[Privacy.DELTA]) in (int, float)
+    k = privacy.get(Privacy.MAX_RECORDS_PER_UNIT)
     k = 1 if k is None else k
     assert type(k) is int and k >= 1
-    assert b.privacy["sensitivity_l1"] == k * t and type(b.privacy["sensitivity_l1"]) is int
-    for key in ("mechanism", "neighbour_relation", "privacy_unit", "noise_source"):
-        assert isinstance(b.privacy[key], str)
+    assert type(privacy[Privacy.SENSITIVITY_L1]) is int
+    scale = privacy[Privacy.NOISE_SCALE]
+    assert type(scale) in (int, float) and scale > 0 and math.isfinite(scale)
+    for key in (Privacy.MECHANISM, Privacy.NEIGHBOUR_RELATION, Privacy.PRIVACY_UNIT, Privacy.NOISE_SOURCE):
+        assert isinstance(privacy[key], str)
+    # The vote tables: all of lsh, hyperplanes and votes, or (format 3) none of them.
+    assert (b.lsh is None) == (b.hyperplanes is None) == (b.votes is None)
+    assert b.votes is not None or b.class_stats is not None, "nothing to classify with"
+    d = b.encoder.dim
+    if b.votes is not None:
+        t, h = b.lsh[Lsh.TABLES], b.lsh[Lsh.BITS]
+        for v in (t, h, b.lsh[Lsh.DIM]):
+            assert type(v) is int
+        assert 1 <= t <= fmt.MAX_TABLES and 1 <= h <= fmt.MAX_BITS and b.lsh[Lsh.DIM] == d
+        assert b.hyperplanes.dtype == fmt.HYPERPLANES_DTYPE and b.hyperplanes.shape == (t, h, d)
+        assert np.isfinite(b.hyperplanes).all()
+        assert b.votes.dtype == fmt.VOTES_DTYPE and b.votes.shape == (t, 2**h, len(labels))
+        assert b.tables == t and b.bits == h
+        assert privacy[Privacy.SENSITIVITY_L1] == k * t
+    else:
+        assert b.offsets is None and b.tables == 0 and b.bits == 0
     e = b.encoder
     assert e.format in fmt.ENCODER_FORMATS and isinstance(e.model, bytes) and e.model
     assert isinstance(e.tokenizer_json, str) and type(e.max_length) is int and 2 <= e.max_length <= 8192
-    assert e.dim == d and type(e.dim) is int and isinstance(e.normalized, bool)
+    assert type(e.dim) is int and e.dim >= 1 and isinstance(e.normalized, bool)
     assert set(e.inputs) <= {"input_ids", "attention_mask", "token_type_ids"}
     assert all(isinstance(x, str) for x in e.inputs) and isinstance(e.output, str) and isinstance(e.pooling, str)
     assert isinstance(e.facts, dict) and isinstance(b.exporter, dict)
@@ -1180,8 +1463,9 @@ def _number(v: Any) -> bool:
 
 
 def check_valid_format2(b: fmt.Bundle) -> None:
-    """The promises of docs/bundle-format.md section 9 (every format-2 field is optional)."""
-    t, h, d, c = b.tables, b.bits, b.lsh["dim"], len(b.labels)
+    """The promises of docs/bundle-format.md sections 3 and 9 about the fields of formats 2 and 3
+    (every one of them optional)."""
+    d, c = b.encoder.dim, len(b.labels)
 
     def f4_array(a: Any, shape: tuple[int, ...]) -> None:
         assert isinstance(a, np.ndarray) and a.dtype == fmt.HYPERPLANES_DTYPE and a.shape == shape, \
@@ -1189,7 +1473,7 @@ def check_valid_format2(b: fmt.Bundle) -> None:
         assert np.isfinite(a).all()
 
     if b.offsets is not None:
-        f4_array(b.offsets, (t, h))
+        f4_array(b.offsets, (b.tables, b.bits))
     cs = b.class_stats
     if cs is not None:
         assert cs.projection.ndim == 2
@@ -1207,34 +1491,50 @@ def check_valid_format2(b: fmt.Bundle) -> None:
         for name, v in sc.items():
             assert isinstance(v, str) or (_number(v) and v >= 0), (name, v)
         for name in SCORING_NUMBERS:
-            assert name not in sc or _number(sc[name]), (name, sc[name])
-        rule = sc.get("centroid_rule", "cosine")
+            assert name not in sc or (_number(sc[name]) and sc[name] <= SCORING_MAX), (name, sc[name])
+        for name in SCORING_TEMPERATURES:
+            assert name not in sc or sc[name] >= TEMPERATURE_MIN, (name, sc[name])
+        rule = sc.get(Scoring.CENTROID_RULE, CENTROID_RULES[0])
         assert rule in CENTROID_RULES, rule
-        for name in ("centroid_temperature", "prior_temperature"):
-            assert sc.get(name) != 0, name
         if rule == "gaussian":
-            assert _number(sc.get("centroid_clip_l1")) and sc["centroid_clip_l1"] > 0
-    releases = b.privacy.get("releases")
+            assert _number(sc.get(Scoring.CENTROID_CLIP_L1)) and sc[Scoring.CENTROID_CLIP_L1] > 0
+        boost = sc.get(Scoring.PRIOR_BOOST_RULE, PRIOR_BOOST_RULES[0])
+        assert boost in PRIOR_BOOST_RULES, boost
+        assert boost != "linear" or cs is not None, "the linear prior boost without class counts"
+    privacy = b.privacy
+    releases = privacy.get(Privacy.RELEASES)
     assert releases is not None or cs is None, "class statistics without privacy.releases"
     if releases is not None:
         assert isinstance(releases, list)
         names, total = [], 0.0
         for r in releases:
             assert isinstance(r, dict)
-            assert isinstance(r["statistic"], str) and isinstance(r["mechanism"], str)
-            assert type(r["sensitivity_l1"]) is int
-            assert _number(r["epsilon"]) and r["epsilon"] > 0
-            names.append(r["statistic"])
-            total += float(r["epsilon"])
-        assert "votes" in names and (cs is None or "class_stats" in names), names
-        assert total <= float(b.privacy["epsilon"]) * (1 + 1e-9), (total, b.privacy["epsilon"])
+            assert isinstance(r[Release.STATISTIC], str) and isinstance(r[Release.MECHANISM], str)
+            assert type(r[Release.SENSITIVITY_L1]) is int and r[Release.SENSITIVITY_L1] >= 1
+            assert _number(r[Release.EPSILON]) and r[Release.EPSILON] > 0
+            assert _number(r[Release.NOISE_SCALE]) and math.isclose(
+                r[Release.NOISE_SCALE], r[Release.SENSITIVITY_L1] / r[Release.EPSILON], rel_tol=PRIVACY_RTOL)
+            names.append(r[Release.STATISTIC])
+            total += float(r[Release.EPSILON])
+        assert b.votes is None or Statistic.VOTES in names, names
+        assert cs is None or Statistic.CLASS_STATS in names \
+            or {Statistic.CLASS_COUNTS, Statistic.CLASS_SUMS} <= set(names), names
+        # Sequential composition: the releases spend the bundle's epsilon, no more.
+        assert math.isclose(total, float(privacy[Privacy.EPSILON]), rel_tol=PRIVACY_RTOL), (total, privacy)
+        if releases:  # the top-level facts are the headline release's
+            head = next((r for r in releases if r[Release.STATISTIC] == Statistic.VOTES), releases[-1])
+            assert privacy[Privacy.SENSITIVITY_L1] == head[Release.SENSITIVITY_L1]
+            assert math.isclose(privacy[Privacy.NOISE_SCALE], head[Release.NOISE_SCALE], rel_tol=PRIVACY_RTOL)
+    if not releases:  # format 1.x: the scale of the whole budget
+        assert math.isclose(privacy[Privacy.NOISE_SCALE], privacy[Privacy.SENSITIVITY_L1] / privacy[Privacy.EPSILON],
+                            rel_tol=PRIVACY_RTOL)
 
 
 def score_queries(b: fmt.Bundle) -> np.ndarray:
     """Unit float32 embeddings, as the encoder gives them, to score an accepted bundle with: the
     exporter's embedding of the check text, the label descriptions' embeddings, a fixed random
     direction and the first axis both ways."""
-    d = b.lsh["dim"]
+    d = b.encoder.dim
     rows = []
     if b.encoder.check_embedding is not None:
         rows.append(np.asarray(b.encoder.check_embedding, np.float64))
@@ -1257,7 +1557,8 @@ def check_scoring(b: fmt.Bundle) -> str:
     wrong shape, or a NaN or infinite score is a finding."""
     x = score_queries(b)
     for mode in MODES:
-        unavailable = (mode == "centroids" and b.class_stats is None) or (mode == "prior" and b.prior is None)
+        unavailable = (mode == "centroids" and b.class_stats is None) or (mode == "prior" and b.prior is None) \
+            or (mode == "votes" and b.votes is None)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:

@@ -1,10 +1,12 @@
 """A second bundle decoder, written from docs/bundle-format.md alone (no runtime import).
 
 It reads the outer map and the payload with a plain msgpack parser, and implements the
-document's hashing (section 4), Algorithm 2 (section 5) and the format-2 blend (section 9,
-"Scoring a format-2 bundle"): anything the runtime does that this file does not is a gap in
-the document. tests/test_independent_decoder.py checks that it gives every text the runtime's
-label. The encoder is an engine, not part of the format's arithmetic: the caller passes
+document's hashing (section 4), Algorithm 2 (section 5) and the blend of section 9 ("Scoring a
+bundle with class statistics or a prior": the votes, the three centroid rules, the prior with
+the "max" and "linear" boosts), for formats 1.x, 2.x and 3.0, with or without vote tables:
+anything the runtime does that this file does not is a gap in the document.
+tests/test_independent_decoder.py checks that it gives every text the runtime's label and
+scores. The encoder is an engine, not part of the format's arithmetic: the caller passes
 embeddings.
 """
 
@@ -26,21 +28,33 @@ class Decoder:
     def __init__(self, data: bytes):
         outer = msgpack.unpackb(data, raw=False)                       # section 1
         assert outer["format"] == "dpedge-bundle"
-        assert outer["version"][0] in (1, 2)
+        self.major = outer["version"][0]
+        assert self.major in (1, 2, 3)
         assert hashlib.sha256(outer["payload"]).digest() == outer["checksum"]["digest"]
         p = msgpack.unpackb(outer["payload"], raw=False)                # section 2
         self.labels = p["labels"]
-        self.epsilon = float(p["privacy"]["epsilon"])
-        lsh = p["lsh"]
-        self.planes = _array(lsh["hyperplanes"]).astype(np.float64)     # (T, H, D)
-        self.offsets = (_array(lsh["offsets"]).astype(np.float64) if "offsets" in lsh
-                        else np.zeros(self.planes.shape[:2]))
-        self.votes = _array(p["votes"]).astype(np.int64)                # (T, 2^H, C)
+        privacy = p["privacy"]
+        self.epsilon = float(privacy["epsilon"])
+        per_unit = privacy.get("max_records_per_unit")                  # section 3: absent means 1
+        self.per_unit = 1.0 if per_unit is None else float(per_unit)
+        # Section 2: lsh and votes are required before 3.0, optional (and together) from it.
+        has_tables = self.major < 3 or "lsh" in p or "votes" in p
+        self.planes = self.offsets = self.votes = None
+        if has_tables:
+            lsh = p["lsh"]
+            self.planes = _array(lsh["hyperplanes"]).astype(np.float64)     # (T, H, D)
+            self.offsets = (_array(lsh["offsets"]).astype(np.float64) if "offsets" in lsh
+                            else np.zeros(self.planes.shape[:2]))
+            self.votes = _array(p["votes"]).astype(np.int64)                 # (T, 2^H, C)
+            self.dim = int(lsh["dim"])
+        else:
+            self.dim = int(p["encoder"]["dim"])                              # D without tables
         cs = p.get("class_stats")
         self.stats = None if cs is None else {k: _array(cs[k]).astype(np.float64)
                                               for k in ("origin", "projection", "sums", "counts")}
+        assert self.votes is not None or self.stats is not None              # something classifies
         self.prior = None if p.get("prior") is None else _array(p["prior"]["embeddings"]).astype(np.float64)
-        # Section 9, "Weights": absent names (or no map) take these values.
+        # Section 9, "Weights": absent names (or no map, or nil) take these values.
         w = {"votes": 1.0, "centroids": 1.0, "prior": 1.0, "centroid_temperature": 0.05, "prior_temperature": 0.05,
              "centroid_clip_l1": 0.0, "prior_records_per_class": 0.0}
         scoring = p.get("scoring") or {}
@@ -49,6 +63,13 @@ class Decoder:
                 w[k] = float(scoring[k])
         self.w = w
         self.rule = scoring.get("centroid_rule", "cosine")
+        self.boost_rule = scoring.get("prior_boost_rule", "max")
+        assert self.rule in ("cosine", "gaussian", "cosine_public") and self.boost_rule in ("max", "linear")
+        assert self.boost_rule != "linear" or self.stats is not None
+
+    @property
+    def has_tables(self) -> bool:
+        return self.votes is not None
 
     def buckets(self, x: np.ndarray) -> list[int]:
         """Section 4: bit h of table t is 1 iff <x, r_th> > o_th; hyperplane 0 is the low bit."""
@@ -63,12 +84,15 @@ class Decoder:
 
     def scores(self, embedding: np.ndarray) -> np.ndarray:
         x = np.asarray(embedding, np.float64)
-        u = self.buckets(x)
-        cells = np.array([self.votes[t, u[t]] for t in range(len(u))])  # (T, C)
         if self.stats is None and self.prior is None:                   # section 5, Algorithm 2
-            return cells.sum(axis=0).astype(np.float64)
-        positive = np.maximum(cells, 0).sum(axis=0).astype(np.float64)  # each cell below zero reads 0
-        score = self.w["votes"] * positive / max(positive.sum(), 1e-12)
+            u = self.buckets(x)
+            return np.array([self.votes[t, u[t]] for t in range(len(u))]).sum(axis=0).astype(np.float64)
+        score = np.zeros(len(self.labels))
+        if self.has_tables:                                             # the votes component
+            u = self.buckets(x)
+            cells = np.array([self.votes[t, u[t]] for t in range(len(u))])  # (T, C)
+            positive = np.maximum(cells, 0).sum(axis=0).astype(np.float64)  # each cell below zero reads 0
+            score = score + self.w["votes"] * positive / max(positive.sum(), 1e-12)
         if self.stats is not None:
             score = score + self.w["centroids"] * self._centroids(x)
         if self.prior is not None:
@@ -80,19 +104,25 @@ class Decoder:
         return self.labels[int(np.flatnonzero(s == s.max())[0])]       # lowest index on a tie
 
     def boost(self) -> float:
+        """Section 9, "Prior component": the "max" (2.x) or "linear" (3.0) rule."""
+        r, c = self.w["prior_records_per_class"], len(self.labels)
+        n = None if self.stats is None else max(float(self.stats["counts"].sum()), 1.0)  # unclamped counts
+        if self.boost_rule == "linear":
+            return min(1e6, (r * c * self.per_unit) / (self.epsilon * n))
         b = max(1.0, 1.0 / self.epsilon)
-        r = self.w["prior_records_per_class"]
-        if r > 0 and self.stats is not None:
-            n = max(float(self.stats["counts"].sum()), 1.0)             # unclamped counts
-            b = max(b, r * len(self.labels) / (self.epsilon * n))
+        if r > 0 and n is not None:
+            b = max(b, r * c / (self.epsilon * n))
         return min(b, 1e6)
 
     def _centroids(self, x: np.ndarray) -> np.ndarray:
         st = self.stats
+        y = st["projection"] @ x - st["projection"] @ st["origin"]
+        if self.rule == "cosine_public":                                # cosine to the noisy class sums
+            logits = np.array([_unit(y) @ _unit(s) for s in st["sums"]])
+            return _softmax(logits / self.w["centroid_temperature"])
         n = np.maximum(st["counts"], 1.0)                               # clamped counts
         mu = st["sums"].sum(axis=0) / max(float(n.sum()), 1.0)
         means = st["sums"] / n[:, None] - mu
-        y = st["projection"] @ x - st["projection"] @ st["origin"]
         if self.rule == "gaussian":
             b = self.w["centroid_clip_l1"]
             z = y * min(1.0, b / max(float(np.abs(y).sum()), 1e-300)) - mu

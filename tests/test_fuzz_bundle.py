@@ -3,8 +3,10 @@ cases for what the long runs found (docs/reliability.md).
 
 The reader must either load a bundle that keeps every promise of the format, can be described
 and scores finitely in every mode, or raise BundleError with a short message: never another
-exception, never a hang, never memory out of proportion to the input. Both formats are
-fuzzed: 1.2 (`random_bundle`, --hashing random) and 2.1 (`dp_bundle`, the default).
+exception, never a hang, never memory out of proportion to the input. Every format the
+exporter writes is fuzzed: 1.2 (`random_bundle`, --hashing random), 3.0 without vote tables
+(`dp_bundle`, the default) and 3.0 with them (`tables_bundle`, --votes-share); the `format2`
+and `format3` mutators graft 3.0's class statistics onto 1.2 first.
 
 What the format-2.1 runs found in runtime code (docs/reliability.md, R1-R3) is fixed; each
 finding has a regression case at the end of this file.
@@ -24,6 +26,7 @@ import pytest
 from conftest import ROOT
 from runtime import BundleError
 from runtime import bundle as fmt
+from runtime.bundle.schema import Statistic
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import fuzz_bundle as fz  # noqa: E402
@@ -42,9 +45,15 @@ def tiny(random_bundle) -> fz.Base:
 
 
 @pytest.fixture(scope="module")
-def tiny2(dp_bundle) -> fz.Base:
-    """The same for the default format-2.1 bundle (offsets, class statistics, prior, scoring, releases)."""
+def tiny3(dp_bundle) -> fz.Base:
+    """The same for the default format-3.0 bundle (class statistics, prior, scoring, releases; no vote tables)."""
     return fz.make_base("tiny", fz.tiny_bundle(dp_bundle.read_bytes()))
+
+
+@pytest.fixture(scope="module")
+def tiny3v(tables_bundle) -> fz.Base:
+    """The same for the format-3.0 bundle with vote tables (--votes-share: offsets and a votes release too)."""
+    return fz.make_base("tiny", fz.tiny_bundle(tables_bundle.read_bytes()))
 
 
 LIMITS = fz.Limits(max_seconds=2.0, mem_ratio=4.0, mem_slack=4 << 20)
@@ -60,17 +69,26 @@ def assert_no_finding(out: fz.Outcome, blob: bytes, what: str) -> None:
     assert not out.finding, f"{what}: {out.result}: {out.detail}"
 
 
-def test_real_bundles_are_valid(random_bundle, dp_bundle, tiny, tiny2):
-    for b in (fmt.load(random_bundle), fmt.unpack(tiny.data), fmt.load(dp_bundle), fmt.unpack(tiny2.data)):
+def test_real_bundles_are_valid(random_bundle, dp_bundle, tables_bundle, tiny, tiny3, tiny3v):
+    for b in (fmt.load(random_bundle), fmt.unpack(tiny.data), fmt.load(dp_bundle), fmt.unpack(tiny3.data),
+              fmt.load(tables_bundle), fmt.unpack(tiny3v.data)):
         fz.check_valid(b)
         assert fz.check_scoring(b) == ""
-    assert (tiny.version, tiny.format2) == ("1.2", False)
-    assert (tiny2.version, tiny2.format2) == ("2.1", True)
-    b2 = fmt.unpack(tiny2.data)
-    assert b2.offsets.shape == (4, 4) and b2.class_stats.projection.shape[0] == 8
-    assert b2.scoring["centroid_rule"] == "gaussian" and len(b2.privacy["releases"]) == 2
-    assert len(tiny2.arrays) == 9 and ("scoring", "centroid_clip_l1") in tiny2.numeric
-    assert ("privacy", "releases", 1, "epsilon") in tiny2.numeric
+    assert (tiny.version, tiny.format2, tiny.tables) == ("1.2", False, True)
+    assert (tiny3.version, tiny3.format2, tiny3.tables) == ("3.0", True, False)
+    assert (tiny3v.version, tiny3v.format2, tiny3v.tables) == ("3.0", True, True)
+    b3, b3v = fmt.unpack(tiny3.data), fmt.unpack(tiny3v.data)
+    assert b3.votes is None and b3.lsh is None and b3.class_stats.projection.shape[0] == 8
+    assert b3v.offsets.shape == (4, 4) and b3v.class_stats.projection.shape[0] == 8
+    for b in (b3, b3v):
+        assert (b.scoring["centroid_rule"], b.scoring["prior_boost_rule"]) == ("cosine_public", "linear")
+    assert [r["statistic"] for r in b3.privacy["releases"]] == ["class_counts", "class_sums"]
+    assert [r["statistic"] for r in b3v.privacy["releases"]] == ["class_counts", "class_sums", "votes"]
+    assert b3.privacy["noise_scale"] == b3.privacy["releases"][1]["noise_scale"]   # the headline: class_sums
+    assert b3v.privacy["noise_scale"] == b3v.privacy["releases"][2]["noise_scale"]  # the headline: votes
+    assert len(tiny3.arrays) == 6 and len(tiny3v.arrays) == 9
+    assert ("scoring", "prior_records_per_class") in tiny3.numeric and ("lsh", "tables") not in tiny3.numeric
+    assert ("privacy", "releases", 1, "epsilon") in tiny3.numeric
 
 
 def test_header_walker_finds_every_container(tiny):
@@ -92,18 +110,26 @@ if given is not None:
     @settings(max_examples=1000, derandomize=True, deadline=None, database=None, print_blob=True,
               suppress_health_check=list(HealthCheck))
     @given(kind=st.sampled_from(fz.KINDS), rnd=st.randoms(use_true_random=True))
-    def test_fuzz_smoke_format2(tiny2, kind, rnd):
-        """1,000 mutated format-2.1 bundles, each accepted one scored in every mode."""
-        blob = fz.make_input(rnd, kind, tiny2)
+    def test_fuzz_smoke_format3(tiny3, kind, rnd):
+        """1,000 mutated default format-3.0 bundles (no vote tables), each accepted one scored in every mode."""
+        blob = fz.make_input(rnd, kind, tiny3)
+        assert_no_finding(outcome(blob), blob, kind)
+
+    @settings(max_examples=500, derandomize=True, deadline=None, database=None, print_blob=True,
+              suppress_health_check=list(HealthCheck))
+    @given(kind=st.sampled_from(fz.KINDS), rnd=st.randoms(use_true_random=True))
+    def test_fuzz_smoke_format3_tables(tiny3v, kind, rnd):
+        """500 mutated format-3.0 bundles with vote tables."""
+        blob = fz.make_input(rnd, kind, tiny3v)
         assert_no_finding(outcome(blob), blob, kind)
 else:  # pragma: no cover
     def test_fuzz_smoke():
         pytest.skip("hypothesis is not installed (pip install -e '.[dev]')")
 
 
-@pytest.mark.parametrize("which,version", [("random_bundle", "1.2"), ("dp_bundle", "2.1")])
+@pytest.mark.parametrize("which,version", [("random_bundle", "1.2"), ("dp_bundle", "3.0"), ("tables_bundle", "3.0")])
 def test_fuzz_script_runs_clean(which, version, request, tmp_path):
-    """The benchmark script itself, briefly, on a format-1.2 and a format-2.1 bundle: both bases,
+    """The benchmark script itself, briefly, on a format-1.2 bundle and the two 3.0 ones: both bases,
     load() on files, scoring of every accepted bundle, and the special files. Zero findings,
     apart from the open runtime findings R1-R3, each re-run here from its saved input."""
     bundle = request.getfixturevalue(which)
@@ -127,33 +153,72 @@ def test_fuzz_script_runs_clean(which, version, request, tmp_path):
         assert "BundleError" in line and "FINDING" not in line, line
 
 
-@pytest.mark.parametrize("base_name", ["tiny", "tiny2"])
-def test_format2_mutator_reaches_every_format2_field(base_name, request):
-    """`format2` on either base (grafting the fields onto 1.2 first): inputs that load and inputs
-    refused for each format-2 field, and the accepted ones score cleanly or hit a known finding."""
-    base = request.getfixturevalue(base_name)
-    messages, valid = [], 0
-    for i in range(300):
-        blob = fz.make_input(random.Random(f"f2:{i}"), "format2", base)
+def _mutated(base: fz.Base, kind: str, n: int) -> tuple[list[str], list[fmt.Bundle]]:
+    """n inputs of one mutator: the reader's messages, and the bundles it accepted (each valid
+    and scoring cleanly in every mode)."""
+    messages, accepted = [], []
+    for i in range(n):
+        blob = fz.make_input(random.Random(f"{kind}:{i}"), kind, base)
         try:
             b = fmt.unpack(blob)
         except BundleError as exc:
             messages.append(str(exc))
             continue
-        valid += 1
         fz.check_valid(b)
         problem = fz.check_scoring(b)
         assert not problem, problem
-    assert 50 < valid < 250, valid
+        accepted.append(b)
+    return messages, accepted
+
+
+@pytest.mark.parametrize("base_name", ["tiny", "tiny3", "tiny3v"])
+def test_format2_mutator_reaches_every_format2_field(base_name, request):
+    """`format2` on every base (grafting 3.0's class statistics onto 1.2 first): inputs that load
+    and inputs refused for each field format 2 added (3.0 kept them all), and the accepted ones
+    score cleanly."""
+    base = request.getfixturevalue(base_name)
+    messages, accepted = _mutated(base, "format2", 300)
+    assert 50 < len(accepted) < 250, len(accepted)
     text = "\n".join(messages)
-    for field_name in ("scoring", "releases", "class_stats", "prior.embeddings", "lsh.offsets"):
+    fields = ["scoring", "releases", "class_stats", "prior.embeddings"] + (["lsh.offsets"] if base.tables else [])
+    for field_name in fields:
         assert field_name in text, field_name
 
 
-def test_scoring_findings_are_reported(tiny2, monkeypatch):
+@pytest.mark.parametrize("base_name", ["tiny", "tiny3", "tiny3v"])
+def test_format3_mutator_reaches_every_format3_rule(base_name, request):
+    """`format3` on every base: refusals for each rule 3.0 added (vote tables optional but
+    together, something to classify with, class_counts and class_sums listed, the headline
+    release's facts at the top, the prior boost rule, majors 1 and 2 requiring tables, a newer
+    major) and valid bundles of both shapes, with and without vote tables."""
+    base = request.getfixturevalue(base_name)
+    messages, accepted = _mutated(base, "format3", 400)
+    assert 100 < len(accepted) < 300, len(accepted)
+    text = "\n".join(messages)
+    for phrase in ("missing field 'lsh'", "missing field 'votes'", "must list every released statistic",
+                   "release's (", "field 'scoring.prior_boost_rule' must be one of max, linear, got",
+                   "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, got",
+                   "newer than this runtime supports", "the releases spend epsilon",
+                   "must be a positive finite number", "needs noise scale"):
+        assert phrase in text, phrase
+    if base.tables:
+        assert "is 'linear', which needs the released class counts of 'class_stats'" in text
+        assert "must be the votes release's" in text
+        assert "encoder produces" in text
+    else:
+        assert "must hold 'class_stats': it has nothing to classify with" in text
+        assert "must be the class_sums release's" in text
+        assert "field 'class_stats.projection' must " in text  # sized by D, here encoder.dim
+    # Both shapes load: tables added to (or dropped from) the base, and the base's own shape.
+    assert {b.votes is None for b in accepted} == {True, False}
+    assert {(b.scoring or {}).get("prior_boost_rule", "max") for b in accepted} >= {"max", "linear"}
+    assert any(Statistic.CLASS_STATS in [r["statistic"] for r in b.privacy["releases"]] for b in accepted)
+
+
+def test_scoring_findings_are_reported(tiny3, tiny3v, monkeypatch):
     """The scoring stage is not blind: NaN scores, an exception, a wrong shape, and a refusal of a
     mode the bundle supports are findings; refusing a mode it lacks statistics for is not."""
-    assert outcome(tiny2.data).result == "valid"
+    assert outcome(tiny3v.data).result == "valid"
     for fake, phrase in [
         (lambda self, x: np.full((len(x), 7), np.nan), "returned NaN scores"),
         (lambda self, x: np.full((len(x), 7), np.inf), "returned infinite scores"),
@@ -161,19 +226,27 @@ def test_scoring_findings_are_reported(tiny2, monkeypatch):
         (lambda self, x: 1 / 0, "ZeroDivisionError"),
     ]:
         monkeypatch.setattr(fz.Scorer, "scores", fake)
-        out = outcome(tiny2.data)
+        out = outcome(tiny3v.data)
         assert out.result == "score" and phrase in out.detail, out.detail
     monkeypatch.undo()
 
     def refuse(cls, b, mode="blend"):
         raise ValueError("no")
     monkeypatch.setattr(fz.Scorer, "from_bundle", classmethod(refuse))
-    out = outcome(tiny2.data)
+    out = outcome(tiny3v.data)
     assert out.result == "score" and "refused an accepted bundle" in out.detail
     monkeypatch.undo()
-    p = copy.deepcopy(tiny2.payload)  # no class statistics or prior: those modes are refused, as they should be
-    del p["class_stats"], p["prior"], p["privacy"]["releases"][0]
+    # The default bundle has no vote tables: its votes mode is refused, as it should be.
+    with pytest.raises(ValueError, match="no vote tables"):
+        fz.Scorer.from_bundle(fmt.unpack(tiny3.data), mode="votes")
+    assert outcome(tiny3.data).result == "valid"
+    p = copy.deepcopy(tiny3v.payload)  # no class statistics or prior: those modes are refused, as they should be
+    del p["class_stats"], p["prior"], p["scoring"]["prior_boost_rule"]  # (the linear boost needs class counts)
+    p["privacy"]["releases"] = [r for r in p["privacy"]["releases"] if r["statistic"] == "votes"]
     p["privacy"]["epsilon"] = p["privacy"]["releases"][0]["epsilon"]  # the votes' share is now all of it
+    for mode in ("centroids", "prior"):
+        with pytest.raises(ValueError):
+            fz.Scorer.from_bundle(fmt.unpack(fz.seal(fz.pack(p))), mode=mode)
     assert outcome(fz.seal(fz.pack(p))).result == "valid"
     assert fz.Limits(score=False).score is False
 
@@ -356,7 +429,8 @@ def test_messages_from_fuzzing_are_one_line(tiny):
 # Found by fuzzing format-2.1 bundles (docs/reliability.md, R1-R3), fixed in runtime/bundle.py:
 # R1 the reader checks privacy.releases[i].noise_scale is a number; R2/R3 the reader bounds the
 # scoring numbers (at most 1e6, temperatures at least 1e-6) and runtime.scoring.prior_boost
-# caps the prior's boost at 1e6, so the blend stays finite.
+# caps the prior's boost at 1e6, so the blend stays finite. Re-run on the default 3.0 bundle,
+# whose releases are class_counts and class_sums.
 
 
 def format2_variant(base: fz.Base, change) -> bytes:
@@ -365,14 +439,15 @@ def format2_variant(base: fz.Base, change) -> bytes:
     return fz.seal(fz.pack(p))
 
 
-def releases_scaled(p: dict, eps: float, shares: tuple[float, float]) -> None:
-    """Epsilon and the shares replaced, each noise scale following (sensitivity / share)."""
+def releases_scaled(p: dict, eps: float) -> None:
+    """Epsilon replaced, each share scaled alike and each noise scale following (sensitivity /
+    share; the top level's the headline release's, here the last)."""
+    factor = eps / p["privacy"]["epsilon"]
     p["privacy"]["epsilon"] = eps
-    for rel, share in zip(p["privacy"]["releases"], shares):
-        rel["epsilon"] = share
-        rel["noise_scale"] = rel["sensitivity_l1"] / share
-        if rel["statistic"] == "votes":
-            p["privacy"]["noise_scale"] = rel["noise_scale"]
+    for rel in p["privacy"]["releases"]:
+        rel["epsilon"] = rel["epsilon"] * factor
+        rel["noise_scale"] = rel["sensitivity_l1"] / rel["epsilon"]
+    p["privacy"]["noise_scale"] = p["privacy"]["releases"][-1]["noise_scale"]
 
 
 FIXED = [
@@ -384,21 +459,37 @@ FIXED = [
     ("R2", "centroid_temperature 1e-320", lambda p: p["scoring"].update(centroid_temperature=1e-320)),
     ("R2", "prior_temperature 1e-310", lambda p: p["scoring"].update(prior_temperature=1e-310)),
     ("R3", "votes weight 1e308", lambda p: p["scoring"].update(votes=1e308)),
-    ("R3", "epsilon 1e-310", lambda p: releases_scaled(p, 1e-310, (5e-311, 5e-311))),
-    ("R3", "epsilon 1e-300", lambda p: releases_scaled(p, 1e-300, (5e-301, 5e-301))),
-    ("R3", "epsilon 1e-300, prior weight 1e12", lambda p: (releases_scaled(p, 1e-300, (5e-301, 5e-301)),
+    ("R3", "epsilon 1e-310", lambda p: releases_scaled(p, 1e-310)),
+    ("R3", "epsilon 1e-300", lambda p: releases_scaled(p, 1e-300)),
+    ("R3", "epsilon 1e-300, prior weight 1e12", lambda p: (releases_scaled(p, 1e-300),
                                                             p["scoring"].update(prior=1e12))),
 ]
 
 
 @pytest.mark.parametrize("finding,case,change", FIXED, ids=[f"{f}-{c}" for f, c, _ in FIXED])
-def test_fixed_findings_are_refused_or_load_cleanly(tiny2, finding, case, change):
+def test_fixed_findings_are_refused_or_load_cleanly(tiny3, finding, case, change):
     """Each former finding is now refused with a short BundleError, or loads, describes and
     scores finitely in every mode."""
-    out = outcome(format2_variant(tiny2, change))
+    out = outcome(format2_variant(tiny3, change))
     assert not out.finding, f"{finding} ({case}): {out.result}: {out.detail}"
     # A tiny epsilon is a valid (if useless) bundle: it loads and the capped boost keeps the
-    # scores finite; every other case breaks a rule of the format and is refused (epsilon 1e-310
-    # too since format 2.1's consistency rule: no finite noise scale is sensitivity / 5e-311).
+    # scores finite (the linear boost, R C K / (epsilon N) = 1e303, is capped at 1e6); every other
+    # case breaks a rule of the format and is refused (epsilon 1e-310 too since format 2.1's
+    # consistency rule: no finite noise scale is sensitivity / 5e-312).
     expected = "valid" if case == "epsilon 1e-300" else "BundleError"
     assert out.result == expected, f"{finding} ({case}): expected {expected}, got {out.result}: {out.detail}"
+
+
+def test_max_records_per_unit_nil_scores_as_one_record(dp_bundle):
+    """Found by fuzzing format 3.0: a nil privacy.max_records_per_unit loads (the reader reads
+    nil as absent: one record per person), but the scorer took int(None) for the linear prior
+    boost's K and raised TypeError, so Classifier.load crashed on an accepted bundle."""
+    data = dp_bundle.read_bytes()
+    outer = fz.msgpack.unpackb(data, raw=False)
+    p = fz.msgpack.unpackb(outer["payload"], raw=False)
+    assert p["privacy"]["max_records_per_unit"] == 1 and p["scoring"]["prior_boost_rule"] == "linear"
+    p["privacy"]["max_records_per_unit"] = None
+    b = fmt.unpack(fz.seal(fz.pack(p), {"format": outer["format"], "version": outer["version"]}))
+    assert b.privacy["max_records_per_unit"] is None
+    base = fz.Scorer.from_bundle(fmt.unpack(data))
+    assert fz.Scorer.from_bundle(b).prior_boost == base.prior_boost > 0

@@ -206,11 +206,15 @@ def _edited(bundle: Path, tmp_path: Path, change) -> Path:
 
 
 @pytest.mark.parametrize("change,phrase", [
-    (hb._epsilon_claim(1.0), "the privacy facts contradict each other"),
-    (hb._votes_scale(0.0), "must be a positive finite number, got 0.0"),
-    (hb._votes_scale(-5.0), "must be a positive finite number, got -5.0"),
-    (hb._shares_overspent, "the releases spend epsilon"),
-    (hb._payload_set("privacy.noise_scale", 20.5), "must be the votes release's"),
+    # The default bundle's releases are class_counts and class_sums; the headline is class_sums.
+    (hb._epsilon_claim(1.0), r"field 'privacy.releases\[0\].noise_scale' is 2.5, but sensitivity 1 at epsilon 0.05 "
+                             r"needs noise scale 20.0: the privacy facts contradict each other"),
+    (hb._headline_scale(0.0), r"field 'privacy.releases\[1\].noise_scale' must be a positive finite number, got 0.0"),
+    (hb._headline_scale(-5.0), r"field 'privacy.releases\[1\].noise_scale' must be a positive finite number, "
+                               r"got -5.0"),
+    (hb._shares_overspent, r"the releases spend epsilon 15.6, but field 'privacy.epsilon' is 8.0"),
+    (hb._payload_set("privacy.noise_scale", 20.5), r"fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' "
+                                                   r"\(\d+, 20.5\) must be the class_sums release's"),
     (hb._payload_set("encoder.check.text", "x" * 1001), "field 'encoder.check.text' has 1001 characters"),
     (hb._payload_set("encoder.output", "out\x1b"), "field 'encoder.output' must be a printable name"),
     (hb._labels(1, "a\u202eb"), r"field 'labels\[1\]' holds control character U\+202E"),
@@ -220,6 +224,18 @@ def _edited(bundle: Path, tmp_path: Path, change) -> Path:
 def test_reader_refusals(dp_bundle, tmp_path, change, phrase):
     with pytest.raises(BundleError, match=phrase):
         fmt.load(_edited(dp_bundle, tmp_path, change))
+
+
+@pytest.mark.parametrize("change,phrase", [
+    (hb._headline_scale(0.0), r"field 'privacy.releases\[2\].noise_scale' must be a positive finite number, got 0.0"),
+    (hb._shares_overspent, r"the releases spend epsilon 8.8, but field 'privacy.epsilon' is 8.0"),
+    (hb._payload_set("privacy.noise_scale", 20.5), r"\(32, 20.5\) must be the votes release's \(32, 40.0"),
+])
+def test_reader_refusals_with_vote_tables(tables_bundle, tmp_path, change, phrase):
+    """With --votes-share the headline release is the votes release (the last of three)."""
+    with pytest.raises(BundleError, match=phrase):
+        fmt.load(_edited(tables_bundle, tmp_path, change))
+    fmt.load(tables_bundle)  # the exporter's own bundle is consistent
 
 
 def test_plain_bundle_scale_must_match_its_epsilon(random_bundle, tmp_path):
