@@ -275,22 +275,3 @@ def test_per_person_bundle_with_matching_sensitivity_loads(data, tmp_path):
     b = load_bytes(tmp_path, rewrite(data, mutate_payload=per_person))
     assert b.privacy["max_records_per_unit"] == 3 and b.privacy["sensitivity_l1"] == 3 * b.tables
 
-
-def test_a_nil_person_bound_reads_as_one_record(dp_bundle, tmp_path):
-    """``privacy.max_records_per_unit: nil`` is read as absent (one record per unit), by the
-    reader and by the scorer's prior boost alike: same predictions as the bundle without it."""
-    def nil(p):
-        p["privacy"]["max_records_per_unit"] = None
-        for release in p["privacy"].get("releases", []):
-            release["max_records_per_unit"] = None
-
-    data = dp_bundle.read_bytes()
-    texts = ["remind me to call the plumber", "is it going to snow tonight"]
-    base = Classifier.load(dp_bundle).predict(texts)
-    edited = tmp_path / "nil.dpedge"
-    edited.write_bytes(rewrite(data, nil))
-    got = Classifier.load(edited).predict(texts)
-    assert [p.label for p in got] == [p.label for p in base]
-    for g, b in zip(got, base):
-        assert g.scores.keys() == b.scores.keys()
-        assert np.allclose([g.scores[k] for k in b.scores], [b.scores[k] for k in b.scores])
