@@ -21,7 +21,7 @@ TMPDIR and working folder (which holds a decoy README.md for external-data attac
 
 and against its expectation; any file written in HOME, TMPDIR or the working folder is a
 finding too ("wrote"), and so are terminal control characters in what the CLI printed. Peak
-RSS is the child's (wait4), its ratio is to the legitimate bundle of the same encoder format
+RSS is the child's VmHWM, sampled, its ratio is to the legitimate bundle of the same encoder format
 run the same way, and "load" is the time to the first line the CLI prints (its header, an
 error, or the first answer). The goal (issue 13): 0 crashes, hangs and tracebacks, every
 outcome as expected, no files written, peak RSS at most 2x the legitimate bundle's, load at
@@ -670,7 +670,7 @@ def families(models: dict[str, bytes], token_ids: dict[str, int]) -> list[Family
         Family("tflite-broadcast-input-dependent", "tflite", with_model(tf_model("broadcast")), needs="tf",
                about="BROADCAST_TO sized by a token id (in the family; the process guard ends it)"),
         Family("tflite-matmul-square", "tflite", with_model(tf_model("square")), needs="tf",
-               about="RANGE x RANGE^T sized by a token id (in the family; the guard ends it)"),
+               about="RANGE x RANGE^T sized by a token id (in the family; LiteRT refuses it at load)"),
         Family("tflite-wrong-output-shape", "tflite", with_model(tf_model("wrong-shape")), needs="tf",
                about="a (1, 10) output"),
         Family("tflite-nan-output", "tflite", with_model(tf_model("nan")), needs="tf", about="NaN embeddings, no check"),
