@@ -1069,6 +1069,20 @@ MALFORMED_3: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                                            _set(path(Payload.PRIVACY, Privacy.NOISE_SCALE), 2.5))),
                                         "fields 'privacy.sensitivity_l1' and 'privacy.noise_scale' (1, 2.5) must be "
                                         "the class_sums release's"),
+    "format-3-person-bound-on-record-noise": (
+        _payload_edit(_all(_set(path(Payload.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT), 3),
+                           _release(0, Release.MAX_RECORDS_PER_UNIT, 3), _release(1, Release.MAX_RECORDS_PER_UNIT, 3))),
+        "field 'privacy.releases[0].sensitivity_l1' is 1, but a class_counts release with at most 3 record(s) per "
+        "unit has sensitivity 3 x 1: the privacy facts contradict each other"),
+    "format-3-release-person-bound-differs": (_payload_edit(_release(1, Release.MAX_RECORDS_PER_UNIT, 2)),
+                                              "field 'privacy.releases[1].max_records_per_unit' is 2, but field "
+                                              "'privacy.max_records_per_unit' is 1"),
+    "format-3-release-person-bound-string": (_payload_edit(_release(0, Release.MAX_RECORDS_PER_UNIT, "1")),
+                                             "field 'privacy.releases[0].max_records_per_unit' is '1', but field "
+                                             "'privacy.max_records_per_unit' is 1"),
+    "format-3-class-sums-clip-contradicts": (_payload_edit(_release(1, Release.CLIP_L1, lambda c: 2 * c)),
+                                             "but a class_sums release with at most 1 record(s) per unit has "
+                                             "sensitivity 1 x "),
     "format-3-prior-wrong-shape": (_payload_edit(_swap_shape(path(Payload.PRIOR, PriorKey.EMBEDDINGS))),
                                    "field 'prior.embeddings' must be finite with shape (7, 384), got (384, 7)"),
     "format-3-boost-rule-unknown": (_payload_edit(_scoring({Scoring.PRIOR_BOOST_RULE: "Linear"})),

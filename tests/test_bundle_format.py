@@ -264,14 +264,36 @@ def test_save_is_atomic_when_interrupted(dp_bundle, tmp_path, monkeypatch):
     assert fmt.load(tmp_path / "new.dpedge").labels == b.labels
 
 
+def _per_person(k: int, skip: str | None = None, factor: int | None = None):
+    """A payload edit: every release made under a person bound of k (sensitivity times
+    ``factor``, k unless given, and the noise scale to match), except the ``skip`` release."""
+    def edit(p):
+        for r in p["privacy"]["releases"]:
+            if r["statistic"] != skip:
+                r["sensitivity_l1"] *= factor or k
+                r.update(max_records_per_unit=k, noise_scale=r["sensitivity_l1"] / r["epsilon"])
+        head = next(r for r in p["privacy"]["releases"] if r["statistic"] == "votes")
+        p["privacy"].update(max_records_per_unit=k, sensitivity_l1=head["sensitivity_l1"],
+                            noise_scale=head["noise_scale"])
+    return edit
+
+
 def test_per_person_bundle_with_matching_sensitivity_loads(data, tmp_path):
-    """One person, up to K records -> sensitivity K*T; a bundle saying so (its votes release and
-    the top-level facts alike, with the noise scale of that sensitivity) loads."""
-    def per_person(p):
-        votes = next(r for r in p["privacy"]["releases"] if r["statistic"] == "votes")
-        scale = 96 / votes["epsilon"]
-        votes.update(max_records_per_unit=3, sensitivity_l1=96, noise_scale=scale)
-        p["privacy"].update(max_records_per_unit=3, sensitivity_l1=96, noise_scale=scale)
-    b = load_bytes(tmp_path, rewrite(data, mutate_payload=per_person))
+    """One person, up to K records -> every sensitivity K times one record's (K*T for the
+    votes); a bundle saying so in every release and the top-level facts loads."""
+    b = load_bytes(tmp_path, rewrite(data, mutate_payload=_per_person(3)))
     assert b.privacy["max_records_per_unit"] == 3 and b.privacy["sensitivity_l1"] == 3 * b.tables
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_per_person(3, skip="class_sums"), r"releases\[1\].max_records_per_unit' is 1, but field 'privacy.max_records_per_unit' is 3"),
+    (_per_person(3, factor=1), "touches one cell in each of"),
+    (_per_person(1, skip="votes", factor=2), "class_counts release with at most 1 record"),
+], ids=["a-release-says-one-record", "record-level-sensitivities", "doubled-sensitivities"])
+def test_a_person_bound_the_releases_contradict_is_refused(data, tmp_path, edit, message):
+    """A bundle cannot claim a person-level guarantee (K = 3) on record-level noise: every
+    release states the bundle's K, and the class counts' and sums' sensitivities are K times
+    one record's (1, and round(grid x clip_l1))."""
+    with pytest.raises(BundleError, match=message):
+        load_bytes(tmp_path, rewrite(data, mutate_payload=edit))
 

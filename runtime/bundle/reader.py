@@ -365,7 +365,7 @@ def _validate_payload(p: _Fields, major: int) -> Bundle:
     if votes is None and class_stats is None:
         raise BundleError(f"a bundle without vote tables ('{Payload.VOTES}') must hold '{Payload.CLASS_STATS}': "
                           "it has nothing to classify with")
-    _check_releases(privacy, eps, class_stats, votes is not None)
+    _check_releases(privacy, eps, class_stats, votes is not None, per_unit)
     _check_noise_scale(privacy, eps)
     prior = None
     if Payload.PRIOR in p.m:
@@ -505,12 +505,14 @@ def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
                       counts=_finite_array(cs, ClassStatsKey.COUNTS, (classes,)))
 
 
-def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None, has_votes: bool) -> None:
+def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None, has_votes: bool,
+                    per_unit: int = 1) -> None:
     """Formats 2 and 3: each released statistic with its share; the shares add up to the
     epsilon, and each release's noise scale is its sensitivity over its share (a reader cannot
     prove that noise was added, but it refuses a bundle whose own statements contradict each
     other). The class statistics are one release in format 2 (``class_stats``) and two in
-    format 3 (``class_counts``, then ``class_sums``)."""
+    format 3 (``class_counts``, then ``class_sums``), whose sensitivities follow from the person
+    bound K (`_check_person_bound`)."""
     releases = privacy.get(Privacy.RELEASES, list, optional=class_stats is None)
     if releases is None:
         return
@@ -537,6 +539,36 @@ def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None
                           f"their shares must add up to it")
     for f, share, sensitivity, scale in checked:
         _check_scale(f, Release.SENSITIVITY_L1, Release.NOISE_SCALE, sensitivity, scale, share)
+        _check_person_bound(f, sensitivity, per_unit)
+
+
+def _check_person_bound(f: _Fields, sensitivity: int, per_unit: int) -> None:
+    """A release states the person bound K it was made under (if it names one, the bundle's),
+    and a format-3 class release's sensitivity is K times one record's: 1 for ``class_counts``,
+    round(grid x clip_l1) for ``class_sums`` (when it states its grid and clip). Otherwise a
+    bundle could claim a person-level guarantee with record-level noise."""
+    stated = f.m.get(Release.MAX_RECORDS_PER_UNIT)
+    if stated is not None and not (type(stated) is int and stated == per_unit):
+        raise BundleError(f"field '{f.where(Release.MAX_RECORDS_PER_UNIT)}' is {stated!r}, but field "
+                          f"'{path(Payload.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT)}' is {per_unit}")
+    statistic = f.m[Release.STATISTIC]
+    if statistic == Statistic.CLASS_COUNTS:
+        per_record = 1
+    elif statistic == Statistic.CLASS_SUMS:
+        grid, clip = f.m.get(Release.GRID), f.m.get(Release.CLIP_L1)
+        # Only a grid of 1 to 2^31 and a clip whose product with it is in (0, 2^53): exact in a
+        # double, so that every reader computes the same integer.
+        if type(clip) is int:
+            clip = float(clip) if abs(clip) < 2**53 else math.inf
+        if not (type(grid) is int and 1 <= grid <= 2**31 and type(clip) is float and 0 < clip * grid < 2**53):
+            return
+        per_record = round(clip * grid)
+    else:
+        return
+    if sensitivity != per_unit * per_record:
+        raise BundleError(f"field '{f.where(Release.SENSITIVITY_L1)}' is {sensitivity}, but a {statistic} release "
+                          f"with at most {per_unit} record(s) per unit has sensitivity {per_unit} x {per_record}: "
+                          "the privacy facts contradict each other")
 
 
 def _check_scale(f: _Fields, sensitivity_key: str, scale_key: str, sensitivity: int, scale: float,

@@ -263,7 +263,7 @@ public final class BundleReader {
         }
         // Fits an int: the hyperplanes' or the projection's data holds dim floats per row.
         int dim = t != null ? t.dim : classStats.dim();
-        PrivacyFacts.checkReleases(privacy, eps, classStats != null, t != null);
+        PrivacyFacts.checkReleases(privacy, eps, classStats != null, t != null, perUnit);
         PrivacyFacts.checkTopLevel(privacy, eps);
         float[] prior = null;
         if (p.m.containsKey("prior")) {

@@ -44,7 +44,7 @@ final class PrivacyFacts {
      * {@code class_sums}. The shares must add up to the bundle's epsilon, and each release's
      * noise scale must be its sensitivity over its share.
      */
-    static void checkReleases(Fields privacy, double eps, boolean hasClassStats, boolean hasVotes)
+    static void checkReleases(Fields privacy, double eps, boolean hasClassStats, boolean hasVotes, Object perUnit)
             throws BundleException {
         List<?> releases = (List<?>) (hasClassStats ? privacy.get("releases", Kind.ARRAY)
                 : privacy.optional("releases", Kind.ARRAY));
@@ -88,7 +88,63 @@ final class PrivacyFacts {
             Map<?, ?> r = (Map<?, ?>) releases.get(i);
             checkScale("privacy.releases[" + i + "].", r.get("sensitivity_l1"), r.get("noise_scale"),
                     Fields.toDouble(r.get("epsilon")));
+            checkPersonBound(r, "privacy.releases[" + i + "].", perUnit);
         }
+    }
+
+    /**
+     * A release states the person bound K it was made under (if it names one, the bundle's),
+     * and a format-3 class release's sensitivity is K times one record's: 1 for
+     * {@code class_counts}, round(grid x clip_l1) for {@code class_sums} when it states a grid
+     * of 1 to 2^31 and a clip whose product with it is in (0, 2^53) (Python's
+     * {@code _check_person_bound}).
+     */
+    private static void checkPersonBound(Map<?, ?> r, String prefix, Object perUnit) throws BundleException {
+        Object stated = r.get("max_records_per_unit");
+        boolean integer = stated instanceof Long || stated instanceof BigInteger;
+        if (stated != null && !(integer && big(stated).equals(big(perUnit)))) {
+            throw new BundleException("field '" + prefix + "max_records_per_unit' is " + Msgpack.repr(stated)
+                    + ", but field 'privacy.max_records_per_unit' is " + perUnit);
+        }
+        Object statistic = r.get("statistic");
+        long perRecord;
+        if (CLASS_COUNTS.equals(statistic)) {
+            perRecord = 1;
+        } else if (CLASS_SUMS.equals(statistic)) {
+            Object grid = r.get("grid");
+            Object clipField = r.get("clip_l1");
+            double clip;
+            if (clipField instanceof Long) {
+                long c = (Long) clipField;
+                clip = Math.abs((double) c) < 0x1p53 ? (double) c : Double.POSITIVE_INFINITY;
+            } else if (clipField instanceof BigInteger) {
+                clip = Double.POSITIVE_INFINITY;
+            } else if (clipField instanceof Double || clipField instanceof Float) {
+                clip = ((Number) clipField).doubleValue();
+            } else {
+                return;
+            }
+            if (!(grid instanceof Long && (Long) grid >= 1 && (Long) grid <= (1L << 31))) {
+                return;
+            }
+            double product = clip * (Long) grid;
+            if (!(product > 0 && product < 0x1p53)) {
+                return;
+            }
+            perRecord = (long) Math.rint(product);
+        } else {
+            return;
+        }
+        Object sensitivity = r.get("sensitivity_l1");
+        if (!big(sensitivity).equals(big(perUnit).multiply(BigInteger.valueOf(perRecord)))) {
+            throw new BundleException("field '" + prefix + "sensitivity_l1' is " + sensitivity + ", but a " + statistic
+                    + " release with at most " + perUnit + " record(s) per unit has sensitivity " + perUnit + " x "
+                    + perRecord + ": the privacy facts contradict each other");
+        }
+    }
+
+    private static BigInteger big(Object integer) {
+        return integer instanceof BigInteger ? (BigInteger) integer : BigInteger.valueOf((Long) integer);
     }
 
     /**

@@ -365,6 +365,20 @@ public class ScorerTest {
         assertArrayEquals(e, plain, 1e-12);
     }
 
+    /** Every release made under a person bound of k: its sensitivity and noise scale k times one record's. */
+    @SuppressWarnings("unchecked")
+    private static void perPerson(Map<String, Object> p, long k) {
+        Map<String, Object> privacy = TestBundles.sub(p, "privacy");
+        privacy.put("max_records_per_unit", k);
+        for (Object o : (java.util.List<?>) privacy.get("releases")) {
+            Map<String, Object> r = (Map<String, Object>) o;
+            r.put("sensitivity_l1", k * (Long) r.get("sensitivity_l1"));
+            r.put("noise_scale", k * ((Number) r.get("noise_scale")).doubleValue());
+        }
+        privacy.put("sensitivity_l1", k * (Long) privacy.get("sensitivity_l1"));
+        privacy.put("noise_scale", k * ((Number) privacy.get("noise_scale")).doubleValue());
+    }
+
     private static Bundle format3(java.util.function.Consumer<Map<String, Object>> edit) throws Exception {
         Map<String, Object> p = TestBundles.payload3();
         edit.accept(p);
@@ -450,8 +464,7 @@ public class ScorerTest {
     public void aFormat3BundlesBoostFollowsItsRule() throws Exception {
         double n = (double) 10f + (double) 7f + (double) 0.4f;
         assertEquals(100.0 * 3 / (8.0 * n), new Scorer(format3(p -> { })).priorBoost(), 0);
-        assertEquals(100.0 * 3 * 4 / (8.0 * n), new Scorer(format3(p ->
-                TestBundles.sub(p, "privacy").put("max_records_per_unit", 4L))).priorBoost(), 0);
+        assertEquals(100.0 * 3 * 4 / (8.0 * n), new Scorer(format3(p -> perPerson(p, 4))).priorBoost(), 0);
         assertEquals(100.0 * 3 / (8.0 * n), new Scorer(format3(p ->
                 TestBundles.sub(p, "privacy").remove("max_records_per_unit"))).priorBoost(), 0);  // K = 1
         // "max" (named, or no rule in the map): max(1, 1/epsilon, R * classes / (epsilon * N))
