@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, ClassStats, Privacy, Scoring)
+from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, Bundle, ClassStats, Privacy, Scoring)
 from runtime.centroids import centred_means
 from runtime.simhash import SimHasher
 
@@ -294,10 +294,10 @@ class Scorer:
         return p_origin + mu, _unit_rows(centred).T, None, None
 
     @classmethod
-    def from_bundle(cls, b: Any, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
+    def from_bundle(cls, b: Bundle, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
         return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=b.class_stats, prior=b.prior,
                    weights=Weights.from_map(b.scoring), epsilon=float(b.privacy[Privacy.EPSILON]), mode=mode,
-                   probe_weight=probe_weight, max_records_per_unit=int(b.privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1))
+                   probe_weight=probe_weight, max_records_per_unit=b.records_per_unit)
 
     @staticmethod
     def plain_votes_only(class_stats: Any, prior: Any, mode: str) -> bool:

@@ -506,7 +506,7 @@ def _read_class_stats(p: _Fields, classes: int, dim: int) -> ClassStats:
 
 
 def _check_releases(privacy: _Fields, eps: float, class_stats: ClassStats | None, has_votes: bool,
-                    per_unit: int = 1) -> None:
+                    per_unit: int) -> None:
     """Formats 2 and 3: each released statistic with its share; the shares add up to the
     epsilon, and each release's noise scale is its sensitivity over its share (a reader cannot
     prove that noise was added, but it refuses a bundle whose own statements contradict each

@@ -434,6 +434,12 @@ class Bundle:
                                                                  self.scoring))
 
     @property
+    def records_per_unit(self) -> int:
+        """K, the records kept per privacy unit: what every consumer of a decoded bundle reads,
+        so that "absent (before 1.2) or nil means one record" is applied in one place."""
+        return int(self.privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1)
+
+    @property
     def tables(self) -> int:
         return 0 if self.votes is None else int(self.votes.shape[0])
 
