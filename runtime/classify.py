@@ -156,7 +156,15 @@ def _start_guard(path: Path, budget_mib: int | None) -> ProcessGuard | None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return _main(args)
+        status = _main(args)
+        sys.stdout.flush()  # here, so that a reader gone away is seen below, not at exit
+        return status
+    except BrokenPipeError:
+        # The reader of stdout went away (`... | head -1`, `--info | head`): stop quietly, as
+        # other tools do. stdout goes to /dev/null so that the interpreter's final flush cannot
+        # fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         if _GUARDS:
             _GUARDS.pop().stop()
@@ -210,11 +218,6 @@ def _main(args: argparse.Namespace) -> int:
                                        "argument", guard)
         else:
             failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line", guard)
-    except BrokenPipeError:
-        # The reader of stdout went away (`... | head -1`): stop quietly, as other tools do.
-        # stdout goes to /dev/null so that the interpreter's final flush cannot fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
     except BundleError as exc:  # e.g. a worker thread's engine that cannot be built
         sys.stderr.write(f"error: {exc}\n")
         return 2

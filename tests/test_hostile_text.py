@@ -167,6 +167,18 @@ def test_reader_closing_the_pipe_early(dp_bundle, tmp_path):
     assert "Traceback" not in err and "Broken" not in err, err
 
 
+def test_reader_closing_the_pipe_before_info(dp_bundle):
+    """`classify --info | head -5`: the same quiet stop on the --info path (it printed a
+    BrokenPipeError traceback before), whichever write or the final flush meets the closed pipe."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.classify", "--bundle", str(dp_bundle), "--info"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    proc.stdout.close()  # gone before the CLI writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 1
+    assert "Traceback" not in err and "Broken" not in err, err
+
+
 # ----------------------------------------------------------------------------- Python API
 
 
