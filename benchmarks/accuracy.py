@@ -48,7 +48,7 @@ from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
 from exporter.public_basis import fit_public_basis, public_texts, task_basis  # noqa: E402
 from exporter.stages import PublicInputs, aligned_hashing, release_class_stats  # noqa: E402
 from exporter.votes import VoteCounter, release_votes  # noqa: E402
-from runtime.scoring import Scorer, Weights  # noqa: E402
+from runtime.scoring import Scorer, Weights, sums_noise_norm  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 METHODS = ("default", "centroids", "with_votes", "votes", "random", "paper", "prior", *DP_PEERS)
@@ -110,9 +110,10 @@ def bundle_release(ds: Dataset, public: PublicInputs, eps: float, seed: int, vot
     weights = Weights.measured()
     if args.prior_records_per_class is not None:
         weights = dataclasses.replace(weights, prior_records_per_class=args.prior_records_per_class)
+    noise = sums_noise_norm(budget.privacy_facts(), stats.basis.dim)
     make = lambda mode: Scorer(planes, votes, offsets=offsets, class_stats=stats.for_bundle(),  # noqa: E731
                                prior=public.prior, epsilon=eps, weights=weights, mode=mode,
-                               probe_weight=args.probe_weight)
+                               probe_weight=args.probe_weight, sums_noise=noise)
     modes = ("blend", "centroids") + (("votes",) if votes is not None else ())
     return tuple(make(m) for m in modes)
 

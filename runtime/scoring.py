@@ -19,7 +19,11 @@ query in the public basis, z = P (x - origin):
 
 - "cosine_public" (format 3.0, the default): logit_c = cos(z, S_c), S_c the noisy class sum
   (the direction of the class mean in the public-centred frame; counts and clip do not
-  enter, so neither does the query's scale).
+  enter, so neither does the query's scale). From format 4.0 the bundle's
+  ``description_pull`` a moves each sum toward its label description before the cosine:
+  S_c + a * nu * unit(P (d_c - origin)), nu the root-mean-square norm of the noise on one
+  sum row (stated by the release). A prior on each class mean whose weight is the noise: a
+  small class's sum, mostly noise, leans on its description; a large one's barely moves.
 - "gaussian" (format 2.1): the query clipped like the records (L1 at most
   ``centroid_clip_l1``), minus the released overall mean m; logit_c = <z, m_c> - |m_c|^2 / 2
   with m_c the centred class means.
@@ -42,7 +46,8 @@ import math
 
 import numpy as np
 
-from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, Bundle, ClassStats, Privacy, Scoring)
+from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, Bundle, ClassStats, Privacy, Release,
+                                   Scoring, Statistic)
 from runtime.centroids import centred_means
 from runtime.simhash import SimHasher
 
@@ -66,18 +71,23 @@ class Weights:
     #: R in the prior's boost (0: no count term).
     prior_records_per_class: float = 0.0
     prior_boost_rule: str = "max"
+    #: a in the "cosine_public" rule's pull toward the descriptions (0: none).
+    description_pull: float = 0.0
 
     @classmethod
     def measured(cls) -> "Weights":
-        """What the exporter ships (format 3.0): the public-frame cosine at temperature 0.04 and
-        the linear prior weight with R = 100 (docs/accuracy.md).
+        """What the exporter ships (format 4.0): the public-frame cosine at temperature 0.04, the
+        class sums pulled toward the descriptions by half the noise's norm, and the linear prior
+        weight with R = 100 (docs/accuracy.md).
 
         Example:
             >>> w = Weights.measured(); w.centroid_rule, w.centroid_temperature, w.prior_boost_rule
             ('cosine_public', 0.04, 'linear')
+            >>> w.description_pull
+            0.5
         """
         return cls(centroid_rule="cosine_public", centroid_temperature=0.04, prior_records_per_class=100.0,
-                   prior_boost_rule="linear")
+                   prior_boost_rule="linear", description_pull=0.5)
 
     @classmethod
     def from_map(cls, m: Mapping[str, Any] | None) -> "Weights":
@@ -196,6 +206,37 @@ def prior_boost(epsilon: float | None, records_per_class: float, counts: np.ndar
     return min(boost, SCORING_MAX)
 
 
+def sums_noise_norm(privacy: Mapping[str, Any], k: int) -> float:
+    """nu, the root-mean-square norm of the noise on one row of k noisy class sums, in the
+    stored (embedding) units: sqrt(2 k) x noise_scale / grid of the ``class_sums`` release (a
+    Laplace coordinate of scale t has variance 2 t^2; a grid that is not an integer from 1 to
+    2^31 reads as 1). 0 when the bundle has no ``class_sums`` release (formats 1 and 2).
+
+    Example:
+        >>> facts = {"releases": [{"statistic": "class_sums", "noise_scale": 200.0, "grid": 100}]}
+        >>> sums_noise_norm(facts, 8)
+        8.0
+    """
+    for r in privacy.get(Privacy.RELEASES) or ():
+        if isinstance(r, Mapping) and r.get(Release.STATISTIC) == Statistic.CLASS_SUMS:
+            grid = r.get(Release.GRID)
+            grid = grid if type(grid) is int and 1 <= grid <= 2**31 else 1
+            return math.sqrt(2.0 * k) * float(r[Release.NOISE_SCALE]) / grid
+    return 0.0
+
+
+def pulled_sums(sums: np.ndarray, toward: np.ndarray, strength: float) -> np.ndarray:
+    """sums + strength x unit(toward), row by row, scaled by 1 / max(1, strength) first so
+    that no strength a bundle can state overflows (the cosine rule reads only directions).
+
+    Example:
+        >>> pulled_sums(np.array([[3.0, 0.0]]), np.array([[0.0, 2.0]]), 4.0).tolist()
+        [[0.75, 1.0]]
+    """
+    scale = max(1.0, strength)
+    return sums / scale + (strength / scale) * _unit_rows(toward)
+
+
 def clip_l1(z: np.ndarray, bound: float) -> np.ndarray:
     """Rows scaled down to L1 norm at most ``bound`` (the exporter clips records the same way
     before quantizing them: exporter.class_stats.clip_and_quantize).
@@ -231,7 +272,8 @@ class Scorer:
     def __init__(self, hyperplanes: np.ndarray | None, votes: np.ndarray | None, *,
                  offsets: np.ndarray | None = None, class_stats: ClassStats | None = None,
                  prior: np.ndarray | None = None, weights: Weights | None = None, epsilon: float | None = None,
-                 mode: str = "blend", probe_weight: float = 0.0, max_records_per_unit: int = 1):
+                 mode: str = "blend", probe_weight: float = 0.0, max_records_per_unit: int = 1,
+                 sums_noise: float = 0.0):
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r} (one of {', '.join(MODES)})")
         if (hyperplanes is None) != (votes is None):
@@ -269,7 +311,7 @@ class Scorer:
             proj = np.asarray(class_stats.projection, np.float64)
             self._k, self._classes = proj.shape[0], len(class_stats.counts)
             shift, dirs, offset, self._gauss = self._centroid_rule(class_stats, proj @ np.asarray(
-                class_stats.origin, np.float64))
+                class_stats.origin, np.float64), prior, sums_noise)
             # The temperature divides the logits: folded into the directions and the offset.
             dirs = dirs / self.weights.centroid_temperature
             self._offset = None if offset is None else offset / self.weights.centroid_temperature
@@ -280,13 +322,19 @@ class Scorer:
             cols.append(_unit_rows(np.asarray(prior, np.float64)).T / self.weights.prior_temperature)
         self._matrix = np.ascontiguousarray(np.concatenate(cols, axis=1)) if cols else None
 
-    def _centroid_rule(self, cs: ClassStats, p_origin: np.ndarray) -> tuple[Any, ...]:
+    def _centroid_rule(self, cs: ClassStats, p_origin: np.ndarray, prior: np.ndarray | None,
+                       sums_noise: float) -> tuple[Any, ...]:
         """What the bundle's centroid rule needs per query, prepared once: (shift, class
         directions D (k, C), logit offset, gaussian clip or None). Logits are, with z = P x - shift:
         cosine rules (z @ D) / |z|; gaussian min(1, clip / |z|_1) (z @ D) + offset."""
         rule = self.weights.centroid_rule
         if rule == "cosine_public":
-            return p_origin, _unit_rows(np.asarray(cs.sums, np.float64)).T, None, None
+            sums = np.asarray(cs.sums, np.float64)
+            strength = self.weights.description_pull * sums_noise
+            if prior is not None and strength > 0:
+                toward = np.asarray(prior, np.float64) @ np.asarray(cs.projection, np.float64).T - p_origin
+                sums = pulled_sums(sums, toward, strength)
+            return p_origin, _unit_rows(sums).T, None, None
         centred, mu = centred_means(cs.sums, cs.counts)
         if rule == "gaussian":  # <clip(z) - mu, m_c> - |m_c|^2 / 2
             return p_origin, centred.T, -(mu @ centred.T) - 0.5 * (centred**2).sum(axis=1), \
@@ -295,9 +343,11 @@ class Scorer:
 
     @classmethod
     def from_bundle(cls, b: Bundle, mode: str = "blend", probe_weight: float = 0.0) -> "Scorer":
+        k = 0 if b.class_stats is None else len(b.class_stats.projection)
         return cls(b.hyperplanes, b.votes, offsets=b.offsets, class_stats=b.class_stats, prior=b.prior,
                    weights=Weights.from_map(b.scoring), epsilon=float(b.privacy[Privacy.EPSILON]), mode=mode,
-                   probe_weight=probe_weight, max_records_per_unit=b.records_per_unit)
+                   probe_weight=probe_weight, max_records_per_unit=b.records_per_unit,
+                   sums_noise=sums_noise_norm(b.privacy, k))
 
     @staticmethod
     def plain_votes_only(class_stats: Any, prior: Any, mode: str) -> bool:

@@ -4,6 +4,7 @@ runtime's scoring rules, and the formats 2.x that must keep loading."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import msgpack
@@ -24,7 +25,7 @@ from runtime import bundle as fmt
 from runtime.bundle.schema import ClassStats
 from runtime.centroids import centred_means
 from runtime.errors import InputError
-from runtime.scoring import Scorer, Weights, prior_boost
+from runtime.scoring import Scorer, Weights, prior_boost, sums_noise_norm
 from test_bundle_format import load_bytes, rewrite
 
 RNG = np.random.default_rng(5)  # test data only; never noise
@@ -175,11 +176,11 @@ def test_bits_follow_the_noisy_count_only():
 # --------------------------------------------------------------------------- the built bundle
 
 
-def test_default_build_is_format_3_with_exact_statistics_under_the_hook(exported_encoder, tmp_path):
+def test_default_build_is_format_4_with_exact_statistics_under_the_hook(exported_encoder, tmp_path):
     exact_bundle = tmp_path / "exact.dpedge"
     build(build_options(exact_bundle), noise_for_tests=ConstantNoise(0))
     raw = msgpack.unpackb(exact_bundle.read_bytes(), raw=False)
-    assert raw["version"] == [3, 0]
+    assert raw["version"] == [4, 0]
     payload = msgpack.unpackb(raw["payload"], raw=False)
     assert "votes" not in payload and "lsh" not in payload       # class statistics alone
     b = fmt.load(exact_bundle)
@@ -280,10 +281,31 @@ def test_invalid_format_3_fields(dp_bundle, tmp_path, mutate, message):
         load_bytes(tmp_path, rewrite(dp_bundle.read_bytes(), mutate_payload=mutate))
 
 
-def test_a_4_0_bundle_is_refused_as_newer(dp_bundle, tmp_path):
-    blob = rewrite(dp_bundle.read_bytes(), mutate_outer=lambda o: o.__setitem__("version", [4, 0]))
+def test_a_5_0_bundle_is_refused_as_newer(dp_bundle, tmp_path):
+    blob = rewrite(dp_bundle.read_bytes(), mutate_outer=lambda o: o.__setitem__("version", [5, 0]))
     with pytest.raises(BundleError, match="newer than this runtime supports"):
         load_bytes(tmp_path, blob)
+
+
+def test_format_3_bundles_score_as_they_did_without_the_pull(dp_bundle, tmp_path):
+    """A 3.0 bundle (no description_pull) scores by the plain public-frame cosine, and the 4.0
+    bundle's pull, read from its own privacy facts, changes the centroid scores."""
+    new = fmt.load(dp_bundle)
+    assert new.scoring["description_pull"] == 0.5
+
+    def mutate(p):
+        del p["scoring"]["description_pull"]
+    old = load_bytes(tmp_path, rewrite(dp_bundle.read_bytes(), mutate_payload=mutate,
+                                       mutate_outer=lambda o: o.__setitem__("version", [3, 0])))
+    x = np.random.default_rng(0).normal(size=(20, 384))
+    plain = Scorer(None, None, class_stats=new.class_stats, prior=new.prior, epsilon=new.privacy["epsilon"],
+                   weights=dataclasses.replace(Weights.measured(), description_pull=0.0))
+    assert np.array_equal(Scorer.from_bundle(old).scores(x), plain.scores(x))
+    pulled = Scorer.from_bundle(new)
+    assert not np.allclose(pulled.scores(x), plain.scores(x))
+    by_hand = Scorer(None, None, class_stats=new.class_stats, prior=new.prior, epsilon=new.privacy["epsilon"],
+                     weights=Weights.measured(), sums_noise=sums_noise_norm(new.privacy, len(new.class_stats.projection)))
+    assert np.array_equal(pulled.scores(x), by_hand.scores(x))
 
 
 def test_a_bundle_without_tables_is_refused_under_an_older_major(dp_bundle, tmp_path):
@@ -367,6 +389,33 @@ def test_scorer_cosine_public_on_a_hand_example():
     boost = 100 * 2 * 1 / (2.0 * 100)
     assert s.prior_boost == pytest.approx(boost)
     assert np.allclose(s.scores(x)[0], soft(cos, 0.04) + boost * soft(np.array([0.6, 0.8]), 0.05))
+
+
+def test_scorer_pulls_the_class_sums_toward_the_descriptions_by_the_stated_noise():
+    """Format 4's pull: each noisy class sum moves toward unit(P (d_c - origin)) by a x nu
+    before the cosine, nu = sqrt(2 k) x noise_scale / grid of the class_sums release; a large
+    class's sum barely turns, a small one's leans on its description."""
+    cs = ClassStats(np.array([0.1, 0.0], np.float32), np.eye(2, dtype=np.float32),
+                    np.array([[30.0, 10.0], [-1.0, 0.5]], np.float32), np.array([400.0, 6.0], np.float32))
+    prior = np.array([[1.0, 0.0], [0.0, 1.0]], np.float32)
+    facts = {"releases": [{"statistic": "class_counts", "noise_scale": 20.0},
+                          {"statistic": "class_sums", "noise_scale": 300.0, "grid": 100}]}
+    nu = sums_noise_norm(facts, 2)
+    assert nu == pytest.approx(2 * 3.0)
+    s = Scorer(None, None, class_stats=cs, prior=prior, weights=Weights.measured(), epsilon=2.0,
+               mode="centroids", sums_noise=nu)
+    toward = np.array([[0.9, 0.0], [-0.1, 1.0]])                       # P (d_c - origin)
+    pulled = np.array([[30.0, 10.0], [-1.0, 0.5]]) + 0.5 * nu * toward / np.linalg.norm(toward, axis=1,
+                                                                                           keepdims=True)
+    z = np.array([0.3, 0.8])                                            # x = (0.4, 0.8)
+    cos = (pulled / np.linalg.norm(pulled, axis=1, keepdims=True)) @ (z / np.linalg.norm(z))
+    expected = np.exp(cos / 0.04 - (cos / 0.04).max())
+    assert np.allclose(s.scores(np.array([[0.4, 0.8]]))[0], expected / expected.sum())
+    unpulled = Scorer(None, None, class_stats=cs, prior=prior, weights=Weights.measured(), epsilon=2.0,
+                      mode="centroids")
+    assert unpulled.scores(np.array([[0.4, 0.8]])).argmax() == 0      # the noisy small class loses...
+    assert s.scores(np.array([[0.4, 0.8]])).argmax() == 1             # ...until it leans on its description
+    assert sums_noise_norm({"releases": [{"statistic": "class_stats", "noise_scale": 9.0}]}, 2) == 0.0
 
 
 def test_scorer_gaussian_centroids_on_a_hand_example():

@@ -25,12 +25,12 @@ import numpy as np
 
 FORMAT_NAME = "dpedge-bundle"
 #: What a bundle with class statistics is written as (3.0: vote tables optional, the
-#: public-frame cosine rule and the linear prior weight).
-FORMAT_VERSION = (3, 0)
+#: public-frame cosine rule and the linear prior weight; 4.0: the description pull).
+FORMAT_VERSION = (4, 0)
 #: What a bundle with vote tables only is written as (``--hashing random``).
 FORMAT_VERSION_PLAIN = (1, 2)
 #: Majors this reader understands; a newer major is refused, a newer minor only adds fields.
-SUPPORTED_MAJORS = (1, 2, 3)
+SUPPORTED_MAJORS = (1, 2, 3, 4)
 #: From this major on, ``lsh`` and ``votes`` are optional (a bundle may release class
 #: statistics alone).
 VOTES_OPTIONAL_FROM = 3
@@ -198,6 +198,9 @@ class Scoring:
     CENTROID_CLIP_L1 = "centroid_clip_l1"
     PRIOR_RECORDS_PER_CLASS = "prior_records_per_class"
     PRIOR_BOOST_RULE = "prior_boost_rule"
+    #: 4.0: how far the "cosine_public" rule pulls each noisy class sum toward its label
+    #: description, in root-mean-square norms of the sums' noise (absent: 0, no pull).
+    DESCRIPTION_PULL = "description_pull"
     RULE = "rule"
 
 
@@ -238,7 +241,8 @@ CENTROID_RULES = ("cosine", "gaussian", "cosine_public")
 PRIOR_BOOST_RULES = ("max", "linear")
 #: The ``scoring`` names that hold numbers.
 SCORING_NUMBERS = (Scoring.VOTES, Scoring.CENTROIDS, Scoring.PRIOR, Scoring.CENTROID_TEMPERATURE,
-                   Scoring.PRIOR_TEMPERATURE, Scoring.CENTROID_CLIP_L1, Scoring.PRIOR_RECORDS_PER_CLASS)
+                   Scoring.PRIOR_TEMPERATURE, Scoring.CENTROID_CLIP_L1, Scoring.PRIOR_RECORDS_PER_CLASS,
+                   Scoring.DESCRIPTION_PULL)
 SCORING_TEMPERATURES = (Scoring.CENTROID_TEMPERATURE, Scoring.PRIOR_TEMPERATURE)
 #: Bounds on those numbers: far outside anything measured, and inside them the blend cannot
 #: overflow (weights and the prior's boost at most SCORING_MAX, temperatures at least
