@@ -3,8 +3,9 @@
     python android_demo/golden.py --out DIR [--bundle B ...]
 
 Without --bundle it builds four real DP bundles from the project's own data/assistant set
-(epsilon 8, seed 1234): format 3.0 as the exporter writes it by default (class counts and
-class sums, the prior, the "cosine_public" rule and the "linear" prior boost, no vote tables)
+(epsilon 8, seed 1234): format 4.0 as the exporter writes it by default (class counts and
+class sums, the prior, the "cosine_public" rule with its pull toward the descriptions and the
+"linear" prior boost, no vote tables)
 with the int8 ONNX encoder and with the int8 TFLite encoder, format 3.0 with vote tables
 (--votes-share 0.1: offsets, class statistics, prior, scoring and votes) with ONNX, and
 format 1.2 (random hashing, plain vote sums) with ONNX. With --bundle, the bundles given must
@@ -216,11 +217,11 @@ MALFORMED: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "trailing-bytes": (lambda d: d + b"\x00\x01", "trailing bytes"),
     "not-a-map": (lambda d: msgpack.packb([1, 2, 3]), "top level is array, expected a map"),
     "wrong-magic": (_outer_edit(_set(path(Outer.FORMAT), "something-else")), "not a dpedge bundle"),
-    "newer-major": (_outer_edit(_set(path(Outer.VERSION), [4, 0])),
-                    "bundle format version 4.0 is newer than this runtime supports (1.x and 2.x and 3.x); upgrade "
+    "newer-major": (_outer_edit(_set(path(Outer.VERSION), [5, 0])),
+                    "bundle format version 5.0 is newer than this runtime supports (1.x and 2.x and 3.x and 4.x); upgrade "
                     "dpedge to read it"),
     "older-major": (_outer_edit(_set(path(Outer.VERSION), [0, 9])),
-                    "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x and 3.x)"),
+                    "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x and 3.x and 4.x)"),
     "bit-flip": (_flip_payload_byte, "checksum mismatch"),
     "bad-checksum-algorithm": (_outer_edit(_set(path(Outer.CHECKSUM, Outer.ALGORITHM), "md5")), "unsupported checksum algorithm"),
     "missing-hyperplanes": (_payload_edit(_delete(path(Payload.LSH, Lsh.HYPERPLANES))), "missing field 'lsh.hyperplanes'"),
@@ -810,6 +811,14 @@ def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+def _class_sums_without_grid(p: dict[str, Any]) -> None:
+    """The class_sums release without its grid: the pull reads the noise scale in stored units
+    (grid 1), and the reader no longer compares the sensitivity with the clip."""
+    for r in p[Payload.PRIVACY][Privacy.RELEASES]:
+        if r[Release.STATISTIC] == Statistic.CLASS_SUMS:
+            del r[Release.GRID]
+
+
 def _relabel(version: list[int], edit: Callable[[dict[str, Any]], None]) -> Callable[[bytes], bytes]:
     """The payload edited, then the bundle relabelled with another version."""
     return lambda d: _outer_edit(_set(path(Outer.VERSION), version))(_payload_edit(edit)(d))
@@ -822,7 +831,10 @@ def _relabel(version: list[int], edit: Callable[[dict[str, Any]], None]) -> Call
 #: 8); these check that boost at epsilon 0.5 (about 2.5), with 3 records per person (3 times
 #: larger), without R (0: no prior), and at its cap of 1e6 (counts 0, read as 1); the "max"
 #: boost of format 2 in such a bundle, where R = 100 is too small to matter (the boost is 1) or
-#: an R chosen to decide it; and the other centroid rules on format 3's sums.
+#: an R chosen to decide it; the other centroid rules on format 3's sums; and format 4.0's
+#: pull toward the descriptions (0.5 as built; absent in a bundle relabelled 3.0; small enough
+#: that the sums are not rescaled, an integer, at its cap of 1e6, and with the class sums'
+#: grid absent, read as 1).
 SCORED: dict[str, Callable[[bytes], bytes]] = {
     "as-built": lambda d: d,
     "custom-weights": _payload_edit(_scoring({Scoring.VOTES: 0.5, Scoring.CENTROIDS: 2.0, Scoring.PRIOR: 0.25, Scoring.CENTROID_TEMPERATURE: 0.1, Scoring.PRIOR_TEMPERATURE: 0.02, 'future_weight': 3.0, 'note': "ignored"})),
@@ -842,6 +854,11 @@ SCORED: dict[str, Callable[[bytes], bytes]] = {
     "cosine-named": _payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine", Scoring.CENTROID_TEMPERATURE: 0.05})),
     "gaussian": _payload_edit(_gaussian_at_the_records_clip),
     "gaussian-clip-1": _payload_edit(_scoring({Scoring.CENTROID_RULE: "gaussian", Scoring.CENTROID_CLIP_L1: 1, Scoring.CENTROID_TEMPERATURE: 0.003})),
+    "format-3.0-no-pull": _relabel([3, 0], _scoring_without(Scoring.DESCRIPTION_PULL)),
+    "pull-below-one": _payload_edit(_scoring({Scoring.DESCRIPTION_PULL: 0.01})),
+    "pull-integer": _payload_edit(_scoring({Scoring.DESCRIPTION_PULL: 3})),
+    "pull-capped": _payload_edit(_scoring({Scoring.DESCRIPTION_PULL: 1000000.0})),
+    "pull-grid-absent": _payload_edit(_class_sums_without_grid),
 }
 
 #: name -> how to make it from a format-3 bundle with vote tables (--votes-share): the votes'
@@ -1033,8 +1050,9 @@ MALFORMED_3: dict[str, tuple[Callable[[bytes], bytes], str]] = {
                                      "to classify with"),
     "format-3-relabelled-2.1": (_outer_edit(_set(path(Outer.VERSION), [2, 1])), "missing field 'lsh'"),
     "format-3-relabelled-1.2": (_outer_edit(_set(path(Outer.VERSION), [1, 2])), "missing field 'lsh'"),
-    "format-3-newer-major": (_outer_edit(_set(path(Outer.VERSION), [4, 0])),
-                             "bundle format version 4.0 is newer than this runtime supports (1.x and 2.x and 3.x)"),
+    "format-3-newer-major": (_outer_edit(_set(path(Outer.VERSION), [5, 0])),
+                             "bundle format version 5.0 is newer than this runtime supports (1.x and 2.x and 3.x "
+                             "and 4.x)"),
     "format-3-votes-without-lsh": (_payload_edit(_set(path(Payload.VOTES), {Array.DTYPE: "<i2", Array.SHAPE: [1, 2, 7],
                                                                             Array.DATA: bytes(28)})),
                                    "missing field 'lsh'"),
@@ -1090,6 +1108,12 @@ MALFORMED_3: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "format-3-centroid-rule-unknown": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine-public"})),
                                        "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, "
                                        "got 'cosine-public'"),
+    "format-4-pull-a-string": (_payload_edit(_scoring({Scoring.DESCRIPTION_PULL: "0.5"})),
+                               "field 'scoring.description_pull' must be a number, got str"),
+    "format-4-pull-too-large": (_payload_edit(_scoring({Scoring.DESCRIPTION_PULL: 2e6})),
+                                "field 'scoring.description_pull' must be at most 1e6"),
+    "format-4-pull-negative": (_payload_edit(_scoring({Scoring.DESCRIPTION_PULL: -0.5})),
+                               "field 'scoring' must map names to finite non-negative numbers"),
 }
 
 

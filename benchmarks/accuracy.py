@@ -110,6 +110,8 @@ def bundle_release(ds: Dataset, public: PublicInputs, eps: float, seed: int, vot
     weights = Weights.measured()
     if args.prior_records_per_class is not None:
         weights = dataclasses.replace(weights, prior_records_per_class=args.prior_records_per_class)
+    if args.description_pull is not None:
+        weights = dataclasses.replace(weights, description_pull=args.description_pull)
     noise = sums_noise_norm(budget.privacy_facts(), stats.basis.dim)
     make = lambda mode: Scorer(planes, votes, offsets=offsets, class_stats=stats.for_bundle(),  # noqa: E731
                                prior=public.prior, epsilon=eps, weights=weights, mode=mode,
@@ -138,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also read each table's buckets at Hamming distance 1 with this weight (default 0: off)")
     ap.add_argument("--prior-records-per-class", type=float, default=None, metavar="R",
                     help="the prior weight's R (default: what the exporter ships)")
+    ap.add_argument("--description-pull", type=float, default=None, metavar="A",
+                    help="how far the class sums are pulled toward the descriptions, in noise norms (default: what "
+                         "the exporter ships; 0: format 3.0's plain cosine)")
     ap.add_argument("--train-records", type=int, default=0, metavar="N",
                     help="use a random N-record subset of each training split (kNN10 and LR too): what a data "
                          "size buys (default 0: all records)")

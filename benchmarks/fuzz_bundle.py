@@ -57,7 +57,7 @@ linear boost without class statistics; scoring maps dropped, emptied or replaced
 privacy.releases of the wrong type, missing a statistic, duplicated, reordered, merged (3.0's
 two class releases as 2.x's one), over budget, entries with fields dropped or mistyped; the
 top-level facts another release's; lsh or votes dropped or added, encoder.dim changed, the
-file relabelled 1.x, 2.x, 3.x or 4.0; class_stats, prior and offsets arrays dropped, re-shaped
+file relabelled 1.x, 2.x, 3.x, 4.x or 5.0; class_stats, prior and offsets arrays dropped, re-shaped
 (consistently or not), holding NaN/inf/huge values, non-positive counts; and extremes
 (epsilon and its shares scaled down to 1e-320, blend weights of 1e308, temperatures of 1e-310):
 inside the reader's bounds (scoring numbers at most 1e6, temperatures at least 1e-6) the
@@ -1069,9 +1069,9 @@ def op_format2(rng: random.Random, p: dict, base: Base) -> Splices:
 #: A key the format-3 mutator sets in the payload to relabel the outer version; `structured`
 #: takes it out before packing (it never reaches the reader).
 OUTER_VERSION = "\x00fuzz: outer version"
-#: Versions to relabel a 3.0 bundle with: majors 1 and 2 require vote tables, 3.x minors only
-#: add fields, 4.0 is newer than the reader.
-VERSIONS = [[1, 2], [1, 0], [2, 0], [2, 1], [3, 0], [3, 1], [3, 99], [4, 0], [0, 9]]
+#: Versions to relabel a 4.0 bundle with: majors 1 and 2 require vote tables, 3.x and 4.x
+#: minors only add fields, 5.0 is newer than the reader.
+VERSIONS = [[1, 2], [1, 0], [2, 0], [2, 1], [3, 0], [3, 1], [4, 0], [4, 1], [4, 99], [5, 0], [0, 9]]
 
 
 def _add_tables(rng: random.Random, p: dict, lsh: bool = True, votes: bool = True) -> None:
@@ -1179,11 +1179,15 @@ def op_format3(rng: random.Random, p: dict, base: Base) -> Splices:
             if head is not None:
                 head[Release.NOISE_SCALE] = rng.choice([0.0, -5.0, math.inf, math.nan, 1e-300, 2.5])
                 privacy[Privacy.NOISE_SCALE] = head[Release.NOISE_SCALE]
-    elif r == 4:  # the rules of 3.0 in the scoring map
+    elif r == 4:  # the rules of 3.0 and 4.0 in the scoring map
         if not isinstance(sc, dict):
             sc = p[P.SCORING] = Weights.measured().as_map()
-        choice = rng.randrange(5)
-        if choice == 0:
+        choice = rng.randrange(6)
+        if choice == 5:  # 4.0's pull: absent, off, huge, mistyped
+            sc[Scoring.DESCRIPTION_PULL] = rng.choice(F2_NUMBERS + [0.5, 1e-300, 1e6, 2e6, -1.0, "0.5", None, True])
+            if rng.random() < 0.2:
+                del sc[Scoring.DESCRIPTION_PULL]
+        elif choice == 0:
             sc[Scoring.PRIOR_BOOST_RULE] = rng.choice(PRIOR_BOOST_RULE_VALUES)
         elif choice == 1:
             sc[Scoring.CENTROID_RULE] = rng.choice(CENTROID_RULE_VALUES[:4])
@@ -1259,7 +1263,7 @@ def structured(name: str) -> Callable[[random.Random, Base], bytes]:
                     raise
                 # in a stack, an earlier op may have removed what this one changes: skip it
         head = _outer_head(base)
-        if has_format2(p) and not base.format2:  # class statistics grafted onto a 1.x bundle: label it 3.0
+        if has_format2(p) and not base.format2:  # class statistics grafted onto a 1.x bundle: label it 4.0
             head[Outer.VERSION] = list(fmt.FORMAT_VERSION)
         if OUTER_VERSION in p:  # the format-3 mutator's relabelling
             head[Outer.VERSION] = p.pop(OUTER_VERSION)
@@ -1367,7 +1371,7 @@ def outer_fields(rng: random.Random, base: Base) -> bytes:
     if r == 0:
         o["format"] = rng.choice(STRINGS + [None, 1, b"dpedge-bundle", ["dpedge-bundle"], "dpedge-bundle "])
     elif r == 1:
-        o["version"] = rng.choice([[1, 0], [1, 1], [1, 99], [1, 2**64 - 1], [2, 0], [3, 0], [3, 5], [4, 0], [0, 0],
+        o["version"] = rng.choice([[1, 0], [1, 1], [1, 99], [1, 2**64 - 1], [2, 0], [3, 0], [3, 5], [4, 0], [4, 5], [5, 0], [0, 0],
                                    [-1, 0], [2**64 - 1, 0],
                                    [1], [1, 1, 1], "1.1", 1.1, [1.0, 1], [True, 1], [1, None], None, {}, [[1], [1]]])
     elif r == 2:

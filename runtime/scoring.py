@@ -17,9 +17,9 @@ where votes are the per-class sums of the query's buckets with negative noisy ce
 the lower class index). The centroid logits follow the bundle's ``centroid_rule``, with z the
 query in the public basis, z = P (x - origin):
 
-- "cosine_public" (format 3.0, the default): logit_c = cos(z, S_c), S_c the noisy class sum
-  (the direction of the class mean in the public-centred frame; counts and clip do not
-  enter, so neither does the query's scale). From format 4.0 the bundle's
+- "cosine_public" (format 3.0; the default, with 4.0's pull): logit_c = cos(z, S_c), S_c the
+  noisy class sum (the direction of the class mean in the public-centred frame; counts and
+  clip do not enter, so neither does the query's scale). From format 4.0 the bundle's
   ``description_pull`` a moves each sum toward its label description before the cosine:
   S_c + a * nu * unit(P (d_c - origin)), nu the root-mean-square norm of the noise on one
   sum row (stated by the release). A prior on each class mean whose weight is the noise: a

@@ -3,7 +3,8 @@
 It reads the outer map and the payload with a plain msgpack parser, and implements the
 document's hashing (section 4), Algorithm 2 (section 5) and the blend of section 9 ("Scoring a
 bundle with class statistics or a prior": the votes, the three centroid rules, the prior with
-the "max" and "linear" boosts), for formats 1.x, 2.x and 3.0, with or without vote tables:
+the "max" and "linear" boosts, 4.0's pull toward the descriptions), for formats 1.x, 2.x, 3.0
+and 4.0, with or without vote tables:
 anything the runtime does that this file does not is a gap in the document.
 tests/test_independent_decoder.py checks that it gives every text the runtime's label and
 scores. The encoder is an engine, not part of the format's arithmetic: the caller passes
@@ -29,12 +30,13 @@ class Decoder:
         outer = msgpack.unpackb(data, raw=False)                       # section 1
         assert outer["format"] == "dpedge-bundle"
         self.major = outer["version"][0]
-        assert self.major in (1, 2, 3)
+        assert self.major in (1, 2, 3, 4)
         assert hashlib.sha256(outer["payload"]).digest() == outer["checksum"]["digest"]
         p = msgpack.unpackb(outer["payload"], raw=False)                # section 2
         self.labels = p["labels"]
         privacy = p["privacy"]
         self.epsilon = float(privacy["epsilon"])
+        self.sums_release = next((r for r in privacy.get("releases") or [] if r["statistic"] == "class_sums"), None)
         per_unit = privacy.get("max_records_per_unit")                  # section 3: absent means 1
         self.per_unit = 1.0 if per_unit is None else float(per_unit)
         # Section 2: lsh and votes are required before 3.0, optional (and together) from it.
@@ -56,7 +58,7 @@ class Decoder:
         self.prior = None if p.get("prior") is None else _array(p["prior"]["embeddings"]).astype(np.float64)
         # Section 9, "Weights": absent names (or no map, or nil) take these values.
         w = {"votes": 1.0, "centroids": 1.0, "prior": 1.0, "centroid_temperature": 0.05, "prior_temperature": 0.05,
-             "centroid_clip_l1": 0.0, "prior_records_per_class": 0.0}
+             "centroid_clip_l1": 0.0, "prior_records_per_class": 0.0, "description_pull": 0.0}
         scoring = p.get("scoring") or {}
         for k in w:
             if k in scoring:
@@ -118,7 +120,17 @@ class Decoder:
         st = self.stats
         y = st["projection"] @ x - st["projection"] @ st["origin"]
         if self.rule == "cosine_public":                                # cosine to the noisy class sums
-            logits = np.array([_unit(y) @ _unit(s) for s in st["sums"]])
+            rows = list(st["sums"])
+            a = self.w["description_pull"]
+            if a > 0 and self.prior is not None and self.sums_release is not None:   # 4.0: the pull
+                g = self.sums_release.get("grid")
+                g = g if isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= 2**31 else 1
+                k = st["projection"].shape[0]
+                pull = a * (np.sqrt(2.0 * k) * float(self.sums_release["noise_scale"]) / g)
+                m = max(1.0, pull)
+                rows = [s / m + (pull / m) * _unit(st["projection"] @ e - st["projection"] @ st["origin"])
+                        for s, e in zip(rows, self.prior)]
+            logits = np.array([_unit(y) @ _unit(s) for s in rows])
             return _softmax(logits / self.w["centroid_temperature"])
         n = np.maximum(st["counts"], 1.0)                               # clamped counts
         mu = st["sums"].sum(axis=0) / max(float(n.sum()), 1.0)

@@ -75,7 +75,7 @@ def test_golden_data_covers_formats_1_and_3_with_and_without_tables(golden):
 
     data = msgpack.unpackb((golden / "golden.msgpack").read_bytes(), raw=False)
     payloads = [msgpack.unpackb((golden / b["file"]).read_bytes(), raw=False) for b in data["bundles"]]
-    assert sorted(p["version"][0] for p in payloads) == [1, 3, 3, 3]
+    assert sorted(p["version"][0] for p in payloads) == [1, 4, 4, 4]
     without_tables = [b for b in data["bundles"] if not any(c["buckets"] for c in b["cases"])]
     assert len(without_tables) == 2  # the default bundle, with the ONNX and with the TFLite encoder
     assert [s["file"] for s in data["scored"]] == [f"scored/{n}.dpedge"

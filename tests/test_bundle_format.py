@@ -119,7 +119,7 @@ def test_trailing_bytes(data, tmp_path):
 
 
 @pytest.mark.parametrize("version,message", [
-    ([4, 0], "newer than this runtime supports"),
+    ([5, 0], "newer than this runtime supports"),
     ([9, 3], "upgrade dpedge"),
     ([0, 9], "not supported"),
     ("1.0", "field 'version' is string, expected array"),

@@ -75,8 +75,8 @@ def test_real_bundles_are_valid(random_bundle, dp_bundle, tables_bundle, tiny, t
         fz.check_valid(b)
         assert fz.check_scoring(b) == ""
     assert (tiny.version, tiny.format2, tiny.tables) == ("1.2", False, True)
-    assert (tiny3.version, tiny3.format2, tiny3.tables) == ("3.0", True, False)
-    assert (tiny3v.version, tiny3v.format2, tiny3v.tables) == ("3.0", True, True)
+    assert (tiny3.version, tiny3.format2, tiny3.tables) == ("4.0", True, False)
+    assert (tiny3v.version, tiny3v.format2, tiny3v.tables) == ("4.0", True, True)
     b3, b3v = fmt.unpack(tiny3.data), fmt.unpack(tiny3v.data)
     assert b3.votes is None and b3.lsh is None and b3.class_stats.projection.shape[0] == 8
     assert b3v.offsets.shape == (4, 4) and b3v.class_stats.projection.shape[0] == 8
@@ -127,7 +127,7 @@ else:  # pragma: no cover
         pytest.skip("hypothesis is not installed (pip install -e '.[dev]')")
 
 
-@pytest.mark.parametrize("which,version", [("random_bundle", "1.2"), ("dp_bundle", "3.0"), ("tables_bundle", "3.0")])
+@pytest.mark.parametrize("which,version", [("random_bundle", "1.2"), ("dp_bundle", "4.0"), ("tables_bundle", "4.0")])
 def test_fuzz_script_runs_clean(which, version, request, tmp_path):
     """The benchmark script itself, briefly, on a format-1.2 bundle and the two 3.0 ones: both bases,
     load() on files, scoring of every accepted bundle, and the special files. Zero findings,

@@ -33,7 +33,7 @@ def _texts() -> list[str]:
     return [r["text"] for r in rows] + [t for t in SAMPLE_EXTRA if t.strip()]
 
 
-@pytest.mark.parametrize("which,version,tables", [("dp_bundle", [3, 0], False), ("tables_bundle", [3, 0], True),
+@pytest.mark.parametrize("which,version,tables", [("dp_bundle", [4, 0], False), ("tables_bundle", [4, 0], True),
                                                   ("random_bundle", [1, 2], True)])
 def test_independent_decoder_agrees_on_every_label(which, version, tables, request):
     """Every text of the assistant test split (and a few odd ones): the same label from the

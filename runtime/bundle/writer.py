@@ -80,7 +80,7 @@ def payload_map(b: Bundle) -> dict[str, Any]:
 
 
 def pack(b: Bundle) -> bytes:
-    """Serialize a bundle to bytes: format 3.0 if it uses anything beyond plain vote tables,
+    """Serialize a bundle to bytes: format 4.0 if it uses anything beyond plain vote tables,
     else 1.2.
 
     Example:

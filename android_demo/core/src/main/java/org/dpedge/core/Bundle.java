@@ -6,7 +6,7 @@ import java.util.Map;
 /**
  * A validated dpedge bundle: the released DP statistics (vote tables with their SimHash
  * hyperplanes, class statistics, or both) and the sentence encoder they are keyed on (formats
- * 1.x, 2.x and 3.x, {@code docs/bundle-format.md}).
+ * 1.x, 2.x, 3.x and 4.x, {@code docs/bundle-format.md}).
  *
  * <p>Why it exists: it is the one immutable value a {@link BundleReader} hands out, so the rest
  * of the library never sees msgpack, and every instance has passed the same checks as the

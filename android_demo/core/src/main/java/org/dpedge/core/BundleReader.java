@@ -21,7 +21,7 @@ import java.util.TreeSet;
 import org.dpedge.core.Fields.Kind;
 
 /**
- * Reads and validates a {@code .dpedge} bundle (formats 1.x, 2.x and 3.x).
+ * Reads and validates a {@code .dpedge} bundle (formats 1.x, 2.x, 3.x and 4.x).
  *
  * <p>Why a port rather than a looser reader: the Python reader ({@code runtime/bundle/reader.py},
  * {@code _checked_outer}, {@code _validate_payload}, {@code _read_tables}, {@code _read_check})
@@ -56,8 +56,8 @@ import org.dpedge.core.Fields.Kind;
 public final class BundleReader {
     static final String FORMAT_NAME = "dpedge-bundle";
     /** The major versions this reader reads, oldest first (Python's SUPPORTED_MAJORS). */
-    static final long[] SUPPORTED_MAJORS = {1, 2, 3};
-    static final String READABLE_MAJORS = "1.x and 2.x and 3.x";
+    static final long[] SUPPORTED_MAJORS = {1, 2, 3, 4};
+    static final String READABLE_MAJORS = "1.x and 2.x and 3.x and 4.x";
     /** From this major on, {@code lsh} and {@code votes} are optional (Python's VOTES_OPTIONAL_FROM). */
     static final long VOTES_OPTIONAL_FROM = 3;
     static final String CHECKSUM_ALGORITHM = "sha256";

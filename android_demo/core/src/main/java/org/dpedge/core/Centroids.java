@@ -11,7 +11,13 @@ package org.dpedge.core;
  *       with {@code S_c} the released noisy class sum (row c of {@code class_stats.sums}); the
  *       counts do not enter, and a zero vector on either side gives a cosine of 0. Why: the sum
  *       points where the class mean does in the public-centred frame, and a cosine ignores the
- *       query's scale.</li>
+ *       query's scale. From format 4.0 each sum is first pulled toward its label
+ *       description: {@code S_c / m + (p / m) unit(P e_c - P origin)} with {@code p = a nu},
+ *       a the bundle's {@code description_pull}, nu the noise's root-mean-square norm
+ *       ({@link Scorer#sumsNoiseNorm}) and {@code m = max(1, p)} (only the direction is read, so
+ *       the division keeps any stated number from overflowing). Why: a prior on each class
+ *       mean weighted by the noise; a small class's sum, mostly noise, leans on its
+ *       description.</li>
  *   <li>"gaussian" (format 2.1): {@code zraw} is clipped to L1 norm at most
  *       {@code B = centroid_clip_l1}, exactly as the exporter clipped each record before summing
  *       it ({@link #clipL1}), then {@code z = clipped - mu} and
@@ -51,8 +57,12 @@ final class Centroids {
     private final double[] mu;
     private final double[] halfNorms;
 
-    /** The centroids of a bundle's class statistics under the rule, temperature and clip of {@code weights}. */
-    Centroids(Bundle.ClassStats cs, Scorer.Weights weights, int classes) {
+    /**
+     * The centroids of a bundle's class statistics under the rule, temperature, clip and pull of
+     * {@code weights}; {@code prior} is {@code prior.embeddings} {@code [classes][dim]} (or null)
+     * and {@code sumsNoise} the sums' noise norm nu, both read only by the pull.
+     */
+    Centroids(Bundle.ClassStats cs, Scorer.Weights weights, int classes, float[] prior, double sumsNoise) {
         this.classes = classes;
         this.k = cs.k();
         this.dim = cs.dim();
@@ -79,6 +89,24 @@ final class Centroids {
             float[] released = cs.sumsRef();
             for (int i = 0; i < sums.length; i++) {
                 sums[i] = released[i];
+            }
+            double pull = weights.descriptionPull * sumsNoise;
+            if (prior != null && pull > 0) {
+                double[] toward = new double[classes * k];
+                for (int c = 0; c < classes; c++) {
+                    for (int j = 0; j < k; j++) {
+                        double s = 0;
+                        for (int i = 0; i < dim; i++) {
+                            s += (double) prior[c * dim + i] * projection[j * dim + i];
+                        }
+                        toward[c * k + j] = s - pOrigin[j];
+                    }
+                }
+                Scorer.unitRows(toward, classes, k);
+                double m = Math.max(1.0, pull);
+                for (int i = 0; i < sums.length; i++) {
+                    sums[i] = sums[i] / m + (pull / m) * toward[i];
+                }
             }
             Scorer.unitRows(sums, classes, k);
             this.shift = pOrigin;

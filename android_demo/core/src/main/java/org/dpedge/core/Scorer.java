@@ -80,7 +80,7 @@ public final class Scorer {
      */
     public static final List<String> SCORING_NUMBERS = Collections.unmodifiableList(Arrays.asList(
             "votes", "centroids", "prior", "centroid_temperature", "prior_temperature", "centroid_clip_l1",
-            "prior_records_per_class"));
+            "prior_records_per_class", "description_pull"));
     /**
      * The largest value a {@link #SCORING_NUMBERS} entry may hold, and the cap on the prior's
      * boost ({@code runtime/scoring.py} SCORING_MAX). Why: far above anything measured, and
@@ -181,7 +181,30 @@ public final class Scorer {
             unitRows(rows, classes, dim);
             this.prior = rows;
         }
-        this.centroids = cs == null ? null : new Centroids(cs, weights, classes);
+        this.centroids = cs == null ? null : new Centroids(cs, weights, classes, p,
+                cs == null ? 0.0 : sumsNoiseNorm(bundle.privacy(), cs.k()));
+    }
+
+    /**
+     * nu, the root-mean-square norm of the noise on one row of k noisy class sums, in the
+     * stored units ({@code runtime/scoring.py} sums_noise_norm): {@code sqrt(2 k) * noise_scale
+     * / grid} of the first {@code class_sums} release, a grid that is not an integer from 1 to
+     * 2^31 read as 1; 0 without such a release (formats 1 and 2). Why: a Laplace coordinate of
+     * scale t has variance 2 t^2, and the pull of format 4.0 is measured in this norm.
+     */
+    static double sumsNoiseNorm(Map<String, Object> privacy, int k) {
+        Object releases = privacy.get("releases");
+        if (!(releases instanceof List)) {
+            return 0.0;
+        }
+        for (Object r : (List<?>) releases) {
+            if (r instanceof Map && PrivacyFacts.CLASS_SUMS.equals(((Map<?, ?>) r).get("statistic"))) {
+                Object g = ((Map<?, ?>) r).get("grid");
+                double grid = g instanceof Long && (Long) g >= 1 && (Long) g <= (1L << 31) ? (double) (Long) g : 1.0;
+                return Math.sqrt(2.0 * k) * Fields.toDouble(((Map<?, ?>) r).get("noise_scale")) / grid;
+            }
+        }
+        return 0.0;
     }
 
     /**
@@ -531,7 +554,8 @@ public final class Scorer {
      * temperature of 0.003 (its logits are squared distances in embedding units, far smaller
      * than a cosine's range of 2) and {@code prior_records_per_class} (1000 as shipped). A
      * format-3.0 bundle names "cosine_public" at a centroid temperature of 0.04 and the "linear"
-     * boost with {@code prior_records_per_class} 100.
+     * boost with {@code prior_records_per_class} 100; a format-4.0 bundle adds
+     * {@code description_pull} 0.5.
      */
     public static final class Weights {
         public final double votes;
@@ -550,6 +574,11 @@ public final class Scorer {
         public final double priorRecordsPerClass;
         /** {@link #MAX} or {@link #LINEAR}. */
         public final String priorBoostRule;
+        /**
+         * a, how far "cosine_public" pulls each class sum toward its description, in noise norms
+         * ({@link Centroids}); 0 (no pull) before format 4.0.
+         */
+        public final double descriptionPull;
 
         /** The defaults: weights 1, temperatures 0.05, the cosine rule (a format-2.0 bundle). */
         public Weights() {
@@ -576,6 +605,14 @@ public final class Scorer {
                     priorRecordsPerClass, MAX);
         }
 
+        /** These weights, temperatures, rules, clip and R, without the pull (a format-3.0 map). */
+        public Weights(double votes, double centroids, double prior, double centroidTemperature,
+                       double priorTemperature, String centroidRule, double centroidClipL1,
+                       double priorRecordsPerClass, String priorBoostRule) {
+            this(votes, centroids, prior, centroidTemperature, priorTemperature, centroidRule, centroidClipL1,
+                    priorRecordsPerClass, priorBoostRule, 0.0);
+        }
+
         /**
          * @throws IllegalArgumentException if the rule is not one of {@link #CENTROID_RULES}, the
          *     boost rule not one of {@link #PRIOR_BOOST_RULES}, or the rule is Gaussian and the
@@ -584,7 +621,7 @@ public final class Scorer {
          */
         public Weights(double votes, double centroids, double prior, double centroidTemperature,
                        double priorTemperature, String centroidRule, double centroidClipL1,
-                       double priorRecordsPerClass, String priorBoostRule) {
+                       double priorRecordsPerClass, String priorBoostRule, double descriptionPull) {
             if (!CENTROID_RULES.contains(centroidRule)) {
                 throw new IllegalArgumentException(unknown("centroid_rule", centroidRule, CENTROID_RULES));
             }
@@ -604,6 +641,7 @@ public final class Scorer {
             this.centroidClipL1 = centroidClipL1;
             this.priorRecordsPerClass = priorRecordsPerClass;
             this.priorBoostRule = priorBoostRule;
+            this.descriptionPull = descriptionPull;
         }
 
         /** Whether the centroid logits follow the Gaussian rule (else a cosine rule). */
@@ -633,7 +671,8 @@ public final class Scorer {
             return new Weights(number(m, "votes", 1.0), number(m, "centroids", 1.0), number(m, "prior", 1.0),
                     number(m, "centroid_temperature", 0.05), number(m, "prior_temperature", 0.05),
                     rule(m, "centroid_rule", COSINE), number(m, "centroid_clip_l1", 0.0),
-                    number(m, "prior_records_per_class", 0.0), rule(m, "prior_boost_rule", MAX));
+                    number(m, "prior_records_per_class", 0.0), rule(m, "prior_boost_rule", MAX),
+                    number(m, "description_pull", 0.0));
         }
 
         private static String unknown(String name, Object value, List<String> rules) {
@@ -662,7 +701,7 @@ public final class Scorer {
                     + ", centroid_temperature=" + centroidTemperature + ", prior_temperature=" + priorTemperature
                     + ", centroid_rule=" + centroidRule + ", centroid_clip_l1=" + centroidClipL1
                     + ", prior_records_per_class=" + priorRecordsPerClass + ", prior_boost_rule=" + priorBoostRule
-                    + "}";
+                    + ", description_pull=" + descriptionPull + "}";
         }
     }
 }

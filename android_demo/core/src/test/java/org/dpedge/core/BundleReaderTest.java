@@ -122,13 +122,13 @@ public class BundleReaderTest {
     @Test
     public void checksVersionAndChecksum() {
         expectOuter(o -> o.put("format", "zip"), "not a dpedge bundle: field 'format' is 'zip', expected 'dpedge-bundle'");
-        expectOuter(o -> o.put("version", TestBundles.list(4L, 0L)),
-                "bundle format version 4.0 is newer than this runtime supports (1.x and 2.x and 3.x); upgrade dpedge "
-                + "to read it");
+        expectOuter(o -> o.put("version", TestBundles.list(5L, 0L)),
+                "bundle format version 5.0 is newer than this runtime supports (1.x and 2.x and 3.x and 4.x); upgrade "
+                + "dpedge to read it");
         expectOuter(o -> o.put("version", TestBundles.list(new BigInteger("18446744073709551615"), 0L)),
                 "bundle format version 18446744073709551615.0 is newer than this runtime supports");
         expectOuter(o -> o.put("version", TestBundles.list(0L, 9L)),
-                "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x and 3.x)");
+                "bundle format version 0.9 is not supported (this runtime reads 1.x and 2.x and 3.x and 4.x)");
         expectOuter(o -> o.put("version", TestBundles.list(-1L, 0L)), "bundle format version -1.0 is not supported");
         expectOuter(o -> o.put("version", TestBundles.list(1L)), "field 'version' must be [major, minor], got [1]");
         expectOuter(o -> o.put("version", TestBundles.list(true, 1L)), "must be [major, minor], got [True, 1]");
