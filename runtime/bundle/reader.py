@@ -549,7 +549,7 @@ def _check_person_bound(f: _Fields, sensitivity: int, per_unit: int) -> None:
     bundle could claim a person-level guarantee with record-level noise."""
     stated = f.m.get(Release.MAX_RECORDS_PER_UNIT)
     if stated is not None and not (type(stated) is int and stated == per_unit):
-        raise BundleError(f"field '{f.where(Release.MAX_RECORDS_PER_UNIT)}' is {stated!r}, but field "
+        raise BundleError(f"field '{f.where(Release.MAX_RECORDS_PER_UNIT)}' is {_show(stated)}, but field "
                           f"'{path(Payload.PRIVACY, Privacy.MAX_RECORDS_PER_UNIT)}' is {per_unit}")
     statistic = f.m[Release.STATISTIC]
     if statistic == Statistic.CLASS_COUNTS:
