@@ -811,6 +811,15 @@ def _only(*keep: str) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+def _nested_person_bound(p: dict[str, Any]) -> None:
+    """The first release's person bound nested 1,000 lists deep: refused, with the value echoed
+    short (Python's repr() of it raised RecursionError before reliability finding 9)."""
+    v: list = []
+    for _ in range(1000):
+        v = [v]
+    p[Payload.PRIVACY][Privacy.RELEASES][0][Release.MAX_RECORDS_PER_UNIT] = v
+
+
 def _class_sums_without_grid(p: dict[str, Any]) -> None:
     """The class_sums release without its grid: the pull reads the noise scale in stored units
     (grid 1), and the reader no longer compares the sensitivity with the clip."""
@@ -1108,6 +1117,8 @@ MALFORMED_3: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "format-3-centroid-rule-unknown": (_payload_edit(_scoring({Scoring.CENTROID_RULE: "cosine-public"})),
                                        "field 'scoring.centroid_rule' must be one of cosine, gaussian, cosine_public, "
                                        "got 'cosine-public'"),
+    "format-3-person-bound-nested": (_payload_edit(_nested_person_bound),
+                                     "field 'privacy.releases[0].max_records_per_unit' is [[[["),
     "format-4-pull-a-string": (_payload_edit(_scoring({Scoring.DESCRIPTION_PULL: "0.5"})),
                                "field 'scoring.description_pull' must be a number, got str"),
     "format-4-pull-too-large": (_payload_edit(_scoring({Scoring.DESCRIPTION_PULL: 2e6})),
