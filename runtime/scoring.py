@@ -47,7 +47,7 @@ import math
 import numpy as np
 
 from runtime.bundle.schema import (CENTROID_RULES, PRIOR_BOOST_RULES, SCORING_MAX, Bundle, ClassStats, Privacy, Release,
-                                   Scoring, Statistic)
+                                   Scoring, Statistic, stated_grid)
 from runtime.centroids import centred_means
 from runtime.simhash import SimHasher
 
@@ -209,8 +209,8 @@ def prior_boost(epsilon: float | None, records_per_class: float, counts: np.ndar
 def sums_noise_norm(privacy: Mapping[str, Any], k: int) -> float:
     """nu, the root-mean-square norm of the noise on one row of k noisy class sums, in the
     stored (embedding) units: sqrt(2 k) x noise_scale / grid of the ``class_sums`` release (a
-    Laplace coordinate of scale t has variance 2 t^2; a grid that is not an integer from 1 to
-    2^31 reads as 1). 0 when the bundle has no ``class_sums`` release (formats 1 and 2).
+    Laplace coordinate of scale t has variance 2 t^2; a grid the reader would not compute with,
+    `stated_grid`, reads as 1). 0 when the bundle has no ``class_sums`` release (formats 1 and 2).
 
     Example:
         >>> facts = {"releases": [{"statistic": "class_sums", "noise_scale": 200.0, "grid": 100}]}
@@ -219,9 +219,7 @@ def sums_noise_norm(privacy: Mapping[str, Any], k: int) -> float:
     """
     for r in privacy.get(Privacy.RELEASES) or ():
         if isinstance(r, Mapping) and r.get(Release.STATISTIC) == Statistic.CLASS_SUMS:
-            grid = r.get(Release.GRID)
-            grid = grid if type(grid) is int and 1 <= grid <= 2**31 else 1
-            return math.sqrt(2.0 * k) * float(r[Release.NOISE_SCALE]) / grid
+            return math.sqrt(2.0 * k) * float(r[Release.NOISE_SCALE]) / (stated_grid(r.get(Release.GRID)) or 1)
     return 0.0
 
 

@@ -29,7 +29,8 @@ from runtime.bundle.schema import (CENTROID_RULES, CHECKSUM_ALGORITHM, ENCODER_F
                                    SCORING_TEMPERATURES, SUPPORTED_MAJORS, TEMPERATURE_MIN, VOTES_DTYPE,
                                    VOTES_OPTIONAL_FROM, Array, Bundle, ClassStats,
                                    ClassStatsKey, Encoder, EncoderKey, Lsh, Outer, Payload, PriorKey, Privacy,
-                                   Release, Scoring, Statistic, UNPRINTABLE_CODE_POINTS, path)
+                                   Release, Scoring, Statistic, UNPRINTABLE_CODE_POINTS, path,
+                                   stated_grid)
 from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 
@@ -555,12 +556,12 @@ def _check_person_bound(f: _Fields, sensitivity: int, per_unit: int) -> None:
     if statistic == Statistic.CLASS_COUNTS:
         per_record = 1
     elif statistic == Statistic.CLASS_SUMS:
-        grid, clip = f.m.get(Release.GRID), f.m.get(Release.CLIP_L1)
-        # Only a grid of 1 to 2^31 and a clip whose product with it is in (0, 2^53): exact in a
-        # double, so that every reader computes the same integer.
+        grid, clip = stated_grid(f.m.get(Release.GRID)), f.m.get(Release.CLIP_L1)
+        # Only a stated grid (1 to 2^31) and a clip whose product with it is in (0, 2^53): exact
+        # in a double, so that every reader computes the same integer.
         if type(clip) is int:
             clip = float(clip) if abs(clip) < 2**53 else math.inf
-        if not (type(grid) is int and 1 <= grid <= 2**31 and type(clip) is float and 0 < clip * grid < 2**53):
+        if not (grid is not None and type(clip) is float and 0 < clip * grid < 2**53):
             return
         per_record = round(clip * grid)
     else:

@@ -37,6 +37,22 @@ VOTES_OPTIONAL_FROM = 3
 CHECKSUM_ALGORITHM = "sha256"
 
 
+#: A release's ``grid`` is read only when it is an integer from 1 to this (see `stated_grid`).
+MAX_GRID = 2**31
+
+
+def stated_grid(value: Any) -> int | None:
+    """A release's ``grid`` when it is one a reader may compute with (an integer from 1 to
+    MAX_GRID), else None: the sums' sensitivity check and the scorer's noise units read it
+    alike, so a bundle cannot mean one grid to one and another to the other.
+
+    Example:
+        >>> stated_grid(100), stated_grid(0), stated_grid(100.0), stated_grid(True)
+        (100, None, None, None)
+    """
+    return value if type(value) is int and 1 <= value <= MAX_GRID else None
+
+
 def path(*keys: str) -> str:
     """The dotted path of a field, as error messages name it.
 

@@ -30,6 +30,16 @@ final class PrivacyFacts {
     static final String CLASS_COUNTS = "class_counts";
     static final String CLASS_SUMS = "class_sums";
 
+    /**
+     * A release's {@code grid} when it is one a reader may compute with, an integer from 1 to
+     * 2^31, else 0 ({@code runtime/bundle/schema.py} stated_grid). Why one method: the class
+     * sums' sensitivity check and the pull's noise units ({@link Scorer#sumsNoiseNorm}) must read
+     * the same grid.
+     */
+    static long statedGrid(Object grid) {
+        return grid instanceof Long && (Long) grid >= 1 && (Long) grid <= (1L << 31) ? (Long) grid : 0;
+    }
+
     private PrivacyFacts() {
     }
 
@@ -124,10 +134,11 @@ final class PrivacyFacts {
             } else {
                 return;
             }
-            if (!(grid instanceof Long && (Long) grid >= 1 && (Long) grid <= (1L << 31))) {
+            long statedGrid = statedGrid(grid);
+            if (statedGrid == 0) {
                 return;
             }
-            double product = clip * (Long) grid;
+            double product = clip * statedGrid;
             if (!(product > 0 && product < 0x1p53)) {
                 return;
             }

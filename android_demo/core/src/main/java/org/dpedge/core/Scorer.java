@@ -181,8 +181,8 @@ public final class Scorer {
             unitRows(rows, classes, dim);
             this.prior = rows;
         }
-        this.centroids = cs == null ? null : new Centroids(cs, weights, classes, p,
-                cs == null ? 0.0 : sumsNoiseNorm(bundle.privacy(), cs.k()));
+        this.centroids = cs == null ? null
+                : new Centroids(cs, weights, classes, p, sumsNoiseNorm(bundle.privacy(), cs.k()));
     }
 
     /**
@@ -199,9 +199,8 @@ public final class Scorer {
         }
         for (Object r : (List<?>) releases) {
             if (r instanceof Map && PrivacyFacts.CLASS_SUMS.equals(((Map<?, ?>) r).get("statistic"))) {
-                Object g = ((Map<?, ?>) r).get("grid");
-                double grid = g instanceof Long && (Long) g >= 1 && (Long) g <= (1L << 31) ? (double) (Long) g : 1.0;
-                return Math.sqrt(2.0 * k) * Fields.toDouble(((Map<?, ?>) r).get("noise_scale")) / grid;
+                long grid = PrivacyFacts.statedGrid(((Map<?, ?>) r).get("grid"));
+                return Math.sqrt(2.0 * k) * Fields.toDouble(((Map<?, ?>) r).get("noise_scale")) / (grid == 0 ? 1 : grid);
             }
         }
         return 0.0;
