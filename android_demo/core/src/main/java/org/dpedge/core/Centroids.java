@@ -75,14 +75,7 @@ final class Centroids {
             projection[i] = proj[i];
         }
         // P (x - origin) = P x - P origin: one product per query.
-        double[] pOrigin = new double[k];
-        for (int j = 0; j < k; j++) {
-            double s = 0;
-            for (int i = 0; i < dim; i++) {
-                s += projection[j * dim + i] * (double) origin[i];
-            }
-            pOrigin[j] = s;
-        }
+        double[] pOrigin = project(origin, 0, null);
         if (Scorer.COSINE_PUBLIC.equals(weights.centroidRule)) {
             // cos(P x - P origin, S_c): the class sums' directions; counts and mu unused
             double[] sums = new double[classes * k];
@@ -94,13 +87,7 @@ final class Centroids {
             if (prior != null && pull > 0) {
                 double[] toward = new double[classes * k];
                 for (int c = 0; c < classes; c++) {
-                    for (int j = 0; j < k; j++) {
-                        double s = 0;
-                        for (int i = 0; i < dim; i++) {
-                            s += (double) prior[c * dim + i] * projection[j * dim + i];
-                        }
-                        toward[c * k + j] = s - pOrigin[j];
-                    }
+                    System.arraycopy(project(prior, c * dim, pOrigin), 0, toward, c * k, k);
                 }
                 Scorer.unitRows(toward, classes, k);
                 double m = Math.max(1.0, pull);
@@ -144,16 +131,26 @@ final class Centroids {
         }
     }
 
-    /** softmax(centroid logits / tau_c) of an embedding of {@code dim} values (see the class doc). */
-    double[] probs(float[] embedding) {
-        double[] z = new double[k];
+    /**
+     * {@code P v - minus} for the {@code dim} values of {@code v} from {@code offset} ({@code minus}
+     * null: nothing subtracted), each coordinate summed in index order in double precision: the
+     * one product the origin, the descriptions of the pull and every query go through.
+     */
+    private double[] project(float[] v, int offset, double[] minus) {
+        double[] out = new double[k];
         for (int j = 0; j < k; j++) {
             double s = 0;
             for (int i = 0; i < dim; i++) {
-                s += (double) embedding[i] * projection[j * dim + i];
+                s += (double) v[offset + i] * projection[j * dim + i];
             }
-            z[j] = s - shift[j];
+            out[j] = minus == null ? s : s - minus[j];
         }
+        return out;
+    }
+
+    /** softmax(centroid logits / tau_c) of an embedding of {@code dim} values (see the class doc). */
+    double[] probs(float[] embedding) {
+        double[] z = project(embedding, 0, shift);
         if (mu == null) {  // cosine, cosine_public: the directions are unit rows
             Scorer.unitRows(z, 1, k);
         } else {           // gaussian: clip as the exporter clipped the records, then centre
