@@ -293,14 +293,18 @@ def test_zero_size_array_with_huge_dimensions(tiny, shape, path):
     expect_error(reseal(tiny, fz.pack(p)), f"field '{'.'.join(path)}.shape' {shape}", "dimension too large")
 
 
-@pytest.mark.parametrize("path,phrase", [
-    (("votes", "shape"), "field 'votes.shape' must be 3 non-negative integers, got [[[[...]]]]"),
-    (("lsh", "hyperplanes", "shape"), "field 'lsh.hyperplanes.shape' must be 3 non-negative integers, got [[[[...]]]]"),
-    (("encoder", "format"), "field 'encoder.format' is array, expected string"),
+@pytest.mark.parametrize("base,path,phrase", [
+    ("tiny", ("votes", "shape"), "field 'votes.shape' must be 3 non-negative integers, got [[[[...]]]]"),
+    ("tiny", ("lsh", "hyperplanes", "shape"),
+     "field 'lsh.hyperplanes.shape' must be 3 non-negative integers, got [[[[...]]]]"),
+    ("tiny", ("encoder", "format"), "field 'encoder.format' is array, expected string"),
+    ("tiny3", ("privacy", "releases", 0, "max_records_per_unit"),
+     "field 'privacy.releases[0].max_records_per_unit' is [[[[...]]]], but field"),
 ])
-def test_deeply_nested_value_in_a_message(tiny, path, phrase):
-    """Found by fuzzing: repr() of 1,000 nested arrays in an error message raised RecursionError."""
-    expect_error(splice(tiny, path, b"\x91" * 1000 + b"\xc0"), phrase)
+def test_deeply_nested_value_in_a_message(request, base, path, phrase):
+    """Found by fuzzing: repr() of 1,000 nested arrays in an error message raised RecursionError
+    (reliability findings 2 and, in the person-bound check, 9)."""
+    expect_error(splice(request.getfixturevalue(base), path, b"\x91" * 1000 + b"\xc0"), phrase)
 
 
 def test_deeply_nested_outer_fields():
