@@ -5,11 +5,10 @@
 Without --bundle it builds four real DP bundles from the project's own data/assistant set
 (epsilon 8, seed 1234): format 4.0 as the exporter writes it by default (class counts and
 class sums, the prior, the "cosine_public" rule with its pull toward the descriptions and the
-"linear" prior boost, no vote tables)
-with the int8 ONNX encoder and with the int8 TFLite encoder, format 3.0 with vote tables
-(--votes-share 0.1: offsets, class statistics, prior, scoring and votes) with ONNX, and
-format 1.2 (random hashing, plain vote sums) with ONNX. With --bundle, the bundles given must
-include a default format-3 bundle (no vote tables) and a format-3 bundle with vote tables (the
+"linear" prior boost, no vote tables) with the int8 ONNX encoder and with the int8 TFLite
+encoder, format 4.0 with vote tables (--votes-share 0.1: offsets, class statistics, prior,
+scoring and votes) with ONNX, and format 1.2 (random hashing, plain vote sums) with ONNX. With --bundle, the bundles given must
+include a default format-4 bundle (no vote tables) and a format-4 bundle with vote tables (the
 derived cases below are made from them).
 
 For each bundle and each text of a varied sample (accents, punctuation, CJK, emoji, control

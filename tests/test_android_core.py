@@ -1,8 +1,8 @@
 """The Java core (android_demo/core) against golden vectors from the Python runtime.
 
-android_demo/golden.py records, for four real bundles built in this test run (format 3.0 as
+android_demo/golden.py records, for four real bundles built in this test run (format 4.0 as
 the exporter writes it by default, without vote tables, with the ONNX and the TFLite encoder;
-format 3.0 with vote tables, --votes-share 0.1; format 1.2 with random hashing), what the
+format 4.0 with vote tables, --votes-share 0.1; format 1.2 with random hashing), what the
 Python runtime answers for a varied sample of texts: token ids, the encoder's embedding, the
 bucket id per table (none without vote tables), scores and label. It adds bundles derived from
 the default one and from the one with vote tables, each exercising one part of the scorer

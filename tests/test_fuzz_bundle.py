@@ -46,13 +46,13 @@ def tiny(random_bundle) -> fz.Base:
 
 @pytest.fixture(scope="module")
 def tiny3(dp_bundle) -> fz.Base:
-    """The same for the default format-3.0 bundle (class statistics, prior, scoring, releases; no vote tables)."""
+    """The same for the default format-4.0 bundle (class statistics, prior, scoring, releases; no vote tables)."""
     return fz.make_base("tiny", fz.tiny_bundle(dp_bundle.read_bytes()))
 
 
 @pytest.fixture(scope="module")
 def tiny3v(tables_bundle) -> fz.Base:
-    """The same for the format-3.0 bundle with vote tables (--votes-share: offsets and a votes release too)."""
+    """The same for the format-4.0 bundle with vote tables (--votes-share: offsets and a votes release too)."""
     return fz.make_base("tiny", fz.tiny_bundle(tables_bundle.read_bytes()))
 
 
@@ -111,7 +111,7 @@ if given is not None:
               suppress_health_check=list(HealthCheck))
     @given(kind=st.sampled_from(fz.KINDS), rnd=st.randoms(use_true_random=True))
     def test_fuzz_smoke_format3(tiny3, kind, rnd):
-        """1,000 mutated default format-3.0 bundles (no vote tables), each accepted one scored in every mode."""
+        """1,000 mutated default format-4.0 bundles (no vote tables), each accepted one scored in every mode."""
         blob = fz.make_input(rnd, kind, tiny3)
         assert_no_finding(outcome(blob), blob, kind)
 
@@ -119,7 +119,7 @@ if given is not None:
               suppress_health_check=list(HealthCheck))
     @given(kind=st.sampled_from(fz.KINDS), rnd=st.randoms(use_true_random=True))
     def test_fuzz_smoke_format3_tables(tiny3v, kind, rnd):
-        """500 mutated format-3.0 bundles with vote tables."""
+        """500 mutated format-4.0 bundles with vote tables."""
         blob = fz.make_input(rnd, kind, tiny3v)
         assert_no_finding(outcome(blob), blob, kind)
 else:  # pragma: no cover
@@ -129,7 +129,7 @@ else:  # pragma: no cover
 
 @pytest.mark.parametrize("which,version", [("random_bundle", "1.2"), ("dp_bundle", "4.0"), ("tables_bundle", "4.0")])
 def test_fuzz_script_runs_clean(which, version, request, tmp_path):
-    """The benchmark script itself, briefly, on a format-1.2 bundle and the two 3.0 ones: both bases,
+    """The benchmark script itself, briefly, on a format-1.2 bundle and the two 4.0 ones: both bases,
     load() on files, scoring of every accepted bundle, and the special files. Zero findings,
     apart from the open runtime findings R1-R3, each re-run here from its saved input."""
     bundle = request.getfixturevalue(which)

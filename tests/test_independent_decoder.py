@@ -1,6 +1,6 @@
 """docs/bundle-format.md is a contract a second implementation can follow: a decoder written
 from it alone (tests/independent_decoder.py) gives every text the runtime's label and scores,
-for every format the exporter writes (3.0 without vote tables, the default; 3.0 with them,
+for every format the exporter writes (4.0 without vote tables, the default; 4.0 with them,
 --votes-share; 1.2, --hashing random) and for bundles derived from them that exercise each
 rule of the document (2.0 and 2.1 scoring, each centroid rule, both prior boosts and their
 terms, missing components, per-person facts, Algorithm 2)."""
@@ -171,7 +171,7 @@ def _counts_zero(a: np.ndarray) -> None:
     a[:] = 0.0
 
 
-#: name -> edits of the default bundle (format 3.0, no vote tables).
+#: name -> edits of the default bundle (format 4.0, no vote tables).
 FROM_DEFAULT: dict[str, tuple[Edit, ...]] = {
     "as-built": (),
     "custom-weights": (scoring(votes=0.5, centroids=2.0, prior=0.25, centroid_temperature=0.1, prior_temperature=0.02,
@@ -195,7 +195,7 @@ FROM_DEFAULT: dict[str, tuple[Edit, ...]] = {
     "minor-3.7": (version(3, 7), lambda o, p: p.update(future_field={"x": 1})),
 }
 
-#: name -> edits of the bundle with vote tables (format 3.0, --votes-share 0.1).
+#: name -> edits of the bundle with vote tables (format 4.0, --votes-share 0.1).
 FROM_TABLES: dict[str, tuple[Edit, ...]] = {
     "as-built": (),
     "as-2.1": (version(2, 1), scoring(centroid_rule="gaussian", centroid_clip_l1=3.05, centroid_temperature=0.003,
@@ -227,7 +227,7 @@ def _queries(dim: int, origin: np.ndarray | None) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("which,variants", [("dp_bundle", FROM_DEFAULT), ("tables_bundle", FROM_TABLES)])
 def test_independent_decoder_covers_the_scored_variants(which, variants, request, tmp_path):
-    """Bundles derived from the exporter's two format-3.0 bundles, each exercising one rule of
+    """Bundles derived from the exporter's two format-4.0 bundles, each exercising one rule of
     section 9 (both boosts and their terms and cap, the three centroid rules, 2.0 and 2.1
     bundles, missing components, K, Algorithm 2), score alike in both decoders, on embeddings
     of the test split and on unusual vectors."""
