@@ -91,7 +91,7 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
 def _print_report(r: BuildReport) -> None:
     s = r.stats
     print(f"wrote {r.out} ({r.bundle_bytes / 2**20:.1f} MiB)")
-    print(f"  privacy: {privacy_summary(r.privacy)}")
+    print(f"  privacy: {r.summary}")
     dropped = r.units.records_dropped if r.units else 0
     print(f"  records counted: {s.records - dropped}" + (f", skipped (unknown label): {s.skipped_unknown_label}"
                                               if s.skipped_unknown_label else "")
@@ -141,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("interrupted: nothing was written", file=sys.stderr)
                 return 130
         elif args.command == "inspect":
-            info = bundle_info(bundle_format.load(args.bundle), args.bundle)
-            print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info))
+            b = bundle_format.load(args.bundle)
+            info = bundle_info(b, args.bundle)
+            print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info, privacy_summary(b)))
         else:
             exported = export_encoder(args.encoder, args.models_dir, encoder_format=args.encoder_format,
                                       force=args.force)

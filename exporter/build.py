@@ -37,7 +37,8 @@ from exporter.stages import (Hashing, PublicInputs, aligned_hashing, assemble_bu
 from exporter.units import UnitStats
 from exporter.votes import VoteRelease, release_votes
 from runtime.bundle import save
-from runtime.bundle.schema import Encoder
+from runtime.describe import privacy_summary
+from runtime.bundle.schema import EncoderSpec
 from runtime.embedder import Embedder
 
 __all__ = ["BuildError", "BuildOptions", "BuildReport", "build"]
@@ -51,6 +52,7 @@ class BuildReport:
     bundle_bytes: int
     stats: ReadStats
     privacy: dict[str, Any]
+    summary: str
     clipped_cells: int
     seconds: dict[str, float] = field(default_factory=dict)
     units: UnitStats | None = None
@@ -116,10 +118,11 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     out = save(bundle, opts.out)
     timer.add("write", t)
     return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=read_stats, privacy=bundle.privacy,
+                       summary=privacy_summary(bundle),
                        clipped_cells=0 if votes is None else votes.clipped_cells, seconds=timer.seconds, units=units)
 
 
-def _engine(opts: BuildOptions, labels: LabelSet, encoder: Encoder, embedder: Embedder | None,
+def _engine(opts: BuildOptions, labels: LabelSet, encoder: EncoderSpec, embedder: Embedder | None,
             embed_for_benchmarks: EmbedChunk | None, timer: Timer) -> Engine:
     if opts.engine == "ray":
         from exporter.ray_engine import RayEngine

@@ -30,8 +30,7 @@ import numpy as np
 
 from exporter.privacy import PrivacyBudget
 from exporter.public_basis import PublicBasis
-from runtime.bundle.schema import ClassStats, Release, Statistic
-from runtime.scoring import clip_l1 as clip_to_l1
+from runtime.bundle.schema import Key
 
 #: Grid steps per unit of the projected embedding: 0.01 resolution, far below the noise.
 QUANTUM = 100
@@ -62,6 +61,17 @@ def clip_steps(clip_l1: float) -> int:
     return int(steps)
 
 
+def clip_to_l1(z: np.ndarray, bound: float) -> np.ndarray:
+    """Rows scaled down to L1 norm at most ``bound``.
+
+    Example:
+        >>> clip_to_l1(np.array([[3.0, -4.0], [0.1, 0.2]]), 1.0).round(3).tolist()
+        [[0.429, -0.571], [0.1, 0.2]]
+    """
+    l1 = np.abs(z).sum(axis=1, keepdims=True)
+    return z * np.minimum(1.0, bound / np.maximum(l1, 1e-300))
+
+
 def clip_and_quantize(z: np.ndarray, steps: int) -> np.ndarray:
     """Integer grid rows of ``z`` (embedding units) with L1 norm at most ``steps`` each.
 
@@ -81,15 +91,19 @@ def clip_and_quantize(z: np.ndarray, steps: int) -> np.ndarray:
 
 
 def release_class_counts(counts: np.ndarray, budget: PrivacyBudget) -> np.ndarray:
-    """Noisy record counts per class (float, records), through the budget.
+    """Noisy record counts per class (int32), through the budget.
 
     Example:
         >>> release_class_counts(np.array([40, 60]), budget)          # doctest: +SKIP
-        array([41., 58.])
+        array([41, 58], dtype=int32)
     """
-    noisy = budget.release(Statistic.CLASS_COUNTS, np.asarray(counts, np.int64), sensitivity=1,
-                           mechanism=COUNTS_MECHANISM)
-    return noisy.astype(np.float64)
+    noisy = budget.release(Key.CLASS_COUNTS, np.asarray(counts, np.int64), sensitivity=1, mechanism=COUNTS_MECHANISM)
+    return _int32(noisy)
+
+
+def _int32(noisy: np.ndarray) -> np.ndarray:
+    """The noisy values as the bundle stores them (noise is drawn in int32: nothing is clipped)."""
+    return np.clip(noisy, -(2**31), 2**31 - 1).astype(np.int32)
 
 
 def noisy_record_count(counts: np.ndarray) -> float:
@@ -145,30 +159,28 @@ class ClassSumCounter:
 
 
 def release_class_sums(counter: ClassSumCounter, budget: PrivacyBudget) -> np.ndarray:
-    """Noisy per-class sums (classes, k), in embedding units, through the budget.
+    """Noisy per-class sums (classes, k) in grid units (int32), through the budget.
 
     Example:
         >>> release_class_sums(counter, budget).shape                 # doctest: +SKIP
         (4, 96)
     """
     c, k = counter.sums.shape
-    noisy = budget.release(Statistic.CLASS_SUMS, counter.sums, sensitivity=counter.steps, mechanism=SUMS_MECHANISM,
-                           facts={Release.GRID: QUANTUM, Release.CLIP_L1: counter.clip_l1, Release.DIM: k,
-                                  Release.NOTE: f"released in grid units of 1/{QUANTUM}; the bundle stores the sums "
-                                                "divided back to embedding units"})
-    return noisy.astype(np.float64).reshape(c, k) / QUANTUM
+    noisy = budget.release(Key.CLASS_SUMS, counter.sums, sensitivity=counter.steps, mechanism=SUMS_MECHANISM,
+                           grid=QUANTUM, clip_l1=counter.clip_l1)
+    return _int32(noisy).reshape(c, k)
 
 
 @dataclass(frozen=True)
 class ClassStatsRelease:
-    """The two releases together: noisy sums (classes, k) in embedding units and noisy counts
-    (classes,) in records, with the k-d public basis the sums live in."""
+    """The two releases together: noisy sums (classes, k) in grid units and noisy counts
+    (classes,), with the k-d public basis the sums live in."""
 
-    sums: np.ndarray
+    sums_grid: np.ndarray
     counts: np.ndarray
     basis: PublicBasis
 
-    def for_bundle(self) -> ClassStats:
-        """What the bundle (and the runtime's Scorer) holds."""
-        return ClassStats(origin=self.basis.origin, projection=self.basis.projection,
-                          sums=self.sums.astype(np.float32), counts=self.counts.astype(np.float32))
+    @property
+    def sums(self) -> np.ndarray:
+        """The noisy sums in embedding units (post-processing)."""
+        return self.sums_grid.astype(np.float64) / QUANTUM

@@ -32,17 +32,21 @@ from typing import Any, Sequence
 import numpy as np
 
 from exporter.fidelity_texts import CHECK_TEXT, FIDELITY_TEXTS
-from runtime.bundle.schema import Encoder
+from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderSpec
 from runtime.embedder import Embedder
 
 #: Refuse an int8 encoder whose mean cosine to the fp32 model on FIDELITY_TEXTS is lower.
 MIN_MEAN_COSINE = 0.99
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-RECIPE = "optimum-st-onnx/matmulnbits8-b128-sym-acc4/gather-qint8/v1"
+RECIPE = "optimum-st-onnx/matmulnbits8-b128-sym-acc4/gather-qint8/external-weights/v2"
 QUANTIZATION = "int8 weights: MatMulNBits 8-bit block 128 (accuracy level 4) + int8 Gather"
 OUTPUT_NAME = "sentence_embedding"
 ENCODER_FORMATS = ("onnx", "tflite")
 MODEL_FILES = {"onnx": "model.onnx", "tflite": "model.tflite"}
+#: The ONNX encoder's initializers' data, as the bundle's encoder.weights holds it.
+WEIGHTS_FILE = "weights.bin"
+#: Initializers with at least this many bytes of data move to the weights (the rest stay inline).
+EXTERNAL_MIN_BYTES = 1024
 _SOURCE_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json",
                  "tokenizer.json", "model.safetensors", "pytorch_model.bin")
 
@@ -73,22 +77,23 @@ class ExportedEncoder:
     def format(self) -> str:
         return self.facts.get("format", "onnx")
 
-    def to_bundle_encoder(self) -> Encoder:
+    def to_bundle_encoder(self) -> EncoderSpec:
         f = self.facts
-        check = f.get("check")
-        return Encoder(
+        check = f.get("check") or {"text": CHECK_TEXT, "embedding": [0.0] * f["dim"]}  # before it is measured
+        weights = self.directory / WEIGHTS_FILE
+        return EncoderSpec(
             format=self.format,
             model=(self.directory / MODEL_FILES[self.format]).read_bytes(),
+            weights=weights.read_bytes() if self.format == "onnx" else b"",
             tokenizer_json=(self.directory / "tokenizer.json").read_text(encoding="utf-8"),
             max_length=f["max_length"],
             dim=f["dim"],
-            pooling="mean",
-            normalized=True,
+            text_prefix="",
             inputs=tuple(f["inputs"]),
             output=f["output"],
             facts={k: f[k] for k in ("name", "quantization", "fidelity", "source_sha256", "recipe")},
-            check_text=None if not check else check["text"],
-            check_embedding=None if not check else np.asarray(check["embedding"], dtype=np.float32),
+            check_text=check["text"],
+            check_embedding=np.asarray(check["embedding"], dtype=np.float32),
         )
 
 
@@ -134,7 +139,7 @@ def source_key(source: Path, encoder_format: str = "onnx") -> str:
     return h.hexdigest()
 
 
-def measure_fidelity(encoder: Encoder, reference: np.ndarray, texts: tuple[str, ...] = FIDELITY_TEXTS) -> dict[str, Any]:
+def measure_fidelity(encoder: EncoderSpec, reference: np.ndarray, texts: tuple[str, ...] = FIDELITY_TEXTS) -> dict[str, Any]:
     """Cosine between the shipped encoder's embeddings and reference fp32 embeddings."""
     emb = Embedder(encoder, threads=1).embed(texts)
     ref = reference / np.linalg.norm(reference, axis=1, keepdims=True)
@@ -174,6 +179,32 @@ def _quantize_int8(fp32: Path, out: Path) -> None:
     q.model.save_model_to_file(str(nbits), use_external_data_format=False)
     quantize_dynamic(str(nbits), str(out), op_types_to_quantize=["Gather"], weight_type=QuantType.QInt8)
     nbits.unlink()
+    graph, weights = externalize(onnx.load(str(out)))
+    out.write_bytes(graph)
+    (out.parent / WEIGHTS_FILE).write_bytes(weights)
+
+
+def externalize(model: Any) -> tuple[bytes, bytes]:
+    """The bundle's form of an ONNX model: the graph, whose initializers of EXTERNAL_MIN_BYTES
+    or more keep their data in the returned weights (each at a 64-byte boundary), named by the
+    format's placeholder location and fixed-width offsets (docs/bundle-format.md, "The ONNX
+    encoder"). onnx's own external-data writer cannot write that form."""
+    import onnx
+
+    weights = bytearray()
+    for t in model.graph.initializer:
+        if t.HasField("raw_data") and len(t.raw_data) >= EXTERNAL_MIN_BYTES:
+            offset = -(-len(weights) // 64) * 64
+            weights += bytes(offset - len(weights)) + t.raw_data
+            entries = (("location", WEIGHTS_LOCATION), ("offset", f"{offset:0{NUMBER_DIGITS}d}"),
+                       ("length", f"{len(t.raw_data):0{NUMBER_DIGITS}d}"))
+            t.ClearField("raw_data")
+            t.data_location = onnx.TensorProto.EXTERNAL
+            del t.external_data[:]
+            for key, value in entries:
+                entry = t.external_data.add()
+                entry.key, entry.value = key, value
+    return model.SerializeToString(), bytes(weights)
 
 
 def _graph_inputs(model: Path) -> list[str]:
@@ -182,7 +213,7 @@ def _graph_inputs(model: Path) -> list[str]:
     return [i.name for i in onnx.load(str(model), load_external_data=False).graph.input]
 
 
-def _check_probe(encoder: Encoder) -> dict[str, Any]:
+def _check_probe(encoder: EncoderSpec) -> dict[str, Any]:
     """The exporter's own embedding of CHECK_TEXT, which devices compare against at load."""
     emb = Embedder(encoder, threads=1).embed_one(CHECK_TEXT)
     return {"text": CHECK_TEXT, "embedding": [float(x) for x in emb]}
@@ -222,7 +253,8 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
     tag = "" if encoder_format == "onnx" else f"-{encoder_format}"
     final = Path(models_dir) / "encoders" / f"{name.split('/')[-1]}{tag}-{key[:12]}"
     model_file = MODEL_FILES[encoder_format]
-    complete = all((final / f).is_file() for f in ("encoder.json", model_file, "tokenizer.json"))
+    needed = ("encoder.json", model_file, "tokenizer.json") + ((WEIGHTS_FILE,) if encoder_format == "onnx" else ())
+    complete = all((final / f).is_file() for f in needed)
     if complete and not force:
         facts = _read_json(final / "encoder.json")
         if (facts.get("source_sha256") == key and facts.get("check")

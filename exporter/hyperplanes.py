@@ -71,8 +71,6 @@ def aligned_hyperplanes(seed: int, tables: int, bits: int, basis: "PublicBasis",
         >>> p.shape, off.shape, bool(np.allclose(np.abs(p[..., 0]), 1))
         ((2, 3, 3), (2, 3), True)
     """
-    from runtime.centroids import centred_means
-
     centred, mu = centred_means(sums, counts)
     k = basis.dim
     span = np.concatenate([centred, np.eye(k)[:max(0, min(public_directions, k))]], axis=0)
@@ -87,3 +85,23 @@ def aligned_hyperplanes(seed: int, tables: int, bits: int, basis: "PublicBasis",
     offsets = planes @ centre
     dim = planes.shape[1]
     return planes.reshape(tables, bits, dim).astype(np.float32), offsets.reshape(tables, bits).astype(np.float32)
+
+
+#: A noisy count below this is treated as this: keeps a class whose noise drove its count
+#: to zero or below from dividing by ~0 (its centroid is then small, not huge).
+MIN_COUNT = 1.0
+
+
+def centred_means(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class means minus the overall mean, overall mean) in the public subspace.
+
+    Example:
+        >>> c, mu = centred_means(np.array([[4.0, 0.0], [0.0, 2.0]]), np.array([2.0, 2.0]))
+        >>> c.tolist(), mu.tolist()
+        ([[1.0, -0.5], [-1.0, 0.5]], [1.0, 0.5])
+    """
+    sums = np.asarray(sums, np.float64)
+    counts = np.maximum(np.asarray(counts, np.float64), MIN_COUNT)
+    mu = sums.sum(axis=0) / max(float(counts.sum()), MIN_COUNT)
+    return sums / counts[:, None] - mu, mu
+

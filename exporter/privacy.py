@@ -12,8 +12,8 @@ else the build does with the released values (post-processing). At the end the b
 writes the bundle's ``privacy`` map from what was actually spent.
 
 Example:
-    >>> budget = PrivacyBudget(1.0, shares={"class_stats": 0.8, "votes": 0.2})
-    >>> noisy = budget.release("class_stats", np.zeros(5, np.int32), sensitivity=4, mechanism="noise on every sum")
+    >>> budget = PrivacyBudget(1.0, shares={"class_sums": 0.8, "votes": 0.2})
+    >>> noisy = budget.release("class_sums", np.zeros(5, np.int32), sensitivity=4, mechanism="noise on every sum")
     >>> noisy.shape, round(budget.remaining, 12), budget.share("votes")
     ((5,), 0.2, 0.19999999999999996)
 """
@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
-from runtime.bundle.schema import PRIVACY_RTOL, Privacy, Release, Statistic
+from runtime.bundle.schema import PRIVACY_RTOL, Key, ReleaseFacts
 
 #: Share of epsilon the class counts get; the class sums get the rest, less the vote tables'
 #: share when a bundle has them (docs/accuracy.md measures the split).
@@ -37,7 +37,6 @@ MAX_VOTES_SHARE = 0.85
 #: Largest absolute exact value the i32 noise domain takes: leaves room for the noise.
 MAX_EXACT_VALUE = (2**31 - 1) // 2
 
-COMPOSITION = "sequential: the releases' epsilons add up to the bundle's epsilon"
 TEST_HOOK = "NOT differentially private"
 
 
@@ -90,11 +89,12 @@ class NeighbourRelation:
         """How the bundle names one unit of privacy (read by people and by the runtime)."""
         k = self.max_records
         if self.unit_column is None:
-            return {Privacy.NEIGHBOUR_RELATION: "add or remove one record", Privacy.PRIVACY_UNIT: "one record",
-                    Privacy.MAX_RECORDS_PER_UNIT: 1}
-        return {Privacy.NEIGHBOUR_RELATION: f"add or remove one person (all their records, at most {k}; "
-                                            f"persons identified by the column {self.unit_column!r})",
-                Privacy.PRIVACY_UNIT: f"one person, up to {k} records", Privacy.MAX_RECORDS_PER_UNIT: k}
+            return {Key.MAX_RECORDS_PER_UNIT: 1, Key.NEIGHBOUR_RELATION: "add or remove one record",
+                    Key.PRIVACY_UNIT: "one record"}
+        return {Key.MAX_RECORDS_PER_UNIT: k,
+                Key.NEIGHBOUR_RELATION: f"add or remove one person (all their records, at most {k}; persons "
+                                        f"identified by the column {self.unit_column!r})",
+                Key.PRIVACY_UNIT: f"one person, up to {k} records"}
 
 
 def default_shares(hashing: str, votes_share: float = 0.0) -> dict[str, float]:
@@ -109,12 +109,12 @@ def default_shares(hashing: str, votes_share: float = 0.0) -> dict[str, float]:
         {'class_counts': 0.05, 'class_sums': 0.85, 'votes': 0.1}
     """
     if hashing == "random":
-        return {Statistic.VOTES: 1.0}
+        return {Key.VOTES: 1.0}
     if not 0 <= votes_share <= MAX_VOTES_SHARE:
         raise BudgetError(f"the vote tables' share must be between 0 and {MAX_VOTES_SHARE}, got {votes_share}")
-    plan = {Statistic.CLASS_COUNTS: COUNTS_SHARE, Statistic.CLASS_SUMS: round(1.0 - COUNTS_SHARE - votes_share, 12)}
+    plan = {Key.CLASS_COUNTS: COUNTS_SHARE, Key.CLASS_SUMS: round(1.0 - COUNTS_SHARE - votes_share, 12)}
     if votes_share > 0:
-        plan[Statistic.VOTES] = float(votes_share)
+        plan[Key.VOTES] = float(votes_share)
     return plan
 
 
@@ -123,38 +123,31 @@ class PrivacyBudget:
 
     ``shares`` maps each statistic to its fraction of epsilon, in release order; fractions
     must be positive and add up to 1. The last planned release gets exactly what is left, so
-    the shares add up to epsilon without float drift. ``headline`` names the release whose
-    sensitivity and scale the privacy map also states at its top level (default: the vote
-    tables', what format-1 readers check, or the last planned release without tables).
+    the shares add up to epsilon without float drift.
     ``noise_for_tests`` is the test-only hook that pins the noise: every fact the budget
     writes then says the release is not differentially private.
     """
 
     def __init__(self, epsilon: float, relation: NeighbourRelation | None = None, *,
-                 shares: Mapping[str, float] | None = None, headline: str | None = None,
+                 shares: Mapping[str, float] | None = None,
                  noise_for_tests: NoiseSource | None = None):
         self.epsilon = check_epsilon(epsilon)
         self.relation = relation or NeighbourRelation.record()
-        plan = dict(shares or {Statistic.VOTES: 1.0})
+        plan = dict(shares or {Key.VOTES: 1.0})
         if not plan or any(not (f > 0 and math.isfinite(f)) for f in plan.values()):
             raise BudgetError(f"every planned share must be a positive fraction, got {plan}")
         if abs(sum(plan.values()) - 1.0) > 1e-9:
             raise BudgetError(f"the planned shares must add up to the whole epsilon (1.0), got {sum(plan.values())}")
-        if headline is None:
-            headline = Statistic.VOTES if Statistic.VOTES in plan else list(plan)[-1]
-        if headline not in plan:
-            raise BudgetError(f"the headline release {headline!r} is not in the plan {list(plan)}")
         self.plan = plan
-        self.headline = headline
         self._source: NoiseSource = noise_for_tests if noise_for_tests is not None else OpenDPDiscreteLaplace()
         self._pinned = noise_for_tests is not None
-        self._releases: list[dict[str, Any]] = []
+        self._releases: list[ReleaseFacts] = []
         self._public: list[str] = []
         self._post_processing: list[str] = []
 
     @property
     def spent(self) -> float:
-        return float(sum(r[Release.EPSILON] for r in self._releases))
+        return float(sum(r.epsilon for r in self._releases))
 
     @property
     def remaining(self) -> float:
@@ -165,7 +158,7 @@ class PrivacyBudget:
         release, all that is left."""
         if statistic not in self.plan:
             raise BudgetError(f"no share of the budget is planned for {statistic!r} (planned: {', '.join(self.plan)})")
-        done = {r[Release.STATISTIC] for r in self._releases}
+        done = {r.statistic for r in self._releases}
         if statistic in done:
             raise BudgetError(f"{statistic!r} was already released: a second release would spend its share twice")
         if set(self.plan) - done == {statistic}:
@@ -176,17 +169,17 @@ class PrivacyBudget:
         """What the noise is: library, version and source (marked when the test hook pins it)."""
         facts = dict(self._source.facts())
         if self._pinned:
-            facts[Privacy.NOISE_SOURCE] = f"TEST HOOK ({facts.get(Privacy.NOISE_SOURCE, type(self._source).__name__)}): {TEST_HOOK}"
+            facts[Key.NOISE_SOURCE] = f"TEST HOOK ({facts.get(Key.NOISE_SOURCE, type(self._source).__name__)}): {TEST_HOOK}"
         return facts
 
     def release(self, statistic: str, values: np.ndarray, *, sensitivity: int, mechanism: str,
-                facts: Mapping[str, Any] | None = None) -> np.ndarray:
+                grid: int | None = None, clip_l1: float | None = None) -> np.ndarray:
         """Discrete Laplace noise on every one of ``values`` (exact integers), at the scale that
         makes this release ``share(statistic)``-DP; returns the noisy values, int64.
 
         ``sensitivity`` is the L1 distance one record can move ``values`` (integer grid
-        units); the budget multiplies it by the relation's K. ``facts`` are added to this
-        release's entry in the privacy map (grid, clip, ...).
+        units); the budget multiplies it by the relation's K. ``grid`` and ``clip_l1`` state
+        the class sums' grid and clip in the bundle.
         """
         if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 1:
             raise BudgetError(f"{statistic}: the sensitivity must be a positive integer, got {sensitivity!r}")
@@ -194,8 +187,8 @@ class PrivacyBudget:
         if values.dtype.kind not in "iu":
             raise BudgetError(f"{statistic}: noise is added to integers only, got {values.dtype}")
         if np.abs(values).max(initial=0) > MAX_EXACT_VALUE:
-            raise BudgetError(f"{statistic}: exact values up to {int(np.abs(values).max())} do not fit the int32 noise "
-                              f"domain (at most {MAX_EXACT_VALUE:,})")
+            raise BudgetError(f"{statistic}: an exact value does not fit the int32 noise domain (at most "
+                              f"{MAX_EXACT_VALUE:,})")
         eps = self.share(statistic)
         if not (eps > 0 and eps <= self.remaining * (1 + PRIVACY_RTOL)):
             raise BudgetError(f"{statistic}: epsilon {eps} is more than the {self.remaining} left of {self.epsilon}")
@@ -205,12 +198,8 @@ class PrivacyBudget:
         if spent > eps * (1 + PRIVACY_RTOL):
             raise BudgetError(f"{statistic}: noise of scale {scale} costs epsilon {spent}, more than its share {eps}")
         noisy = np.asarray(self._source.add_noise(values.astype(np.int32), scale), dtype=np.int64)
-        self._releases.append({
-            Release.STATISTIC: statistic, Release.EPSILON: eps, Release.MECHANISM: mechanism,
-            Release.SENSITIVITY_L1: total, Release.NOISE_SCALE: scale,
-            Release.MAX_RECORDS_PER_UNIT: self.relation.max_records,
-            Release.NOISE_SOURCE: self.noise_facts()[Privacy.NOISE_SOURCE], **(facts or {}),
-        })
+        self._releases.append(ReleaseFacts(statistic, eps, total, scale, mechanism, grid,
+                                           None if clip_l1 is None else float(clip_l1)))
         return noisy
 
     def declare_public(self, description: str) -> None:
@@ -222,32 +211,25 @@ class PrivacyBudget:
         """Name what was done to released values before they were written (free)."""
         self._post_processing.append(description)
 
-    def privacy_facts(self) -> dict[str, Any]:
-        """The bundle's ``privacy`` map, from what was actually spent; refuses while a planned
-        release is missing (the map would state an epsilon that was not spent as planned)."""
-        missing = [s for s in self.plan if s not in {r[Release.STATISTIC] for r in self._releases}]
+    @property
+    def releases(self) -> dict[str, ReleaseFacts]:
+        """What was released, by statistic, in release order; refuses while a planned release
+        is missing (the bundle would state an epsilon that was not spent as planned)."""
+        done = {r.statistic: r for r in self._releases}
+        missing = [s for s in self.plan if s not in done]
         if missing:
             raise BudgetError(f"planned releases not made: {', '.join(missing)}")
-        head = next(r for r in self._releases if r[Release.STATISTIC] == self.headline)
-        names = [r[Release.STATISTIC] for r in self._releases]
-        if len(self._releases) == 1:
-            mechanism = head[Release.MECHANISM]
-        else:
-            mechanism = (f"{len(names)} discrete Laplace releases, composed sequentially: {', then '.join(names)} "
-                         f"(see releases); sensitivity_l1 and noise_scale above are the {self.headline} release's")
-        facts = {
-            Privacy.EPSILON: self.epsilon,
-            Privacy.DELTA: 0.0,
-            Privacy.MECHANISM: mechanism,
-            Privacy.SENSITIVITY_L1: head[Release.SENSITIVITY_L1],
-            Privacy.NOISE_SCALE: head[Release.NOISE_SCALE],
+        return done
+
+    def privacy_facts(self) -> dict[str, Any]:
+        """The bundle's ``privacy`` map (each release's own facts are in `releases`)."""
+        names = list(self.releases)
+        return {
+            Key.EPSILON: self.epsilon,
+            Key.DELTA: 0.0,
             **self.relation.facts(),
             **self.noise_facts(),
-            Privacy.POST_PROCESSING: "; ".join(self._post_processing) or "none",
-            Privacy.RELEASED_STATISTICS: names,
-            Privacy.PUBLIC_INPUTS: list(self._public),
+            Key.COMPOSITION: f"sequential: {', then '.join(names)}; their epsilons add up to epsilon",
+            Key.POST_PROCESSING: "; ".join(self._post_processing) or "none",
+            Key.PUBLIC_INPUTS: list(self._public),
         }
-        if len(self._releases) > 1:  # format 2: every release with its share (a lone release is the map itself)
-            facts[Privacy.COMPOSITION] = COMPOSITION
-            facts[Privacy.RELEASES] = [dict(r) for r in self._releases]
-        return facts

@@ -47,7 +47,7 @@ from exporter.options import BuildError, BuildOptions
 from exporter.progress import Timer
 from exporter.public_basis import PublicBasis
 from exporter.votes import VoteCounter
-from runtime.bundle.schema import Encoder
+from runtime.bundle.schema import EncoderSpec
 
 INSTALL = "pip install 'dpedge[ray]'"
 DEFAULT_LINES_PER_SHARD = 2048
@@ -151,7 +151,7 @@ class _ShardActor:
 
         if isinstance(encoder, ray.ObjectRef):
             encoder = ray.get(encoder)
-        assert isinstance(encoder, Encoder)
+        assert isinstance(encoder, EncoderSpec)
         self.embedder = Embedder(encoder, threads=1)
         self.spec = spec
 
@@ -280,7 +280,7 @@ def _run_shards(ray: Any, spec: ReadSpec, shards: list[dict[str, int]], actor: t
     return stats
 
 
-def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, offsets: np.ndarray | None = None,
+def count_with_ray(spec: ReadSpec, encoder: EncoderSpec, planes: np.ndarray, *, offsets: np.ndarray | None = None,
                    fmt: str | None = None, address: str | None = None, workers: int | None = None,
                    lines_per_shard: int | None = None) -> tuple[np.ndarray, ReadStats]:
     """Exact counts (tables, 2**bits, classes) int32 and read statistics, computed on Ray.
@@ -308,7 +308,7 @@ def count_with_ray(spec: ReadSpec, encoder: Encoder, planes: np.ndarray, *, offs
     return total, stats
 
 
-def class_sums_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, clip_l1: float, *,
+def class_sums_with_ray(spec: ReadSpec, encoder: EncoderSpec, basis: PublicBasis, clip_l1: float, *,
                          fmt: str | None = None, address: str | None = None, workers: int | None = None,
                         lines_per_shard: int | None = None) -> tuple[ClassSumCounter, ReadStats]:
     """Pass 1 of an aligned build on Ray: the exact per-class sums and counts of every record,
@@ -335,7 +335,7 @@ def class_sums_with_ray(spec: ReadSpec, encoder: Encoder, basis: PublicBasis, cl
 class RayEngine(Engine):
     """`exporter.build`'s passes on Ray Data, inside one Ray session for all of them."""
 
-    def __init__(self, opts: BuildOptions, labels: LabelSet, encoder: Encoder, timer: Timer):
+    def __init__(self, opts: BuildOptions, labels: LabelSet, encoder: EncoderSpec, timer: Timer):
         super().__init__(opts.train)
         self.timer = timer
         try:

@@ -25,8 +25,7 @@ from exporter.privacy import PrivacyBudget
 from exporter.public_basis import PublicBasis, public_texts, task_basis
 from exporter.votes import VoteRelease
 from runtime import __version__
-from runtime.bundle.schema import LSH_FAMILY, Bundle, Encoder, ExporterKey, Lsh, Statistic
-from runtime.scoring import Weights
+from runtime.bundle.schema import Bundle, EncoderSpec, Key, Scoring
 
 #: Turns texts into unit embeddings, shape (n, dim), float32 (an `Embedder`'s `embed`).
 EmbedTexts = Callable[[list[str]], np.ndarray]
@@ -34,6 +33,11 @@ EmbedTexts = Callable[[list[str]], np.ndarray]
 LABELS_ARE_PUBLIC = "label list and descriptions"
 ENCODER_IS_PUBLIC = "encoder (public pretrained model)"
 STAND_IN = "BENCHMARK STAND-IN: the counts were not made by this encoder; do not classify with this bundle"
+#: The blend's constants the exporter ships (docs/accuracy.md has the measurements): the
+#: cosine at temperature 0.04, the prior at 0.05 with R = 100 records per class, the class sums
+#: pulled toward their descriptions by half the noise's norm.
+SCORING = Scoring(centroid_temperature=0.04, prior_temperature=0.05, prior_records_per_class=100.0,
+                  description_pull=0.5)
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
     """The class counts, then the rule, then the class sums: the two releases of the class
     statistics, with the subspace chosen between them from the released counts."""
     counts = release_class_counts(engine.class_counts(classes), budget)
-    k, clip = choose_subspace(budget.share(Statistic.CLASS_SUMS), counts, budget.relation.max_records, public.basis)
+    k, clip = choose_subspace(budget.share(Key.CLASS_SUMS), counts, budget.relation.max_records, public.basis)
     if basis_dim is not None:  # an operator's override, chosen without the data
         k, clip = basis_dim, public.basis.clip_for(basis_dim)
     basis = public.basis.first(k)
@@ -74,35 +78,22 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
 
 @dataclass(frozen=True)
 class Hashing:
-    """The hyperplanes (tables, bits, dim), their offsets (None: through the origin) and how
-    they were made, as the bundle's ``lsh`` map states it."""
+    """The hyperplanes (tables, bits, dim), their offsets (None: through the origin) and their seed."""
 
     planes: np.ndarray
     offsets: np.ndarray | None
     seed: int
-    distribution: str
-    bit_rule: str
-    bits_rule: str | None = None
 
     @property
     def bits(self) -> int:
         return int(self.planes.shape[1])
-
-    def lsh_map(self) -> dict[str, Any]:
-        tables, bits, dim = self.planes.shape
-        m = {Lsh.FAMILY: LSH_FAMILY, Lsh.TABLES: int(tables), Lsh.BITS: int(bits), Lsh.DIM: int(dim),
-             Lsh.SEED: self.seed, Lsh.DISTRIBUTION: self.distribution, Lsh.BIT_RULE: self.bit_rule}
-        if self.bits_rule is not None:
-            m[Lsh.BITS_RULE] = self.bits_rule
-        return m
 
 
 def random_hashing(seed: int, tables: int, bits: int, dim: int, budget: PrivacyBudget) -> Hashing:
     """The paper's hashing: seeded Gaussian hyperplanes through the origin, data-independent."""
     budget.declare_public("hyperplanes (seeded, data-independent)")
     budget.declare_public("tables and bits (chosen without the data)")
-    return Hashing(draw_hyperplanes(seed, tables, bits, dim), None, seed, "gaussian",
-                   "bit h (h = 0..bits-1) is 1 iff <x, r_h> > 0; bucket = sum_h bit_h * 2^h")
+    return Hashing(draw_hyperplanes(seed, tables, bits, dim), None, seed)
 
 
 def aligned_hashing(stats: ClassStatsRelease, seed: int, tables: int, bits: int | None, public_directions: int,
@@ -114,28 +105,26 @@ def aligned_hashing(stats: ClassStatsRelease, seed: int, tables: int, bits: int 
     budget.declare_public("hyperplanes and offsets: seeded Gaussian directions inside the span of the released noisy "
                           "class directions (post-processing of the class statistics)")
     budget.declare_public("tables (fixed) and bits (from the released noisy class counts, or given)")
-    return Hashing(planes, offsets, seed,
-                   "aligned: gaussian in the span of the noisy centred class directions plus "
-                   f"{public_directions} public directions, through the noisy mean",
-                   "bit h (h = 0..bits-1) is 1 iff <x, r_h> > offset_h; bucket = sum_h bit_h * 2^h",
-                   "given" if bits else "bits_for(sum of the noisy class counts)")
+    return Hashing(planes, offsets, seed)
 
 
-def assemble_bundle(labels: LabelSet, encoder: Encoder, budget: PrivacyBudget, hashing: Hashing | None,
+def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudget, hashing: Hashing | None,
                     votes: VoteRelease | None, *, stats: ClassStatsRelease | None = None,
                     public: PublicInputs | None = None, stand_in: bool = False) -> Bundle:
     """The bundle: the releases, the public inputs, and the privacy facts the budget writes."""
     budget.declare_public(LABELS_ARE_PUBLIC)
     budget.declare_public(ENCODER_IS_PUBLIC)
-    exporter = {ExporterKey.NAME: "dpedge", ExporterKey.VERSION: __version__,
-                ExporterKey.CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    exporter = {Key.NAME: "dpedge", Key.VERSION: __version__,
+                Key.CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if stand_in:
-        exporter[ExporterKey.EMBEDDINGS] = STAND_IN
-    format_3: dict[str, Any] = {}
+        exporter["embeddings"] = STAND_IN
+    parts: dict[str, Any] = {}
     if stats is not None and public is not None:
-        format_3 = dict(class_stats=stats.for_bundle(), prior=public.prior, scoring=Weights.measured().as_map())
-    tables = dict(lsh=None, hyperplanes=None, votes=None, offsets=None)
+        parts.update(class_counts=stats.counts, class_sums=stats.sums_grid, origin=stats.basis.origin,
+                     projection=stats.basis.projection, scoring=SCORING)
+        if labels.descriptions is not None:
+            parts["prior"] = public.prior
     if hashing is not None and votes is not None:
-        tables = dict(lsh=hashing.lsh_map(), hyperplanes=hashing.planes, votes=votes.votes, offsets=hashing.offsets)
+        parts.update(votes=votes.votes, hyperplanes=hashing.planes, offsets=hashing.offsets, seed=hashing.seed)
     return Bundle(labels=labels.names, label_descriptions=labels.descriptions, privacy=budget.privacy_facts(),
-                  encoder=encoder, exporter=exporter, **tables, **format_3)
+                  releases=budget.releases, encoder=encoder, exporter=exporter, **parts)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exporter.privacy import PrivacyBudget
-from runtime.bundle.schema import Statistic
+from runtime.bundle.schema import Key
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
@@ -76,7 +76,7 @@ def release_votes(counts: np.ndarray, budget: PrivacyBudget) -> VoteRelease:
         raise ValueError(f"counts must be (tables, buckets, classes), got shape {counts.shape}")
     if counts.min(initial=0) < 0:
         raise ValueError("counts must be non-negative")
-    noisy = budget.release(Statistic.VOTES, counts, sensitivity=int(counts.shape[0]), mechanism=MECHANISM)
+    noisy = budget.release(Key.VOTES, counts, sensitivity=int(counts.shape[0]), mechanism=MECHANISM)
     clipped = int(np.count_nonzero((noisy < INT16_MIN) | (noisy > INT16_MAX)))
     budget.declare_post_processing(POST_PROCESSING)
     return VoteRelease(votes=np.clip(noisy, INT16_MIN, INT16_MAX).astype(np.int16), clipped_cells=clipped)

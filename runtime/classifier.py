@@ -8,7 +8,6 @@ Python API share this one code path.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from runtime import bundle as bundle_format
 from runtime.bundle import Bundle
 from runtime.describe import bundle_info
 from runtime.embedder import Embedder
-from runtime.encoder import TextEncoder, choose_backend
+from runtime.encoder import TextEncoder
 from runtime.errors import InputError
 from runtime.scoring import Scorer
 from runtime.tokenizer import TextTokenizer
@@ -57,28 +56,6 @@ def check_text(text: object) -> str:
     return text
 
 
-def return_freed_memory() -> None:
-    """Hand memory freed while loading back to the system (glibc's malloc_trim; elsewhere a no-op).
-
-    Loading frees tens of MiB: the file's bytes once parsed, and the model bytes once
-    onnxruntime has its own copy. glibc keeps freed blocks that are not at the top of its heap
-    for later use, so without this the process would stay as large as at its peak.
-    """
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes
-
-            _malloc_trim = ctypes.CDLL(None).malloc_trim
-        except (OSError, AttributeError, TypeError):  # not glibc (musl, macOS, Windows)
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim: Any = None
-
-
 @dataclass(frozen=True)
 class Prediction:
     """A label and the score of every label (summed noisy votes, higher is better)."""
@@ -94,10 +71,6 @@ class Prediction:
 class Classifier:
     """A loaded bundle, ready to classify.
 
-    ``bundle`` is the bundle as read, except that with onnxruntime ``bundle.encoder.model`` is
-    b"" once the engine has its own copy of the model (22 MiB less memory); `info` still
-    reports the sizes as in the file.
-
     Example:
         >>> clf = Classifier.load("models/quickstart.dpedge")          # doctest: +SKIP
         >>> clf.predict(["wake me up at six"])[0].label                 # doctest: +SKIP
@@ -105,70 +78,34 @@ class Classifier:
     """
 
     def __init__(self, b: Bundle, *, backend: str = "auto", threads: int | None = None, workers: int = 1,
-                 path: Path | None = None, score: str = "blend", probe_weight: float = 0.0):
-        self._setup(b, path, backend=backend, threads=threads, workers=workers, score=score,
-                    probe_weight=probe_weight)
+                 path: Path | None = None, score: str = "blend"):
+        self.path = path
+        self.bundle = b
+        self.labels = b.labels
+        #: What `info` reports.
+        self._info = bundle_info(b, path)
+        self.embedder = Embedder(b.encoder, backend=backend, threads=threads, workers=workers)
+        #: Cosine between this engine's and the exporter's embedding of the check text (loading
+        #: refuses a mismatch).
+        self.check_cosine: float = self.embedder.verify()
+        try:
+            self.scorer = Scorer(b, mode=score)
+        except ValueError as exc:  # e.g. --score centroids on a bundle without class statistics
+            raise InputError(str(exc)) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
-             workers: int = 1, score: str = "blend", probe_weight: float = 0.0) -> "Classifier":
+             workers: int = 1, score: str = "blend") -> "Classifier":
         """Read, validate and prepare a bundle (raises BundleError if it is unusable).
 
         ``backend``: "auto" (the first installed engine for the bundle's encoder format) or
         a name from runtime.encoder.BACKENDS; ``threads``: the engine's threads per text
         (None: all cores); ``workers``: texts embedded at once in `predict` (results are
-        identical either way); ``score``: "blend" (the bundle's default) or one component
-        alone, "votes", "centroids" or "prior" (runtime.scoring.MODES); ``probe_weight``: also
-        read each table's buckets at Hamming distance 1 with this weight (0, the measured
-        default, reads only the query's own bucket; docs/accuracy.md).
+        identical either way); ``score``: "blend" (the bundle's scoring) or one component
+        alone, "votes", "centroids" or "prior" (runtime.scoring.MODES).
         """
-        clf = cls.__new__(cls)
-        # _setup reads the file itself instead of being handed bundle_format.load(path): a
-        # call's arguments stay referenced by the caller until the call returns, which would
-        # keep the model bytes alive through the whole load (see _setup).
-        clf._setup(None, Path(path), backend=backend, threads=threads, workers=workers, score=score,
-                   probe_weight=probe_weight)
-        return clf
-
-    def _setup(self, b: Bundle | None, path: Path | None, *, backend: str, threads: int | None, workers: int,
-               score: str, probe_weight: float) -> None:
-        """Load in the order that keeps peak memory lowest (docs/runtime-perf.md).
-
-        An engine that copies the model (onnxruntime) is made first, while the process is
-        smallest; the bundle's own copy is then released (``bundle.encoder.model`` becomes b"":
-        22 MiB) and the freed heap handed back, before the tokenizer is built. TFLite
-        interpreters read the bytes in place, so they stay, and the tokenizer comes first.
-        ``b`` None means: read the bundle from ``path`` here, so that this frame holds the only
-        reference to it.
-        """
-        if b is None:
-            b = bundle_format.load(path)
-        self.path = path
-        self.labels = b.labels
-        #: What `info` reports; taken before the model bytes may be released.
-        self._info = bundle_info(b, path)
-        # An engine that keeps reading the model bytes (TFLite) releases nothing, and with the
-        # tokenizer built first glibc's heap ends about 1 MiB smaller; one that copies them
-        # (onnxruntime) comes first, so that the tokenizer is built after the bytes are gone.
-        tokenizer_first = not choose_backend(b.encoder.format, backend).copies_model
-        tokenizer = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length) if tokenizer_first else None
-        encoder = TextEncoder(b.encoder, backend=backend, threads=threads, workers=workers)
-        if not encoder.needs_model_bytes:
-            b = dataclasses.replace(b, encoder=dataclasses.replace(b.encoder, model=b""))
-            # Only here: nothing else loading frees enough to pay for ctypes' own 0.5 MiB.
-            return_freed_memory()
-        self.bundle = b
-        if tokenizer is None:
-            tokenizer = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
-        # The runtime's Embedder, assembled from parts made in the order above.
-        self.embedder = Embedder.of(tokenizer, encoder)
-        #: Cosine between this engine's and the exporter's embedding of the check text (None:
-        #: the bundle predates format 1.1 and has none); loading refuses a mismatch.
-        self.check_cosine: float | None = self.embedder.verify()
-        try:
-            self.scorer = Scorer.from_bundle(b, mode=score, probe_weight=probe_weight)
-        except ValueError as exc:  # e.g. --score centroids on a bundle without class statistics
-            raise InputError(str(exc)) from None
+        return cls(bundle_format.load(path), backend=backend, threads=threads, workers=workers, path=Path(path),
+                   score=score)
 
     @property
     def tokenizer(self) -> TextTokenizer:

@@ -62,9 +62,6 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--score", choices=MODES, default="blend",
                     help="blend (default: votes, centroids and label-description prior, as the bundle says) "
                          "or one component alone")
-    ap.add_argument("--probe-weight", type=float, default=0.0, metavar="W",
-                    help="also read each table's buckets at Hamming distance 1 with weight W (default 0: off, "
-                         "the measured best with aligned hashing)")
     ap.add_argument("--info", action="store_true", help="show labels, privacy facts and sizes, then exit")
     ap.add_argument("--memory-budget", type=int, default=None, metavar="MIB",
                     help="end with exit status 2 if the process grows past MIB MiB (default: from the bundle's size; "
@@ -190,10 +187,10 @@ def _main(args: argparse.Namespace) -> int:
                 info["backend"] = choose_backend(b.encoder.format, args.backend).name
             except BundleError as exc:
                 info["backend"] = f"none ({exc})"
-            print(json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False) if args.json else format_info(info))
+            print(json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False) if args.json
+                  else format_info(info, privacy_summary(b)))
             return 0
-        clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score,
-                              probe_weight=args.probe_weight)
+        clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
@@ -211,7 +208,7 @@ def _main(args: argparse.Namespace) -> int:
         guard.stage("waiting for input", limit_bytes=guard.base)
     if not args.json:
         sys.stderr.write(f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
-                         f"{clf.encoder.backend}; {privacy_summary(clf.privacy)}\n")
+                         f"{clf.encoder.backend}; {privacy_summary(clf.bundle)}\n")
     try:
         if args.texts:
             failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args,

@@ -1,8 +1,9 @@
-"""Describes a bundle for people: its labels, privacy facts, hashing, encoder and sizes.
+"""Describes a bundle for people: its labels, privacy facts, releases, encoder and sizes.
 
 Shared by `python -m runtime.classify --info` and `python -m exporter inspect`, so a privacy
 officer sees the same statement of the guarantee whichever side they look from. Reading a
-bundle's facts does not start the encoder.
+bundle's facts does not start the encoder. Every text from the bundle passes
+`runtime.text.escape` on its way out.
 """
 
 from __future__ import annotations
@@ -11,56 +12,36 @@ import math
 from pathlib import Path
 from typing import Any
 
-from runtime.bundle.stream import LazyBin
-from runtime.bundle.schema import Bundle, ExporterKey, Lsh, Privacy, Release, Scoring
+from runtime.bundle.schema import Bundle, Key
+from runtime.text import escape
 
 #: Privacy facts `format_info` lists one per line, in this order.
-PRIVACY_LINES = (Privacy.EPSILON, Privacy.DELTA, Privacy.SENSITIVITY_L1, Privacy.NOISE_SCALE,
-                 Privacy.NEIGHBOUR_RELATION, Privacy.PRIVACY_UNIT, Privacy.NOISE_SOURCE, Privacy.NOISE_LIBRARY,
-                 Privacy.NOISE_LIBRARY_VERSION, Privacy.POST_PROCESSING, Privacy.RELEASED_STATISTICS,
-                 Privacy.PUBLIC_INPUTS, Privacy.COMPOSITION)
+PRIVACY_LINES = (Key.EPSILON, Key.DELTA, Key.NEIGHBOUR_RELATION, Key.PRIVACY_UNIT, Key.MAX_RECORDS_PER_UNIT,
+                 Key.NOISE_SOURCE, Key.NOISE_LIBRARY, Key.NOISE_LIBRARY_VERSION, Key.COMPOSITION,
+                 Key.POST_PROCESSING, Key.PUBLIC_INPUTS)
 
 
-def safe_text(text: str) -> str:
-    r"""Free text from a bundle as it may reach a terminal: every character that is not
-    printable (control characters such as ESC, BEL, CR and the C1 range, format characters
-    such as the bidirectional overrides, line and paragraph separators) is shown as its escape,
-    so a bundle cannot send terminal escape sequences, retitle the window or spoof lines.
-
-    Example:
-        >>> safe_text("dpedge\x1b]0;pwned\x07 \u202eok\r")
-        'dpedge\\x1b]0;pwned\\x07 \\u202eok\\r'
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def _plain(v: Any, depth: int = 0) -> Any:
-    """A JSON-ready copy of free-form metadata from the bundle (privacy, lsh, encoder facts,
-    exporter): the reader accepts any msgpack there, so bytes, timestamps, odd keys and deep
-    nesting become short text instead of crashing `--info` or `json.dumps`, and text is made
-    safe for a terminal (`safe_text`), in JSON too (JSON leaves DEL and C1 characters raw)."""
+def plain(v: Any, depth: int = 0) -> Any:
+    """A JSON-ready, escaped copy of informational values from the bundle (any msgpack)."""
     if isinstance(v, str):
-        return safe_text(v)
+        return escape(v)
     if isinstance(v, float) and not math.isfinite(v):
-        return repr(v)  # JSON has no NaN or infinity: --info --json stays JSON
+        return repr(v)  # JSON has no NaN or infinity
     if v is None or isinstance(v, (bool, int, float)):
         return v
     if depth >= 8:
         return "..."
     if isinstance(v, dict):
-        return {safe_text(k) if isinstance(k, str) else repr(k): _plain(x, depth + 1) for k, x in v.items()}
+        return {escape(str(k)): plain(x, depth + 1) for k, x in v.items()}
     if isinstance(v, list):
-        return [_plain(x, depth + 1) for x in v]
-    if isinstance(v, (bytes, LazyBin)):
+        return [plain(x, depth + 1) for x in v]
+    if isinstance(v, bytes):
         return f"<{len(v)} bytes>"
-    return safe_text(repr(v)[:100])
+    return escape(repr(v)[:100])
 
 
 def _num(v: Any) -> str:
-    """A float as people read it, to 10 significant digits (1.6, not 1.5999999999999996; 20.0,
-    not 20.000000000000004); anything else as it is.
+    """A float to 10 significant digits (1.6, not 1.5999999999999996).
 
     Example:
         >>> _num(1.5999999999999996), _num(20.000000000000004), _num(8), _num("n/a")
@@ -74,103 +55,84 @@ def _num(v: Any) -> str:
 
 def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     """A JSON-ready description of the bundle; sizes are in bytes."""
-    sizes = {"encoder": len(b.encoder.model) + len(b.encoder.tokenizer_json.encode())}
-    if b.votes is not None:
-        sizes["votes"] = b.votes.nbytes
-        sizes["hyperplanes"] = b.hyperplanes.nbytes + (0 if b.offsets is None else b.offsets.nbytes)
-    if b.class_stats is not None:
-        cs = b.class_stats
-        sizes["class_stats"] = cs.origin.nbytes + cs.projection.nbytes + cs.sums.nbytes + cs.counts.nbytes
-    if b.prior is not None:
-        sizes["prior"] = b.prior.nbytes
+    e = b.encoder
+    weights = e.weights_file.length if e.weights_file else len(e.weights)
+    sizes = {"encoder": len(e.model) + weights + len(e.tokenizer_json.encode())}
+    for name, a in (("class_statistics", (b.class_counts, b.class_sums, b.origin, b.projection)),
+                    ("vote_tables", (b.votes, b.hyperplanes, b.offsets)), ("prior", (b.prior,))):
+        if a[0] is not None:
+            sizes[name] = sum(x.nbytes for x in a if x is not None)
     if path is not None:
-        arrays = sum(sizes.values())
         sizes["file"] = path.stat().st_size
-        sizes["metadata"] = max(0, sizes["file"] - arrays)
+    releases = {name: plain({k: v for k, v in vars(r).items() if v is not None}) for name, r in b.releases.items()}
     return {
-        "bundle": None if path is None else str(path),
+        "bundle": None if path is None else escape(str(path)),
+        "format_version": ".".join(map(str, b.version)),
         "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
-        "privacy": _plain(b.privacy),
-        "lsh": None if b.lsh is None else {**_plain(b.lsh), Lsh.TABLES: b.tables, Lsh.BITS: b.bits},
-        "encoder": {
-            "format": b.encoder.format, "dim": b.encoder.dim, "max_length": b.encoder.max_length,
-            "pooling": safe_text(b.encoder.pooling), "normalized": b.encoder.normalized, **_plain(b.encoder.facts),
-        },
-        "exporter": _plain(b.exporter),
-        "scoring": _plain(b.scoring) if b.scoring else None,
-        "components": [name for name, present in (("centroids", b.class_stats is not None), ("votes", b.votes is not None),
-                                                  ("prior", b.prior is not None)) if present],
+        "privacy": plain(b.privacy),
+        "releases": releases,
+        "hashing": None if b.hyperplanes is None else {"tables": b.tables, "bits": b.bits, "seed": b.seed,
+                                                       "offsets": b.offsets is not None},
+        "subspace_dim": None if b.projection is None else int(b.projection.shape[0]),
+        "scoring": None if b.scoring is None else dict(vars(b.scoring)),
+        "encoder": {"format": e.format, "dim": e.dim, "max_length": e.max_length, "text_prefix": e.text_prefix,
+                    **plain(e.facts)},
+        "exporter": plain(b.exporter),
+        "components": [n for n, there in (("centroids", b.class_sums is not None), ("votes", b.votes is not None),
+                                          ("prior", b.prior is not None)) if there],
         "sizes_bytes": sizes,
     }
 
 
-def _releases(privacy: dict[str, Any]) -> list[dict[str, Any]]:
-    releases = privacy.get(Privacy.RELEASES)
-    return [r for r in releases if isinstance(r, dict)] if isinstance(releases, list) else []
-
-
-def privacy_summary(privacy: dict[str, Any]) -> str:
+def privacy_summary(b: Bundle) -> str:
     """One line: the guarantee in the bundle's own words (numbers to 10 significant digits)."""
-    g = lambda key, m=privacy: f"{float(m.get(key, 0)):.10g}"  # noqa: E731
-    head = (f"epsilon = {g(Privacy.EPSILON)}, delta = {g(Privacy.DELTA)} (pure DP) per "
-            f"{safe_text(str(privacy[Privacy.PRIVACY_UNIT]))}")
-    releases = _releases(privacy)
-    if releases:
-        parts = ", ".join(f"{safe_text(str(r.get(Release.STATISTIC, '?')))} eps {g(Release.EPSILON, r)} (scale {g(Release.NOISE_SCALE, r)})"
-                          for r in releases)
-        return f"{head}, spent on {parts}; discrete Laplace noise"
-    return f"{head}; discrete Laplace noise, scale {g(Privacy.NOISE_SCALE)}, on every cell"
+    parts = ", ".join(f"{name} eps {_num(r.epsilon)} (scale {_num(r.noise_scale)})" for name, r in b.releases.items())
+    return (f"epsilon = {_num(b.epsilon)}, delta = 0 (pure DP) per {escape(b.privacy[Key.PRIVACY_UNIT])}, spent on "
+            f"{parts}; discrete Laplace noise")
 
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
-def format_info(info: dict[str, Any]) -> str:
-    """Human-readable text of `bundle_info`."""
-    p, lsh, enc, sizes = info["privacy"], info["lsh"], info["encoder"], info["sizes_bytes"]
-    lines = []
-    if info["bundle"]:
-        lines.append(f"bundle      {info['bundle']}")
+def format_info(info: dict[str, Any], summary: str) -> str:
+    """Human-readable text of `bundle_info` (``summary``: `privacy_summary`)."""
+    p, enc, sizes = info["privacy"], info["encoder"], info["sizes_bytes"]
+    lines = [f"bundle      {info['bundle']}"] if info["bundle"] else []
+    lines.append(f"format      {info['format_version']}")
     lines.append(f"labels      {len(info['labels'])}")
     descriptions = info["label_descriptions"] or [""] * len(info["labels"])
     width = max(len(label) for label in info["labels"])
     for label, d in zip(info["labels"], descriptions):
         lines.append(f"  {label:<{width}}  {d}".rstrip())
     lines.append("privacy")
-    lines.append(f"  guarantee             {privacy_summary(p)}")
-    lines.append(f"  mechanism             {p[Privacy.MECHANISM]}")
+    lines.append(f"  guarantee             {summary}")
     for key in PRIVACY_LINES:
         if key in p:
-            value = ", ".join(map(str, p[key])) if isinstance(p[key], list) else _num(p[key])
+            value = "; ".join(map(str, p[key])) if isinstance(p[key], list) else _num(p[key])
             lines.append(f"  {key:<21} {value}")
-    for i, r in enumerate(_releases(p)):
-        clip = (f", clip L1 {_num(r[Release.CLIP_L1])} in a {r.get(Release.DIM, '?')}-d public subspace"
-                if Release.CLIP_L1 in r else "")
-        lines.append(f"  release {i + 1}             {r.get(Release.STATISTIC, '?')}: epsilon "
-                     f"{_num(r.get(Release.EPSILON, '?'))}, L1 sensitivity {_num(r.get(Release.SENSITIVITY_L1, '?'))}, "
-                     f"noise scale {_num(r.get(Release.NOISE_SCALE, '?'))}{clip}; {r.get(Release.MECHANISM, '?')}")
-    if info.get("scoring"):
-        sc = info["scoring"]
-        lines.append("scoring     blend: " + ", ".join(f"{k} {_num(v)}" for k, v in sc.items() if k != Scoring.RULE))
-    if lsh is None:
-        lines.append("hashing     none (no vote tables: the class statistics and the prior score)")
-    else:
-        lines.append(f"hashing     SimHash, {lsh[Lsh.TABLES]} tables x {lsh[Lsh.BITS]} bits, "
-                     f"{lsh.get(Lsh.DISTRIBUTION, '?')} hyperplanes, seed {lsh.get(Lsh.SEED, '?')}")
+    for i, (name, r) in enumerate(info["releases"].items()):
+        clip = (f", clip L1 {_num(r[Key.CLIP_L1])} on a grid of 1/{r[Key.GRID]} in a {info['subspace_dim']}-d "
+                f"public subspace" if Key.CLIP_L1 in r else "")
+        lines.append(f"  release {i + 1}             {name}: epsilon {_num(r[Key.EPSILON])}, L1 sensitivity "
+                     f"{r[Key.SENSITIVITY_L1]}, noise scale {_num(r[Key.NOISE_SCALE])}{clip}; {r[Key.MECHANISM]}")
+    if info["scoring"]:
+        lines.append("scoring     " + ", ".join(f"{k} {_num(v)}" for k, v in info["scoring"].items()))
+    h = info["hashing"]
+    lines.append("hashing     none (no vote tables)" if h is None else
+                 f"hashing     SimHash, {h['tables']} tables x {h['bits']} bits, seed {h['seed']}")
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
-                 f"{enc['dim']}-d, max {enc['max_length']} tokens")
+                 f"{enc['dim']}-d, max {enc['max_length']} tokens"
+                 + (f", text prefix {enc['text_prefix']!r}" if enc["text_prefix"] else ""))
     if "backend" in info:
         lines.append(f"  runs on               {info['backend']}")
     fid = enc.get("fidelity")
     if isinstance(fid, dict) and all(isinstance(fid.get(k), (int, float)) for k in ("mean_cosine", "min_cosine")):
         lines.append(f"  fidelity vs fp32      mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "
                      f"over {fid.get('texts', '?')} texts")
-    size_parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k != "file")
-    total = f"{_mib(sizes['file'])} total: " if "file" in sizes else ""
-    lines.append(f"size        {total}{size_parts}")
-    ex = info["exporter"]
-    lines.append(f"exporter    {ex.get(ExporterKey.NAME, '?')} {ex.get(ExporterKey.VERSION, '?')}, created "
-                 f"{ex.get(ExporterKey.CREATED, '?')}")
+    parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k != "file")
+    lines.append(f"size        {_mib(sizes['file']) + ' total: ' if 'file' in sizes else ''}{parts}")
+    ex = info["exporter"] if isinstance(info["exporter"], dict) else {}
+    lines.append(f"exporter    {ex.get(Key.NAME, '?')} {ex.get(Key.VERSION, '?')}, created {ex.get(Key.CREATED, '?')}")
     return "\n".join(lines)

@@ -16,16 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime.bundle.schema import Encoder
+from runtime.bundle.schema import EncoderSpec
 from runtime.encoder import TextEncoder
 from runtime.errors import BundleError, InputError
 from runtime.tokenizer import TextTokenizer
-
-#: Embedded at load when a bundle has no check text (format 1.0): the encoder must at least
-#: give a finite vector, or the bundle is refused before any query (an encoder answering NaN
-#: would give every text the first label).
-PROBE_TEXT = "dpedge load probe: turn on the lights at 7"
-
 
 class Embedder:
     """Unit-vector embeddings of texts, shape (n, dim), float32.
@@ -34,17 +28,9 @@ class Embedder:
     texts embedded at once); none of them changes the result.
     """
 
-    def __init__(self, encoder: Encoder, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
-        self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length)
+    def __init__(self, encoder: EncoderSpec, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
         self.encoder = TextEncoder(encoder, backend=backend, threads=threads, workers=workers)
-
-    @classmethod
-    def of(cls, tokenizer: TextTokenizer, encoder: TextEncoder) -> "Embedder":
-        """An Embedder from a tokenizer and an encoder made elsewhere (runtime.classifier makes
-        them in the order that keeps a device's peak memory lowest)."""
-        embedder = cls.__new__(cls)
-        embedder.tokenizer, embedder.encoder = tokenizer, encoder
-        return embedder
+        self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length, encoder.text_prefix)
 
     @property
     def backend(self) -> str:
@@ -62,13 +48,11 @@ class Embedder:
         """The embedding of one text, shape (dim,)."""
         return self.encoder.embed_one(self.tokenizer.encode([text])[0])
 
-    def verify(self) -> float | None:
-        """Cosine between this engine's embedding of the bundle's check text and the exporter's
-        (None: the bundle has no check, and a probe text embedded to a finite vector); raises
-        BundleError below CHECK_MIN_COSINE, or when the tokenizer or the encoder fails at load."""
-        text = PROBE_TEXT if self.encoder.check_text is None else self.encoder.check_text
+    def verify(self) -> float:
+        """Cosine between this engine's embedding of the bundle's check text and the exporter's;
+        raises BundleError below CHECK_MIN_COSINE, or when the tokenizer or the encoder fails."""
         try:
-            ids = self.tokenizer.encode([text])[0]
+            ids = self.tokenizer.encode([self.encoder.check_text])[0]
         except InputError as exc:
             raise BundleError(f"the bundle's tokenizer fails at load: {exc}") from None
         return self.encoder.verify(ids)

@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 import threading
@@ -31,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from runtime import onnx_backend, tflite_backend
-from runtime.bundle.schema import CHECK_MIN_COSINE, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, Encoder
+from runtime.bundle.schema import CHECK_MIN_COSINE, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, EncoderSpec
 from runtime.errors import BundleError, InputError
 
 
@@ -43,12 +42,7 @@ class Backend:
     format: str
     module: str
     install: str
-    make: Callable[[Encoder, int | None], Any]
-
-    @property
-    def copies_model(self) -> bool:
-        """Whether the engine copies the model, so the caller's bytes can go once it is made."""
-        return bool(getattr(getattr(self.make, "func", self.make), "copies_model", False))
+    make: Callable[[EncoderSpec, int | None], Any]
 
 
 #: Every backend, in "auto" preference order within a format.
@@ -101,29 +95,21 @@ class TextEncoder:
     worker per core with one thread each). Neither changes the result.
     """
 
-    def __init__(self, encoder: Encoder, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
+    def __init__(self, encoder: EncoderSpec, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
         chosen = choose_backend(encoder.format, backend)
         self.backend = chosen.name
         self.dim = encoder.dim
         self._spec = encoder
-        self._make: Callable[[], Any] | None = lambda: chosen.make(encoder, threads)
+        self._make: Callable[[], Any] = lambda: chosen.make(encoder, threads)
         first = self._make()
         self._shared = first if first.thread_safe else None
-        #: False when the engine has its own copy of the model and is shared by every thread,
-        #: so the caller's ``encoder.model`` bytes are never read again and can be freed
-        #: (runtime.classifier does); True while engines read them (TFLite, one per thread).
-        self.needs_model_bytes = not (first.thread_safe and chosen.copies_model)
-        if not self.needs_model_bytes:
-            # Forget them here too: no second engine is ever made from a shared one.
-            self._spec = dataclasses.replace(encoder, model=b"")
-            self._make = None
         self._local = threading.local()
         self._local.engine = first
         self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
 
     @property
-    def check_text(self) -> str | None:
-        """The bundle's public check text (None before format 1.1), for `verify`."""
+    def check_text(self) -> str:
+        """The bundle's public check text, for `verify`."""
         return self._spec.check_text
 
     def _engine(self) -> Any:
@@ -164,21 +150,15 @@ class TextEncoder:
             out[i] = emb
         return out
 
-    def verify(self, check_ids: Sequence[int]) -> float | None:
-        """Compare this engine's embedding of the bundle's check text with the exporter's.
-
-        Returns the cosine (None if the bundle has no check: ``check_ids`` is then a probe
-        text's, which must still embed to a finite vector), raises BundleError below
-        CHECK_MIN_COSINE, or if the run fails or takes longer than LOAD_RUN_SECONDS.
-        ``check_ids`` is the tokenized ``encoder.check_text``.
-        """
+    def verify(self, check_ids: Sequence[int]) -> float:
+        """Compare this engine's embedding of the bundle's check text (``check_ids``, tokenized)
+        with the exporter's: returns the cosine; raises BundleError below CHECK_MIN_COSINE, or
+        if the run fails or takes longer than LOAD_RUN_SECONDS."""
         try:
             emb = self.embed_one(check_ids, LOAD_RUN_SECONDS)
         except InputError as exc:
             raise BundleError(f"the bundle's encoder fails at load on the {self.backend} backend: "
                               f"{str(exc).removeprefix('the encoder failed on this text: ')}") from None
-        if self._spec.check_embedding is None:
-            return None
         ref = self._spec.check_embedding
         cos = float(np.dot(emb, ref) / (np.linalg.norm(emb) * np.linalg.norm(ref) + 1e-12))
         if not cos >= CHECK_MIN_COSINE:

@@ -26,8 +26,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from runtime.bundle.schema import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, Encoder
+from runtime.bundle.model_family import check_onnx
+from runtime.bundle.schema import (ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, NUMBER_DIGITS, QUERY_RUN_SECONDS,
+                                   WEIGHTS_LOCATION, EncoderSpec)
 from runtime.errors import BundleError
+from runtime.text import escape
 
 INSTALL = "pip install 'onnxruntime>=1.22'"
 
@@ -144,27 +147,71 @@ _watchdog = _Watchdog()
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:
-    """An engine's message on one short line (onnxruntime's span lines and name source files)."""
+    """An engine's message on one short line, escaped (it may quote names from the bundle)."""
     text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return escape(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def _identity(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> bytes:
+    """The model bytes to give onnxruntime, with ``so`` set up to find the initializers' data.
+
+    Left in the bundle file (`bundle.load`): the external-data entries are rewritten in place,
+    at the same length, to name the bundle file (as "././...name", relative to its folder,
+    which onnxruntime then confines them to) and its absolute offsets, so that onnxruntime
+    maps the weights instead of copying them (about 45 MiB less at peak, docs/runtime-perf.md).
+    In memory (`bundle.unpack`, or a name too long to fit): handed over under the placeholder's
+    name, which onnxruntime copies.
+    """
+    refs = check_onnx(encoder.model, encoder.weights_file.length if encoder.weights_file else len(encoder.weights))
+    if not refs:
+        return encoder.model
+    where = encoder.weights_file
+    name = os.path.basename(where.path).encode() if where else b""
+    pad = len(WEIGHTS_LOCATION) - len(name)
+    if where is not None and pad >= 3:
+        location = b"./" * (pad // 2) + name if pad % 2 == 0 else b"./" * ((pad - 3) // 2) + b".//" + name
+        model = bytearray(encoder.model)
+        for r in refs:
+            model[r.location_at:r.location_at + len(location)] = location
+            model[r.offset_at:r.offset_at + NUMBER_DIGITS] = b"%0*d" % (NUMBER_DIGITS, where.offset + r.offset)
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                    os.path.dirname(where.path))
+        return bytes(model)
+    weights = encoder.weights
+    if where is not None:  # the name does not fit: read the weights into memory after all
+        with open(where.path, "rb") as f:
+            f.seek(where.offset)
+            weights = f.read(where.length)
+        if len(weights) != where.length or _identity(where.path) != where.identity:
+            raise BundleError(f"{escape(where.path)}: the bundle file changed while it was being loaded")
+    so.add_external_initializers_from_files_in_memory([WEIGHTS_LOCATION], [np.frombuffer(weights, np.uint8)],
+                                                      [len(weights)])
+    return encoder.model
 
 
 class OnnxRuntimeBackend:
     """One onnxruntime session; `run` is thread-safe, so every worker shares it.
 
-    The session parses the model into memory of its own, so once it exists the caller's
-    model bytes are no longer needed (``copies_model``): runtime.classifier releases them.
+    The session maps or copies what it needs, so one session serves every thread.
     """
 
     thread_safe = True
-    copies_model = True
 
-    def __init__(self, encoder: Encoder, threads: int | None):
+    def __init__(self, encoder: EncoderSpec, threads: int | None):
         ort = _onnxruntime()
         so = _session_options(threads)
+        model = _with_weights(ort, so, encoder)
         key = _watchdog.start(LOAD_RUN_SECONDS, lambda: so.set_load_cancellation_flag(True))
         try:
-            self._session = ort.InferenceSession(encoder.model, so, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
             graph_inputs = {i.name for i in self._session.get_inputs()}
             outputs = {o.name for o in self._session.get_outputs()}
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
@@ -175,16 +222,19 @@ class OnnxRuntimeBackend:
                 f"(dpedge needs onnxruntime >= 1.22: {INSTALL})"
             ) from None
         _watchdog.finish(key)
+        where = encoder.weights_file
+        if where is not None and _identity(where.path) != where.identity:
+            raise BundleError(f"{escape(where.path)}: the bundle file changed while it was being loaded")
         if graph_inputs != set(encoder.inputs):
-            raise BundleError(f"encoder graph inputs {sorted(graph_inputs)} differ from the bundle's {sorted(encoder.inputs)}")
+            raise BundleError(f"encoder graph inputs {escape(str(sorted(graph_inputs)))} differ from the bundle's "
+                              f"{sorted(encoder.inputs)}")
         if encoder.output not in outputs:
-            raise BundleError(f"encoder graph has no output {encoder.output!r}")
+            raise BundleError(f"encoder graph has no output {escape(repr(encoder.output))}")
         self._inputs = tuple(encoder.inputs)
         self._output = encoder.output
         self._ort = ort
-        # onnxruntime's Python wrapper keeps the model bytes only to build the session again
-        # when its providers change (set_providers, a GPU provider failing over to CPU);
-        # this CPU-only session never does that, and the bytes are the model's whole size.
+        # onnxruntime's Python wrapper keeps the model bytes only to rebuild the session when its
+        # providers change, which this CPU-only session never does.
         if getattr(self._session, "_model_bytes", None) is not None:
             self._session._model_bytes = None
 

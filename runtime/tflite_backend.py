@@ -23,8 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime.bundle.schema import QUERY_RUN_SECONDS, Encoder
+from runtime.bundle.schema import QUERY_RUN_SECONDS, EncoderSpec
 from runtime.errors import BundleError
+from runtime.text import escape
 
 SIGNATURE = "serving_default"
 LITERT_INSTALL = "pip install ai-edge-litert"
@@ -43,14 +44,13 @@ def _interpreter_class(module: str):
 class TfliteBackend:
     """One interpreter; interpreters are not thread-safe, so each worker thread gets its own.
 
-    The interpreter reads the model's flatbuffer in place, from the caller's bytes, and every
-    worker thread builds its own interpreter from them: they must stay alive (``copies_model``).
+    The interpreter reads the model's flatbuffer in place, from the bundle's bytes, and every
+    worker thread builds its own interpreter from them.
     """
 
     thread_safe = False
-    copies_model = False
 
-    def __init__(self, encoder: Encoder, threads: int | None, *, module: str, name: str):
+    def __init__(self, encoder: EncoderSpec, threads: int | None, *, module: str, name: str):
         Interpreter = _interpreter_class(module)
         fix = "" if module == "ai_edge_litert" else f"; {USE_LITERT}"
         try:
@@ -62,13 +62,14 @@ class TfliteBackend:
             ins = set(self._runner.get_input_details())
             outs = set(self._runner.get_output_details())
         except Exception as exc:  # ValueError/RuntimeError with kernel details; UnicodeDecodeError on names
-            detail = " ".join(str(exc).split())[:300]  # the interpreters' messages span several lines
+            detail = escape(" ".join(str(exc).split())[:300])  # several lines; may quote the model's names
             raise BundleError(f"the {name} interpreter cannot run this bundle's TFLite encoder: {detail}{fix}") from None
         self._interp = interp  # the runner borrows the interpreter; keep it alive
         if ins != set(encoder.inputs):
-            raise BundleError(f"TFLite encoder inputs {sorted(ins)} differ from the bundle's {sorted(encoder.inputs)}")
+            raise BundleError(f"TFLite encoder inputs {escape(str(sorted(ins)))} differ from the bundle's "
+                              f"{sorted(encoder.inputs)}")
         if encoder.output not in outs:
-            raise BundleError(f"TFLite encoder has no output {encoder.output!r}")
+            raise BundleError(f"TFLite encoder has no output {escape(repr(encoder.output))}")
         self._output = encoder.output
 
     def embed_one(self, token_ids: Sequence[int], seconds: float = QUERY_RUN_SECONDS) -> np.ndarray:
@@ -77,4 +78,4 @@ class TfliteBackend:
         try:
             return self._runner(input_ids=ids)[self._output]
         except Exception as exc:  # noqa: BLE001 - the interpreter's RuntimeError/ValueError
-            raise RuntimeError(" ".join(str(exc).split())[:300]) from None
+            raise RuntimeError(escape(" ".join(str(exc).split())[:300])) from None

@@ -24,7 +24,7 @@ class TextTokenizer:
         [[101, 5256, 2033, 2012, 1021, 102]]
     """
 
-    def __init__(self, tokenizer_json: str, max_length: int):
+    def __init__(self, tokenizer_json: str, max_length: int, text_prefix: str = ""):
         try:
             tok = Tokenizer.from_str(tokenizer_json)
             tok.no_padding()
@@ -35,6 +35,8 @@ class TextTokenizer:
             raise BundleError(f"the bundle's tokenizer cannot be loaded: {' '.join(str(exc).split())[:300]}") from None
         self._tok = tok
         self.max_length = max_length
+        #: Prepended to every text (the bundle's encoder.text_prefix: e5's "query: ", often "").
+        self.text_prefix = text_prefix
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids (with [CLS]/[SEP]) for each text, no padding.
@@ -43,7 +45,8 @@ class TextTokenizer:
         BaseException, which `except Exception` would let through and end a stream).
         """
         try:
-            return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=True)]
+            texts = [self.text_prefix + t for t in texts] if self.text_prefix else list(texts)
+            return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=True)]
         except BaseException as exc:
             if not (isinstance(exc, Exception) or is_panic(exc)):
                 raise

@@ -1,14 +1,15 @@
 """The model family: what an encoder's ONNX or TFLite bytes may contain, checked before an engine loads them.
 
 An inference engine runs whatever graph it is given: an ONNX ``Loop`` of 1e12 iterations or a
-TFLite ``WHILE`` hangs the load, an initializer with external data makes onnxruntime read a
-file beside the working directory into the weights, custom operators run code the bundle
-names. The exporter writes one family of encoders (exporter/encoder_export.py and
+TFLite ``WHILE`` hangs the load, an initializer with external data could make onnxruntime read
+any file it names, custom operators run code the bundle names. The exporter writes one family of encoders (exporter/encoder_export.py and
 tflite_export.py), so a reader accepts that family only:
 
 - ONNX: operators of `schema.ONNX_OPS` only (the exporter's int8 all-MiniLM-L6-v2 uses exactly
   these), no subgraphs (no attribute holds a graph), no model-local functions or training
-  info, no sparse initializers, and no tensor anywhere with external data;
+  info, no sparse initializers, and external data only in initializers and only in the
+  bundle's form (a placeholder location and fixed-width ranges inside ``encoder.weights``), so
+  no engine is ever pointed at a file but the bundle;
 - TFLite: one subgraph, builtin operators of `schema.TFLITE_OPS` only (no custom operators),
   no buffer stored outside the flatbuffer, tensor and signature names in UTF-8.
 
@@ -21,7 +22,7 @@ one `BundleError`; anything the parsers accept that an engine then cannot load i
 refused by the engine (runtime/onnx_backend.py, runtime/tflite_backend.py).
 
 Example:
-    >>> check_onnx(b"\\x08")
+    >>> check_onnx(b"\\x08", 0)
     Traceback (most recent call last):
     ...
     runtime.errors.BundleError: field 'encoder.model' is not a valid ONNX model: varint cut short at byte 1
@@ -32,11 +33,25 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from runtime.bundle.schema import (MAX_ONNX_NODES, MAX_TFLITE_OPERATORS, ONNX_DOMAINS, ONNX_OPS, TFLITE_OPS,
-                                   EncoderKey, Payload, path)
+from dataclasses import dataclass
+
+from runtime.bundle.schema import (MAX_ONNX_NODES, MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, ONNX_OPS,
+                                   TFLITE_OPS, WEIGHTS_LOCATION)
 from runtime.errors import BundleError
 
-FIELD = path(Payload.ENCODER, EncoderKey.MODEL)
+FIELD = "encoder.model"
+
+
+@dataclass(frozen=True)
+class ExternalRef:
+    """Where an initializer's data is: ``offset`` and ``length`` within encoder.weights, and
+    the byte positions of its location and offset strings inside the model (an engine that maps
+    the bundle file rewrites them in place, at the same length: runtime.onnx_backend)."""
+
+    location_at: int
+    offset_at: int
+    offset: int
+    length: int
 
 
 class _Bad(Exception):
@@ -57,7 +72,7 @@ _OPSET_DOMAIN = 1
 _GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE = 1, 5, 15
 _NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 4, 5, 7
 _ATTR_T, _ATTR_G, _ATTR_TENSORS, _ATTR_GRAPHS, _ATTR_SPARSE, _ATTR_SPARSES = 5, 6, 10, 11, 22, 23
-_TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 13, 14
+_TENSOR_RAW_DATA, _TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 9, 13, 14
 _EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
 
 
@@ -122,13 +137,52 @@ def _string(buf: memoryview, start: int, end: int, field: int) -> str:
         raise _Bad(f"field {field} is not UTF-8") from None
 
 
-def _onnx_tensor(buf: memoryview, start: int, end: int, what: str) -> None:
-    for f, wire, a, _ in _fields(buf, start, end):
-        if f == _TENSOR_EXTERNAL_DATA or (f == _TENSOR_DATA_LOCATION and wire == 0 and a == _EXTERNAL):
-            raise _Refused(f"{what} keeps its data in an external file, which an engine would read from disk")
+def _entry(buf: memoryview, start: int, end: int) -> tuple[str, str, int]:
+    """A StringStringEntryProto: its key, its value and where the value's bytes start (each once)."""
+    found: dict[int, tuple[int, int]] = {}
+    for f, wire, a, b in _fields(buf, start, end):
+        if f in (1, 2):
+            if wire != 2 or f in found:
+                raise _Bad("an external-data entry repeats its key or value, or is not a string")
+            found[f] = (a, b)
+    if len(found) != 2:
+        raise _Bad("an external-data entry lacks its key or value")
+    try:
+        key, value = (bytes(buf[a:b]).decode("utf-8") for a, b in (found[1], found[2]))
+    except UnicodeDecodeError:
+        raise _Bad("an external-data entry is not UTF-8") from None
+    return key, value, found[2][0]
 
 
-def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int]) -> None:
+def _onnx_tensor(buf: memoryview, start: int, end: int, what: str, refs: list[ExternalRef] | None) -> None:
+    """An inline tensor; or, where ``refs`` is given (graph initializers), one whose data is in
+    ``encoder.weights`` in exactly the bundle's form (docs/bundle-format.md, "The ONNX encoder"):
+    data_location EXTERNAL and the entries location, offset, length, in that order."""
+    entries, external, raw = [], False, False
+    for f, wire, a, b in _fields(buf, start, end):
+        if f == _TENSOR_EXTERNAL_DATA:
+            entries.append(_entry(buf, a, b))
+        elif f == _TENSOR_DATA_LOCATION and wire == 0 and a == _EXTERNAL:
+            external = True
+        raw = raw or f == _TENSOR_RAW_DATA
+    if not entries and not external:
+        return
+    if refs is None:
+        raise _Refused(f"{what} keeps its data outside the graph, which only initializers may")
+    keys = [e[0] for e in entries]
+    if not external or raw or keys != ["location", "offset", "length"]:
+        raise _Refused(f"{what} has external data {keys[:4]} (data_location {'EXTERNAL' if external else 'DEFAULT'}); "
+                       f"the family's are exactly location, offset, length")
+    (_, location, location_at), (_, offset, offset_at), (_, length, _) = entries
+    if location != WEIGHTS_LOCATION or not all(len(x) == NUMBER_DIGITS and x.isdigit() and x.isascii()
+                                               for x in (offset, length)):
+        raise _Refused(f"{what} names external data {location[:40]!r} at {offset[:24]!r}, {length[:24]!r}: the "
+                       f"family's location is the weights placeholder and its offset and length "
+                       f"{NUMBER_DIGITS}-digit numbers")
+    refs.append(ExternalRef(location_at, offset_at, int(offset), int(length)))
+
+
+def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int], refs: list[ExternalRef]) -> None:
     for f, wire, a, b in _fields(buf, start, end):
         if f in (_GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE):
             counts[0] += 1
@@ -139,7 +193,7 @@ def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int]) -> Non
         if f == _GRAPH_SPARSE:
             raise _Refused("the graph has a sparse initializer (the encoder family has none)")
         if f == _GRAPH_INITIALIZER:
-            _onnx_tensor(buf, a, b, "an initializer")
+            _onnx_tensor(buf, a, b, "an initializer", refs)
         elif f == _GRAPH_NODE:
             _onnx_node(buf, a, b)
 
@@ -156,12 +210,14 @@ def _onnx_node(buf: memoryview, start: int, end: int) -> None:
             if f in (_ATTR_SPARSE, _ATTR_SPARSES):
                 raise _Refused(f"operator {op!r} has a sparse tensor attribute")
             if f in (_ATTR_T, _ATTR_TENSORS):
-                _onnx_tensor(buf, x, y, f"an attribute tensor of operator {op!r}")
+                _onnx_tensor(buf, x, y, f"an attribute tensor of operator {op!r}", None)
 
 
-def check_onnx(model: bytes) -> None:
-    """Refuse ONNX bytes outside the encoder family (see the module doc)."""
+def check_onnx(model: bytes, weights_bytes: int) -> list[ExternalRef]:
+    """Refuse ONNX bytes outside the encoder family (see the module doc); returns where the
+    initializers' external data is, each range inside the ``weights_bytes`` of encoder.weights."""
     buf = memoryview(model)
+    refs: list[ExternalRef] = []
     try:
         graphs = 0
         counts = [0]
@@ -180,13 +236,18 @@ def check_onnx(model: bytes) -> None:
                 if wire != 2:
                     raise _Bad(f"graph has wire type {wire}")
                 graphs += 1
-                _onnx_graph(buf, a, b, counts)
-        if not graphs:
-            raise _Bad("it has no graph")
+                _onnx_graph(buf, a, b, counts, refs)
+        if graphs != 1:
+            raise _Bad(f"it has {graphs} graphs, not one")
+        for r in refs:
+            if r.offset + r.length > weights_bytes:
+                raise _Refused(f"an initializer's external data ends at byte {r.offset + r.length}, past the "
+                               f"{weights_bytes} bytes of encoder.weights")
     except _Bad as exc:
         raise BundleError(f"field '{FIELD}' is not a valid ONNX model: {exc}") from None
     except _Refused as exc:
         raise BundleError(f"field '{FIELD}' is outside the ONNX encoder family: {exc}") from None
+    return refs
 
 
 # --------------------------------------------------------------------------- TFLite (flatbuffer)
@@ -319,6 +380,9 @@ def check_tflite(model: bytes) -> None:
         raise BundleError(f"field '{FIELD}' is outside the TFLite encoder family: {exc}") from None
 
 
-def check_model(encoder_format: str, model: bytes) -> None:
+def check_model(encoder_format: str, model: bytes, weights_bytes: int = 0) -> None:
     """The family check for a bundle's encoder format ("onnx" or "tflite")."""
-    (check_onnx if encoder_format == "onnx" else check_tflite)(model)
+    if encoder_format == "onnx":
+        check_onnx(model, weights_bytes)
+    else:
+        check_tflite(model)

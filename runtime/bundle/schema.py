@@ -1,21 +1,20 @@
-"""The bundle schema: every field name, type, version and bound of the format, named once.
+"""The bundle format 1.0, defined once, as data: every key, type, dtype, shape, bound and relation.
 
-The reader, the writer, `describe`, the exporter, the golden vectors of the Java core and
-the bundle fuzzer all take names and limits from here, so a field cannot be spelt two ways
-and a bound cannot drift between the code that enforces it and the message that states it.
-docs/bundle-format.md is the normative description of the same contract.
-
-Names are grouped by the map they live in (`Payload`, `Privacy`, `Lsh`, ...); a dotted path
-such as ``privacy.epsilon`` is ``f"{Payload.PRIVACY}.{Privacy.EPSILON}"``.
+`FIELDS` is the format: one `Field` per key path, in the order a writer writes them and the
+specification lists them. The reader (runtime.bundle.reader) interprets the table instead of
+checking each field by hand, docs/bundle-format.md's field tables are generated from it
+(docs/format_tables.py; a test fails when they differ), and the malformed bundles the Java
+core must refuse are derived from it (android_demo/golden.py). `RELATIONS` names the checks
+that involve several fields; each reader implements those few by hand, and the spec lists
+them from here.
 
 Example:
-    >>> Payload.PRIVACY, Privacy.EPSILON, path(Payload.PRIVACY, Privacy.EPSILON)
-    ('privacy', 'epsilon', 'privacy.epsilon')
+    >>> FIELDS_BY_PATH["privacy.epsilon"].kind, FIELDS_BY_PATH["releases.votes.values"].shape
+    ('float', ('T', '2^H', 'C'))
 """
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -23,287 +22,264 @@ from typing import Any
 
 import numpy as np
 
-FORMAT_NAME = "dpedge-bundle"
-#: What a bundle with class statistics is written as (3.0: vote tables optional, the
-#: public-frame cosine rule and the linear prior weight; 4.0: the description pull).
-FORMAT_VERSION = (4, 0)
-#: What a bundle with vote tables only is written as (``--hashing random``).
-FORMAT_VERSION_PLAIN = (1, 2)
-#: Majors this reader understands; a newer major is refused, a newer minor only adds fields.
-SUPPORTED_MAJORS = (1, 2, 3, 4)
-#: From this major on, ``lsh`` and ``votes`` are optional (a bundle may release class
-#: statistics alone).
-VOTES_OPTIONAL_FROM = 3
-CHECKSUM_ALGORITHM = "sha256"
+FORMAT_NAME = "dpedge"
+#: What this reader reads and what the writer writes: major 1 for ever; a minor adds optional fields.
+FORMAT_VERSION = (1, 0)
+#: The magic of the pre-release formats (0.x to 4.0): recognised only to refuse them in one line.
+PRE_RELEASE_NAME = "dpedge-bundle"
 
 
-#: A release's ``grid`` is read only when it is an integer from 1 to this (see `stated_grid`).
-MAX_GRID = 2**31
+class Key:
+    """Every key of the format, named once (a key used in several maps is one constant)."""
 
-
-def stated_grid(value: Any) -> int | None:
-    """A release's ``grid`` when it is one a reader may compute with (an integer from 1 to
-    MAX_GRID), else None: the sums' sensitivity check and the scorer's noise units read it
-    alike, so a bundle cannot mean one grid to one and another to the other.
-
-    Example:
-        >>> stated_grid(100), stated_grid(0), stated_grid(100.0), stated_grid(True)
-        (100, None, None, None)
-    """
-    return value if type(value) is int and 1 <= value <= MAX_GRID else None
-
-
-def path(*keys: str) -> str:
-    """The dotted path of a field, as error messages name it.
-
-    Example:
-        >>> path(Payload.LSH, Lsh.OFFSETS)
-        'lsh.offsets'
-    """
-    return ".".join(k for k in keys if k)
-
-
-class Outer:
-    """The file's outer map: the magic, the version, the checksum and the payload bytes."""
-
-    FORMAT = "format"
-    VERSION = "version"
-    CHECKSUM = "checksum"
-    PAYLOAD = "payload"
-    #: Inside ``checksum``.
-    ALGORITHM = "algorithm"
-    DIGEST = "digest"
-
-
-class Payload:
-    """Keys of the payload map."""
-
-    LABELS = "labels"
-    LABEL_DESCRIPTIONS = "label_descriptions"
-    PRIVACY = "privacy"
-    LSH = "lsh"
-    VOTES = "votes"
-    ENCODER = "encoder"
-    EXPORTER = "exporter"
-    # format 2
-    CLASS_STATS = "class_stats"
-    PRIOR = "prior"
-    SCORING = "scoring"
-
-
-class Array:
-    """Keys of an array record: explicit little-endian dtype, shape, C-order bytes."""
-
-    DTYPE = "dtype"
-    SHAPE = "shape"
-    DATA = "data"
-
-
-class Privacy:
-    """Keys of ``privacy``: the bundle's own statement of its guarantee."""
-
-    EPSILON = "epsilon"
-    DELTA = "delta"
-    MECHANISM = "mechanism"
-    SENSITIVITY_L1 = "sensitivity_l1"
-    NOISE_SCALE = "noise_scale"
-    NEIGHBOUR_RELATION = "neighbour_relation"
-    PRIVACY_UNIT = "privacy_unit"
-    MAX_RECORDS_PER_UNIT = "max_records_per_unit"
-    NOISE_SOURCE = "noise_source"
-    NOISE_LIBRARY = "noise_library"
-    NOISE_LIBRARY_VERSION = "noise_library_version"
-    POST_PROCESSING = "post_processing"
-    RELEASED_STATISTICS = "released_statistics"
-    PUBLIC_INPUTS = "public_inputs"
-    COMPOSITION = "composition"
-    RELEASES = "releases"
-
-
-class Release:
-    """Keys of one entry of ``privacy.releases``: a released statistic and its share."""
-
-    STATISTIC = "statistic"
-    EPSILON = "epsilon"
-    MECHANISM = "mechanism"
-    SENSITIVITY_L1 = "sensitivity_l1"
-    NOISE_SCALE = "noise_scale"
-    MAX_RECORDS_PER_UNIT = "max_records_per_unit"
-    NOISE_SOURCE = "noise_source"
-    # class statistics only
-    GRID = "grid"
-    COUNT_GRID = "count_grid"
-    CLIP_L1 = "clip_l1"
-    DIM = "dim"
-    NOTE = "note"
-
-
-class Statistic:
-    """Values of ``privacy.releases[i].statistic``: the statistics a bundle can release."""
-
-    VOTES = "votes"
-    #: Format 2: class sums and counts in one release.
-    CLASS_STATS = "class_stats"
-    #: Format 3: the class counts, then the class sums in a subspace the counts chose.
-    CLASS_COUNTS = "class_counts"
-    CLASS_SUMS = "class_sums"
-
-
-class Lsh:
-    """Keys of ``lsh``: the SimHash parameters and hyperplanes."""
-
-    FAMILY = "family"
-    TABLES = "tables"
-    BITS = "bits"
-    DIM = "dim"
-    SEED = "seed"
-    DISTRIBUTION = "distribution"
-    BIT_RULE = "bit_rule"
-    BITS_RULE = "bits_rule"
-    HYPERPLANES = "hyperplanes"
-    OFFSETS = "offsets"
-
-
-LSH_FAMILY = "simhash"
-
-
-class EncoderKey:
-    """Keys of ``encoder``: the sentence encoder and what a reader needs to run it."""
-
-    FORMAT = "format"
-    MODEL = "model"
-    TOKENIZER_JSON = "tokenizer_json"
-    MAX_LENGTH = "max_length"
-    DIM = "dim"
-    POOLING = "pooling"
-    NORMALIZED = "normalized"
-    INPUTS = "inputs"
-    OUTPUT = "output"
-    FACTS = "facts"
-    CHECK = "check"
-    #: Inside ``check``.
-    CHECK_TEXT = "text"
-    CHECK_EMBEDDING = "embedding"
-
-
-class ClassStatsKey:
-    """Keys of ``class_stats``: the released class statistics and their public subspace."""
-
-    ORIGIN = "origin"
-    PROJECTION = "projection"
-    SUMS = "sums"
-    COUNTS = "counts"
-
-
-class PriorKey:
-    """Keys of ``prior``: the label descriptions' embeddings."""
-
+    FORMAT, VERSION, REQUIRES = "format", "version", "requires"
+    LABELS, LABEL_DESCRIPTIONS = "labels", "label_descriptions"
+    PRIVACY, RELEASES, SUBSPACE, HASHING, PRIOR, SCORING = "privacy", "releases", "subspace", "hashing", "prior", "scoring"
+    ENCODER, EXPORTER, SHA256 = "encoder", "exporter", "sha256"
+    # privacy
+    EPSILON, DELTA, MAX_RECORDS_PER_UNIT = "epsilon", "delta", "max_records_per_unit"
+    NEIGHBOUR_RELATION, PRIVACY_UNIT, NOISE_SOURCE = "neighbour_relation", "privacy_unit", "noise_source"
+    NOISE_LIBRARY, NOISE_LIBRARY_VERSION = "noise_library", "noise_library_version"
+    COMPOSITION, POST_PROCESSING, PUBLIC_INPUTS = "composition", "post_processing", "public_inputs"
+    # releases: one map per released statistic, named by the statistic
+    CLASS_COUNTS, CLASS_SUMS, VOTES = "class_counts", "class_sums", "votes"
+    MECHANISM, SENSITIVITY_L1, NOISE_SCALE, GRID, CLIP_L1, VALUES = (
+        "mechanism", "sensitivity_l1", "noise_scale", "grid", "clip_l1", "values")
+    # an array record
+    DTYPE, SHAPE, DATA = "dtype", "shape", "data"
+    # subspace, hashing, prior, scoring
+    ORIGIN, PROJECTION = "origin", "projection"
+    HYPERPLANES, OFFSETS, SEED = "hyperplanes", "offsets", "seed"
     EMBEDDINGS = "embeddings"
-    SOURCE = "source"
+    CENTROID_TEMPERATURE, PRIOR_TEMPERATURE = "centroid_temperature", "prior_temperature"
+    PRIOR_RECORDS_PER_CLASS, DESCRIPTION_PULL = "prior_records_per_class", "description_pull"
+    # encoder
+    MODEL, WEIGHTS, TOKENIZER_JSON, MAX_LENGTH, DIM = "model", "weights", "tokenizer_json", "max_length", "dim"
+    TEXT_PREFIX, INPUTS, OUTPUT, CHECK_TEXT, CHECK_EMBEDDING, FACTS = (
+        "text_prefix", "inputs", "output", "check_text", "check_embedding", "facts")
+    # exporter
+    NAME, CREATED = "name", "created"
 
 
-class Scoring:
-    """Keys of ``scoring``: the blend's weights, temperatures and rules."""
-
-    VOTES = "votes"
-    CENTROIDS = "centroids"
-    PRIOR = "prior"
-    CENTROID_TEMPERATURE = "centroid_temperature"
-    PRIOR_TEMPERATURE = "prior_temperature"
-    CENTROID_RULE = "centroid_rule"
-    CENTROID_CLIP_L1 = "centroid_clip_l1"
-    PRIOR_RECORDS_PER_CLASS = "prior_records_per_class"
-    PRIOR_BOOST_RULE = "prior_boost_rule"
-    #: 4.0: how far the "cosine_public" rule pulls each noisy class sum toward its label
-    #: description, in root-mean-square norms of the sums' noise (absent: 0, no pull).
-    DESCRIPTION_PULL = "description_pull"
-    RULE = "rule"
-
-
-class ExporterKey:
-    """Keys of ``exporter``: who wrote the bundle and when."""
-
-    NAME = "name"
-    VERSION = "version"
-    CREATED = "created"
-    #: Only in benchmark stand-in bundles: says their votes were not made by their encoder.
-    EMBEDDINGS = "embeddings"
-
-
-# --------------------------------------------------------------------------- types and bounds
-
-VOTES_DTYPE = np.dtype("<i2")
-FLOAT_DTYPE = np.dtype("<f4")
-#: The float arrays (hyperplanes, offsets, class statistics, prior, check embedding) are all <f4.
-HYPERPLANES_DTYPE = FLOAT_DTYPE
+#: The statistics a bundle can release, in release order.
+STATISTICS = (Key.CLASS_COUNTS, Key.CLASS_SUMS, Key.VOTES)
 ENCODER_FORMATS = ("onnx", "tflite")
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
-#: Largest file a reader reads; bundles are tens of MB, so anything near this is not one.
-MAX_BUNDLE_BYTES = 2 * 1024**3
-#: Bits per table and tables the format admits (the exporter itself allows 20 and 128).
-MAX_BITS = 24
+# --------------------------------------------------------------------------- the container
+#: The file ends with the digest entry: the key "sha256" (a 7-byte fixstr), a bin8 header of
+#: length 32, the digest. The digest is SHA-256 of every byte before these 41.
+DIGEST_TAIL = b"\xa6sha256\xc4\x20"
+DIGEST_BYTES = 32
+TAIL_BYTES = len(DIGEST_TAIL) + DIGEST_BYTES
+#: Largest file (a Java array holds 2^31 - 9 bytes); containers nest at most MAX_DEPTH deep and
+#: hold at most size / BYTES_PER_VALUE + VALUE_ALLOWANCE entries in all (a container counts its
+#: length plus one), so a file cannot cost many times its size in memory; no container has
+#: more than MAX_CONTAINER entries.
+MAX_BUNDLE_BYTES = 2**31 - 9
+MAX_DEPTH = 32
+BYTES_PER_VALUE = 64
+VALUE_ALLOWANCE = 4096
+MAX_CONTAINER = 100_000
+#: An ONNX encoder's initializers may keep their data in ``encoder.weights``: external data
+#: whose location is this placeholder (256 bytes) and whose offset and length (within
+#: encoder.weights) are NUMBER_DIGITS-digit decimals. The fixed widths let a reader that maps the
+#: bundle file rewrite them in place for its engine.
+WEIGHTS_LOCATION = "dpedge-weights" + "." * 242
+NUMBER_DIGITS = 20
+
+# --------------------------------------------------------------------------- bounds
+MAX_CLASSES = 4096
+MAX_DIM = 4096
 MAX_TABLES = 1024
-MAX_LENGTH_RANGE = (2, 8192)
-#: A backend whose embedding of the check text is less similar than this to the exporter's
-#: is computing something else (docs/encoder.md: other CPUs and engine versions stay above 0.998).
+MAX_BITS = 24
+MAX_LABEL_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2000
+#: Longest free-text string (mechanism, neighbour relation, public inputs...).
+MAX_TEXT_CHARS = 10_000
+MAX_CHECK_TEXT_CHARS = 1000
+MAX_NAME_CHARS = 128
+MAX_PREFIX_CHARS = 64
+#: all-MiniLM-L6-v2's tokenizer.json has 466,247 characters; a 250,000-entry vocabulary fits.
+MAX_TOKENIZER_JSON_CHARS = 16_000_000
+MAX_SENSITIVITY = 2**31 - 1
+MAX_RECORDS_PER_UNIT = 1_000_000
+#: Every epsilon (the bundle's and each release's) is in [EPSILON_MIN, EPSILON_MAX]: with the
+#: other bounds, every quantity the scorer derives stays finite (see `RELATIONS`, "finite").
+EPSILON_MIN, EPSILON_MAX = 1e-6, 1e6
+TEMPERATURE_MIN, TEMPERATURE_MAX = 1e-3, 1e3
+#: The prior's boost R C K / (epsilon N) is capped here.
+BOOST_MAX = 1e6
+#: Relative tolerance of the privacy relations (the writer derives shares and scales by float
+#: arithmetic).
+PRIVACY_RTOL = 1e-9
+#: A backend whose embedding of the check text is less similar than this to the exporter's is
+#: computing something else (docs/encoder.md: other CPUs and engine versions stay above 0.998).
 CHECK_MIN_COSINE = 0.98
 
-#: How the centroid component turns a query into logits: "cosine" (format 2.0), "gaussian"
-#: (2.1), "cosine_public" (3.0: cosine to the class sums in the public-centred frame).
-CENTROID_RULES = ("cosine", "gaussian", "cosine_public")
-#: How the prior's weight follows the release: "max" (2.x: max(1, 1/epsilon, R C / (epsilon
-#: N))) or "linear" (3.0: R C K / (epsilon N), fading as the release holds more signal).
-PRIOR_BOOST_RULES = ("max", "linear")
-#: The ``scoring`` names that hold numbers.
-SCORING_NUMBERS = (Scoring.VOTES, Scoring.CENTROIDS, Scoring.PRIOR, Scoring.CENTROID_TEMPERATURE,
-                   Scoring.PRIOR_TEMPERATURE, Scoring.CENTROID_CLIP_L1, Scoring.PRIOR_RECORDS_PER_CLASS,
-                   Scoring.DESCRIPTION_PULL)
-SCORING_TEMPERATURES = (Scoring.CENTROID_TEMPERATURE, Scoring.PRIOR_TEMPERATURE)
-#: Bounds on those numbers: far outside anything measured, and inside them the blend cannot
-#: overflow (weights and the prior's boost at most SCORING_MAX, temperatures at least
-#: TEMPERATURE_MIN).
-SCORING_MAX = 1e6
-TEMPERATURE_MIN = 1e-6
-# --------------------------------------------------------------------------- hostile contents
-# A bundle travels (downloads, tickets, copies to a device), so what it hands to native code
-# (tokenizers, onnxruntime, LiteRT) is bounded and of a declared family, checked before any
-# engine sees it (docs/bundle-format.md section 10; runtime/bundle/tokenizer_family.py and
-# runtime/bundle/model_family.py enforce these).
 
-#: Longest msgpack string anywhere in a bundle, in bytes (the longest field, the tokenizer's
-#: JSON, is at most MAX_TOKENIZER_JSON_CHARS characters of at most 4 bytes each).
-MAX_STRING_BYTES = 16 * 1024**2
-#: Longest ``encoder.check.text``: the exporter's is 83 characters. Each byte of it is run
-#: through the tokenizer and the encoder at load, before any query.
-MAX_CHECK_TEXT_CHARS = 1000
-#: Longest ``encoder.tokenizer_json`` (all-MiniLM-L6-v2's is 466,247 characters; a 120,000-token
-#: multilingual BERT vocabulary fits in about 2.5 million).
-MAX_TOKENIZER_JSON_CHARS = 4_000_000
-#: Most vocabulary entries, longest token (vocabulary and added tokens), most added tokens.
+@dataclass(frozen=True)
+class Field:
+    """One key of the format.
+
+    ``kind``: "map", "str", "int", "float", "bool", "bin", "version", "strings" (an array of
+    strings), "ndarray" (an array record: ``{"dtype", "shape", "data"}``) or "any" (free
+    informational msgpack). ``need``: "required", "optional", or ``"iff X"`` (present exactly
+    when the condition X of `CONDITIONS` holds). ``low``/``high`` bound a number, or the
+    length of a string or of an array of strings. ``shape`` is in the symbols of `DIMS`.
+    ``text`` names a text rule of runtime.text ("label": printable, distinct; "printable").
+    """
+
+    path: str
+    kind: str
+    need: str
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    dtype: str | None = None
+    shape: tuple[str, ...] = ()
+    choices: tuple[Any, ...] = ()
+    text: str | None = None
+    #: A map whose keys are free (informational: encoder.facts, exporter).
+    open: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def parent(self) -> str:
+        return self.path.rpartition(".")[0]
+
+
+R, O = "required", "optional"
+_I4, _I2, _F4 = "<i4", "<i2", "<f4"
+
+FIELDS: tuple[Field, ...] = (
+    Field("format", "str", R, "the magic", choices=(FORMAT_NAME,)),
+    Field("version", "version", R, "[major, minor]: [1, 0]"),
+    Field("requires", "strings", O, "paths of fields from a newer minor that a reader must understand to "
+          "answer as the writer meant; a reader refuses a bundle that requires a field it does not know",
+          high=64),
+    Field("labels", "strings", R, "the classes, in class-index order", low=2, high=MAX_CLASSES, text="label"),
+    Field("label_descriptions", "strings", O, "a public description of each label", text="description"),
+    Field("privacy", "map", R, "the guarantee, in the bundle's own words"),
+    Field("privacy.epsilon", "float", R, "the bundle's epsilon: the releases' epsilons add up to it",
+          low=EPSILON_MIN, high=EPSILON_MAX),
+    Field("privacy.delta", "float", R, "always 0.0: pure epsilon-DP", low=0.0, high=0.0),
+    Field("privacy.max_records_per_unit", "int", R, "K: records one privacy unit may contribute (1: one record)",
+          low=1, high=MAX_RECORDS_PER_UNIT),
+    Field("privacy.neighbour_relation", "str", R, "who the guarantee protects, in words", high=MAX_TEXT_CHARS, text="printable"),
+    Field("privacy.privacy_unit", "str", R, "one record, or one person with up to K records", high=MAX_TEXT_CHARS, text="printable"),
+    Field("privacy.noise_source", "str", R, "the sampler and its randomness", high=MAX_TEXT_CHARS, text="printable"),
+    Field("privacy.public_inputs", "strings", R, "what the release used that is public (costs nothing)",
+          high=256),
+    Field("privacy.noise_library", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
+    Field("privacy.noise_library_version", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
+    Field("privacy.composition", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
+    Field("privacy.post_processing", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
+    Field("releases", "map", R, "one entry per released statistic; no other keys"),
+    *(f for name, values_doc, dtype, shape in (
+        (Key.CLASS_COUNTS, "noisy record count per class", _I4, ("C",)),
+        (Key.CLASS_SUMS, "noisy per-class sums in the subspace, in grid units", _I4, ("C", "k")),
+        (Key.VOTES, "noisy vote tables, clipped to int16", _I2, ("T", "2^H", "C")))
+      for f in (
+        Field(f"releases.{name}", "map", O if name == Key.VOTES else ("iff class statistics"),
+              f"the {name} release"),
+        Field(f"releases.{name}.epsilon", "float", R, "its share of epsilon", low=EPSILON_MIN, high=EPSILON_MAX),
+        Field(f"releases.{name}.sensitivity_l1", "int", R, "L1 distance one privacy unit can move the values",
+              low=1, high=MAX_SENSITIVITY),
+        Field(f"releases.{name}.noise_scale", "float", R, "discrete Laplace scale: sensitivity_l1 / epsilon",
+              low=0.0, high=MAX_SENSITIVITY / EPSILON_MIN),
+        Field(f"releases.{name}.mechanism", "str", R, "what was noised, in words", high=MAX_TEXT_CHARS, text="printable"),
+        *((Field("releases.class_sums.grid", "int", R, "grid steps per embedding unit", low=1, high=2**31),
+           Field("releases.class_sums.clip_l1", "float", R, "each record's L1 clip in the subspace, in "
+                 "embedding units", low=0.0, high=2**31)) if name == Key.CLASS_SUMS else ()),
+        Field(f"releases.{name}.values", "ndarray", R, values_doc, dtype=dtype, shape=shape),
+      )),
+    Field("subspace", "map", "iff class statistics", "the public basis of the class sums: z = P (x - origin)"),
+    Field("subspace.origin", "ndarray", R, "the public centre", dtype=_F4, shape=("D",)),
+    Field("subspace.projection", "ndarray", R, "P, k public directions", dtype=_F4, shape=("k", "D")),
+    Field("hashing", "map", "iff votes", "the SimHash hyperplanes of the vote tables"),
+    Field("hashing.hyperplanes", "ndarray", R, "T tables of H hyperplanes", dtype=_F4, shape=("T", "H", "D")),
+    Field("hashing.offsets", "ndarray", O, "a threshold per hyperplane (absent: 0)", dtype=_F4, shape=("T", "H")),
+    Field("hashing.seed", "int", O, "informational: the hyperplanes' seed", low=0, high=2**64 - 1),
+    Field("prior", "ndarray", "iff prior", "the label descriptions' embeddings (public)", dtype=_F4,
+          shape=("C", "D")),
+    Field("scoring", "map", "iff blend", "the blend's constants"),
+    Field("scoring.centroid_temperature", "float", R, "tau_c", low=TEMPERATURE_MIN, high=TEMPERATURE_MAX),
+    Field("scoring.prior_temperature", "float", R, "tau_p", low=TEMPERATURE_MIN, high=TEMPERATURE_MAX),
+    Field("scoring.prior_records_per_class", "float", R, "R in the prior's boost", low=0.0, high=1e6),
+    Field("scoring.description_pull", "float", R, "a: the pull of each class sum toward its description, "
+          "in noise norms", low=0.0, high=1e3),
+    Field("exporter", "map", O, "informational: name, version, creation time (any values)", open=True),
+    Field("encoder", "map", R, "the sentence encoder and what a reader needs to run it"),
+    Field("encoder.format", "str", R, "the engine family of `model`", choices=ENCODER_FORMATS),
+    Field("encoder.model", "bin", R, "the int8 model: an ONNX protobuf or a TFLite flatbuffer", low=1),
+    Field("encoder.tokenizer_json", "str", R, "a BERT WordPiece tokenizer.json", low=1, high=MAX_TOKENIZER_JSON_CHARS),
+    Field("encoder.max_length", "int", R, "tokens per text, [CLS] and [SEP] included", low=2, high=8192),
+    Field("encoder.dim", "int", R, "D: the embedding size", low=1, high=MAX_DIM),
+    Field("encoder.text_prefix", "str", R, "prepended to every text before tokenizing (often empty)",
+          high=MAX_PREFIX_CHARS, text="printable"),
+    Field("encoder.inputs", "strings", R, "the model's inputs", low=1, high=3, choices=ENCODER_INPUTS),
+    Field("encoder.output", "str", R, "the model's unit-embedding output", low=1, high=MAX_NAME_CHARS,
+          text="printable"),
+    Field("encoder.check_text", "str", R, "a public text a reader embeds at load", low=1,
+          high=MAX_CHECK_TEXT_CHARS, text="printable"),
+    Field("encoder.check_embedding", "ndarray", R, "the exporter's embedding of it (a unit vector)",
+          dtype=_F4, shape=("D",)),
+    Field("encoder.facts", "map", O, "informational: name, quantization, fidelity (any values)", open=True),
+    Field("encoder.weights", "bin", "iff onnx", "the ONNX initializers' external data; last entry of encoder, "
+          "which is the last map before sha256"),
+    Field("sha256", "bin", R, "last entry: SHA-256 of every byte of the file before this key",
+          low=DIGEST_BYTES, high=DIGEST_BYTES),
+)
+FIELDS_BY_PATH: dict[str, Field] = {f.path: f for f in FIELDS}
+
+#: The symbols of array shapes, where each is defined, and its bounds.
+DIMS = {
+    "C": ("the number of labels", 2, MAX_CLASSES),
+    "D": ("encoder.dim", 1, MAX_DIM),
+    "k": ("rows of subspace.projection", 1, MAX_DIM),
+    "T": ("tables: hashing.hyperplanes' first axis", 1, MAX_TABLES),
+    "H": ("bits: hashing.hyperplanes' second axis", 1, MAX_BITS),
+}
+
+#: The conditions of ``need = "iff X"``.
+CONDITIONS = {
+    "class statistics": "releases.class_sums or releases.class_counts is present (the three come together)",
+    "votes": "releases.votes is present",
+    "prior": "label_descriptions and releases.class_sums are present",
+    "blend": "releases.class_sums is present",
+    "onnx": "encoder.format is onnx",
+}
+
+#: Checks across fields, in the order a reader applies them (name, what must hold).
+RELATIONS = (
+    ("something to classify with", "releases holds class_sums or votes (or both)"),
+    ("shares", "the releases' epsilons add up to privacy.epsilon (relative tolerance 1e-9)"),
+    ("noise scale", "each release's noise_scale is its sensitivity_l1 / epsilon (relative tolerance 1e-9)"),
+    ("sensitivity", "with K = privacy.max_records_per_unit: class_counts' sensitivity_l1 is K; class_sums' is "
+                    "K x round(grid x clip_l1), which must be at least 1; votes' is K x T"),
+    ("descriptions", "label_descriptions has one entry per label"),
+    ("subspace", "k is at most D"),
+    ("check", "encoder.check_embedding has an L2 norm between 0.9 and 1.1"),
+    ("labels", "labels are distinct after runtime.text.fold (NFKC, invisible code points removed), and none "
+               "folds to empty"),
+    ("finite", "with the bounds above, every score is finite: logits are cosines over a temperature of at "
+               "least 1e-3, the boost is capped at 1e6, the pull's strength is at most 1e3 x sqrt(2 x 4096) x "
+               "(2^31 - 1) / 1e-6"),
+)
+
+# --------------------------------------------------------------------------- engines
+# A bundle travels, so what it hands to native code (tokenizers, onnxruntime, LiteRT) is of a
+# declared family and bounded (runtime/bundle/tokenizer_family.py, runtime/bundle/model_family.py).
+
 MAX_VOCAB_SIZE = 250_000
 MAX_TOKEN_CHARS = 100
 MAX_ADDED_TOKENS = 1000
-#: WordPiece's ``max_input_chars_per_word`` (longer words become the unknown token); its
-#: greedy match costs up to the square of this per word, so it is bounded too.
 MAX_INPUT_CHARS_PER_WORD = 100
-#: Longest ``continuing_subword_prefix`` (BERT's is "##").
-MAX_PREFIX_CHARS = 8
-#: Longest ``encoder.output`` name.
-MAX_NAME_CHARS = 128
-#: Labels and their descriptions are printed by the CLI: bounded, and none of the characters
-#: of UNPRINTABLE_CODE_POINTS.
-MAX_LABEL_CHARS = 200
-MAX_DESCRIPTION_CHARS = 2000
-#: What labels and descriptions may not hold: the control characters (Unicode category Cc: C0,
-#: DEL and C1, which carry terminal escape sequences, carriage returns and line breaks), the
-#: line and paragraph separators, and the bidirectional controls (which reorder what a line
-#: shows). Ranges of code points, inclusive.
-UNPRINTABLE_CODE_POINTS = ((0x00, 0x1F), (0x7F, 0x9F), (0x061C, 0x061C), (0x200E, 0x200F), (0x2028, 0x202E),
-                           (0x2066, 0x2069))
-
-#: The tokenizer family (the components of a BERT WordPiece tokenizer.json, as the exporter
-#: writes all-MiniLM-L6-v2's): anything else is refused before `tokenizers` parses it.
+MAX_PREFIX_CHARS_WORDPIECE = 8
 TOKENIZER_KEYS = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
                   "post_processor", "decoder", "model")
 TOKENIZER_REQUIRED = ("added_tokens", "normalizer", "pre_tokenizer", "post_processor", "model")
@@ -313,10 +289,8 @@ TOKENIZER_MODEL = "WordPiece"
 TOKENIZER_POST_PROCESSOR = "TemplateProcessing"
 TOKENIZER_DECODER = "WordPiece"
 
-#: The ONNX operators an encoder may use: exactly those of the int8 all-MiniLM-L6-v2 that
-#: exporter/encoder_export.py writes (optimum export, MatMulNBits, int8 Gather), read from the
-#: exported model (tests/test_hostile_bundles.py checks the exporter's own model against it).
-#: No control flow (Loop, If, Scan), no Tile, Range or anything else the exporter never writes.
+#: The ONNX operators an encoder may use: exactly those of the int8 encoders the exporter writes
+#: (optimum export, MatMulNBits, int8 Gather). No control flow, no subgraphs.
 ONNX_DOMAINS = ("", "ai.onnx", "com.microsoft")
 ONNX_OPS = frozenset({
     ("", op) for op in (
@@ -324,36 +298,28 @@ ONNX_OPS = frozenset({
         "Erf", "Expand", "Gather", "LayerNormalization", "MatMul", "Mul", "ReduceL2", "ReduceSum", "Reshape",
         "Shape", "Slice", "Softmax", "Sqrt", "Sub", "Transpose", "Unsqueeze", "Where")
 } | {("com.microsoft", "MatMulNBits")})
-#: Most nodes and initializers in an ONNX encoder graph (the exporter's: 571 and 143).
 MAX_ONNX_NODES = 20_000
-#: The TFLite builtin operators an encoder may use, by name and schema code: exactly those of
-#: the int8 all-MiniLM-L6-v2 that exporter/tflite_export.py writes (no WHILE, IF, CALL_ONCE,
-#: FILL, TILE or custom operators), in one subgraph (control flow needs a second).
+#: The TFLite builtin operators an encoder may use, by name and schema code, in one subgraph.
 TFLITE_OPS = {
     "ADD": 0, "CONCATENATION": 2, "DEQUANTIZE": 6, "FULLY_CONNECTED": 9, "L2_NORMALIZATION": 11, "MUL": 18,
     "RESHAPE": 22, "SOFTMAX": 25, "GATHER": 36, "TRANSPOSE": 39, "MEAN": 40, "SUB": 41, "STRIDED_SLICE": 45,
     "CAST": 53, "EXPAND_DIMS": 70, "RSQRT": 76, "SHAPE": 77, "REDUCE_PROD": 81, "PACK": 83, "ZEROS_LIKE": 93,
     "RANGE": 96, "SQUARED_DIFFERENCE": 99, "BATCH_MATMUL": 126, "BROADCAST_TO": 130, "GELU": 150,
 }
-#: Most operators and tensors in the TFLite subgraph (the exporter's: 555 and 673).
 MAX_TFLITE_OPERATORS = 20_000
 
-#: What running the encoder may cost (runtime/onnx_backend.py, runtime/encoder.py): onnxruntime
-#: allocates every tensor from an arena capped at ENGINE_ARENA_BYTES (the exporter's encoder
-#: needs under 16 MiB at 256 tokens, 40 MiB at 512), and a run longer than the budget is stopped (the check
-#: text at load: LOAD_RUN_SECONDS; a query: QUERY_RUN_SECONDS).
+#: onnxruntime allocates every tensor from an arena capped here (the exporter's encoder needs
+#: under 16 MiB at 256 tokens).
 ENGINE_ARENA_BYTES = 128 * 1024**2
-
-#: The user's environment (never the bundle) may stretch every time budget by a factor for a
-#: slow CPU: an emulator runs the encoder 10 to 50 times slower than the host, and a bundle
-#: that would be stopped there is not hostile. Any finite budget still stops a hang.
+#: The user's environment (never the bundle) may stretch every time budget for a slow CPU (an
+#: emulator runs the encoder 10 to 50 times slower): 1 to 1000.
 TIME_SCALE_ENV = "DPEDGE_TIME_SCALE"
 MAX_TIME_SCALE = 1000.0
 
 
 def time_scale(environ: dict[str, str] | None = None) -> float:
-    """The factor from ``$DPEDGE_TIME_SCALE`` (1 to 1000; unset, empty or invalid: 1, and an
-    invalid value is reported on stderr in one line rather than stopping the import).
+    """The factor from ``$DPEDGE_TIME_SCALE`` (unset, empty or invalid: 1, an invalid value
+    reported on stderr in one line).
 
     Example:
         >>> time_scale({}), time_scale({"DPEDGE_TIME_SCALE": "20"})
@@ -365,10 +331,10 @@ def time_scale(environ: dict[str, str] | None = None) -> float:
     try:
         value = float(raw)
     except ValueError:
-        value = math.nan
+        value = float("nan")
     if not 1.0 <= value <= MAX_TIME_SCALE:
-        print(f"dpedge: ignoring {TIME_SCALE_ENV}={raw[:40]!r}: it must be a number from 1 to "
-              f"{MAX_TIME_SCALE:g}", file=sys.stderr)
+        print(f"dpedge: ignoring {TIME_SCALE_ENV}={raw[:40]!r}: it must be a number from 1 to {MAX_TIME_SCALE:g}",
+              file=sys.stderr)
         return 1.0
     return value
 
@@ -377,24 +343,28 @@ TIME_SCALE = time_scale()
 LOAD_RUN_SECONDS = 3.0 * TIME_SCALE
 QUERY_RUN_SECONDS = 10.0 * TIME_SCALE
 
-#: Relative tolerance when the reader compares privacy numbers that the writer derived by
-#: float arithmetic (a share's epsilons summing to the total, scale = sensitivity / epsilon).
-PRIVACY_RTOL = 1e-9
-
-
 # --------------------------------------------------------------------------- decoded form
 
 
 @dataclass(frozen=True)
-class Encoder:
-    """The sentence encoder shipped in the bundle, with what a reader needs to run it.
+class WeightsFile:
+    """Where an ONNX encoder's weights were left: ``length`` bytes at ``offset`` of the file at
+    ``path``, whose identity (device, inode, size, modification time) must not change while an
+    engine maps it."""
 
-    ``model`` is the serialized model (an ONNX protobuf for format ``"onnx"``, a TFLite
-    flatbuffer for ``"tflite"``); the runtime hands it to the inference engine and never
-    interprets or executes anything else in the bundle. ``facts`` holds descriptive metadata
-    (source model, quantization, fidelity). ``check_text``/``check_embedding`` are a fixed
-    public text and the exporter's embedding of it, so a device can verify at load that its
-    inference engine computes the same function (None in bundles written before v1.1).
+    path: str
+    offset: int
+    length: int
+    identity: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """What the bundle says about its encoder: the model bytes the engine runs and what a
+    reader must do around them (tokenizer, prefix, length, inputs, output, check).
+
+    An ONNX model's initializers keep their data in ``weights`` (in memory), or, when the
+    reader left them in the bundle file for the engine to map, at ``weights_file``.
     """
 
     format: str
@@ -402,66 +372,87 @@ class Encoder:
     tokenizer_json: str
     max_length: int
     dim: int
-    pooling: str
-    normalized: bool
+    text_prefix: str
     inputs: tuple[str, ...]
     output: str
+    check_text: str
+    check_embedding: np.ndarray
     facts: dict[str, Any] = field(default_factory=dict)
-    check_text: str | None = None
-    check_embedding: np.ndarray | None = None
+    weights: bytes = b""
+    weights_file: WeightsFile | None = None
 
 
 @dataclass(frozen=True)
-class ClassStats:
-    """The released class statistics and the public subspace they live in: z = P (x - origin)."""
+class ReleaseFacts:
+    """One release's privacy facts (its noisy values live in the `Bundle`)."""
 
-    origin: np.ndarray       # (dim,)
-    projection: np.ndarray   # (k, dim), orthonormal rows
-    sums: np.ndarray         # (classes, k), noisy
-    counts: np.ndarray       # (classes,), noisy
+    statistic: str
+    epsilon: float
+    sensitivity_l1: int
+    noise_scale: float
+    mechanism: str
+    grid: int | None = None
+    clip_l1: float | None = None
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """The blend's constants (section "Scoring" of docs/bundle-format.md)."""
+
+    centroid_temperature: float
+    prior_temperature: float
+    prior_records_per_class: float
+    description_pull: float
 
 
 @dataclass(frozen=True)
 class Bundle:
-    """A differentially private release plus its encoder.
+    """A decoded, validated bundle.
 
-    ``votes`` has shape (tables, 2**bits, classes), int16; ``hyperplanes`` has shape
-    (tables, bits, dim), float32. Bit h (0-based) of a table's bucket id is 1 iff the
-    embedding's dot product with ``hyperplanes[t, h]`` is greater than ``offsets[t, h]``
-    (0 without offsets; see runtime.simhash). From format 3 a bundle may release class
-    statistics alone: ``lsh``, ``hyperplanes`` and ``votes`` are then None.
+    ``class_counts`` (C,) and ``class_sums`` (C, k) are the noisy integers as released (sums in
+    grid units: divide by ``releases["class_sums"].grid``); ``votes`` is (T, 2^H, C) int16.
+    Class statistics come with ``origin`` (D,) and ``projection`` (k, D); vote tables with
+    ``hyperplanes`` (T, H, D) and optional ``offsets`` (T, H). ``privacy`` is the privacy map
+    as read, ``releases`` each release's facts by statistic.
     """
 
     labels: tuple[str, ...]
     label_descriptions: tuple[str, ...] | None
     privacy: dict[str, Any]
-    lsh: dict[str, Any] | None
-    hyperplanes: np.ndarray | None
-    votes: np.ndarray | None
-    encoder: Encoder
-    exporter: dict[str, Any]
-    #: Formats 2 and 3 (all optional): hyperplane offsets (tables, bits); the released class
-    #: statistics; the label descriptions' embeddings (classes, dim); the blend's weights.
+    releases: dict[str, ReleaseFacts]
+    encoder: EncoderSpec
+    class_counts: np.ndarray | None = None
+    class_sums: np.ndarray | None = None
+    origin: np.ndarray | None = None
+    projection: np.ndarray | None = None
+    votes: np.ndarray | None = None
+    hyperplanes: np.ndarray | None = None
     offsets: np.ndarray | None = None
-    class_stats: ClassStats | None = None
+    seed: int | None = None
     prior: np.ndarray | None = None
-    scoring: dict[str, Any] | None = None
+    scoring: Scoring | None = None
+    exporter: dict[str, Any] = field(default_factory=dict)
+    version: tuple[int, int] = FORMAT_VERSION
 
     @property
-    def uses_class_stats_format(self) -> bool:
-        """True when the bundle needs format 3 (anything beyond plain vote tables)."""
-        return self.votes is None or any(x is not None for x in (self.offsets, self.class_stats, self.prior,
-                                                                 self.scoring))
+    def epsilon(self) -> float:
+        return float(self.privacy[Key.EPSILON])
 
     @property
     def records_per_unit(self) -> int:
-        """K, the records kept per privacy unit: what every consumer of a decoded bundle reads,
-        so that "absent (before 1.2) or nil means one record" is applied in one place."""
-        return int(self.privacy.get(Privacy.MAX_RECORDS_PER_UNIT) or 1)
+        """K, the records kept per privacy unit."""
+        return int(self.privacy[Key.MAX_RECORDS_PER_UNIT])
+
+    @property
+    def sums(self) -> np.ndarray | None:
+        """The noisy class sums in embedding units, float64 (post-processing of the release)."""
+        if self.class_sums is None:
+            return None
+        return self.class_sums.astype(np.float64) / self.releases[Key.CLASS_SUMS].grid
 
     @property
     def tables(self) -> int:
-        return 0 if self.votes is None else int(self.votes.shape[0])
+        return 0 if self.hyperplanes is None else int(self.hyperplanes.shape[0])
 
     @property
     def bits(self) -> int:

@@ -22,13 +22,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime.bundle.schema import (MAX_ADDED_TOKENS, MAX_INPUT_CHARS_PER_WORD, MAX_LENGTH_RANGE, MAX_PREFIX_CHARS,
+from runtime.bundle.schema import (FIELDS_BY_PATH, MAX_ADDED_TOKENS, MAX_INPUT_CHARS_PER_WORD, MAX_PREFIX_CHARS_WORDPIECE,
                                    MAX_TOKEN_CHARS, MAX_TOKENIZER_JSON_CHARS, MAX_VOCAB_SIZE, TOKENIZER_DECODER,
                                    TOKENIZER_KEYS, TOKENIZER_MODEL, TOKENIZER_NORMALIZER, TOKENIZER_POST_PROCESSOR,
-                                   TOKENIZER_PRE_TOKENIZER, TOKENIZER_REQUIRED, EncoderKey, Payload, path)
+                                   TOKENIZER_PRE_TOKENIZER, TOKENIZER_REQUIRED)
 from runtime.errors import BundleError
 
-FIELD = path(Payload.ENCODER, EncoderKey.TOKENIZER_JSON)
+FIELD = "encoder.tokenizer_json"
+#: The tokenizer's own truncation and padding lengths are bounded like encoder.max_length.
+_LENGTH = FIELDS_BY_PATH["encoder.max_length"]
+
+
+def path(*keys: str) -> str:
+    return ".".join(k for k in keys if k)
 
 
 class _Refused(Exception):
@@ -128,7 +134,7 @@ def _check_model(v: Any) -> dict[str, int]:
     unk = _str(m["unk_token"], "model.unk_token", 1, MAX_TOKEN_CHARS)
     if unk not in vocab:
         _fail(f"model.unk_token {_show(unk)} is not in model.vocab")
-    _str(m["continuing_subword_prefix"], "model.continuing_subword_prefix", 1, MAX_PREFIX_CHARS)
+    _str(m["continuing_subword_prefix"], "model.continuing_subword_prefix", 1, MAX_PREFIX_CHARS_WORDPIECE)
     _int(m["max_input_chars_per_word"], "model.max_input_chars_per_word", 1, MAX_INPUT_CHARS_PER_WORD)
     return vocab
 
@@ -194,7 +200,7 @@ def _check_post_processor(v: Any, vocab: dict[str, int]) -> None:
 
 def _check_settings(doc: dict[str, Any]) -> None:
     """Truncation and padding: the runtime overrides both, but they must be what they claim."""
-    low, high = MAX_LENGTH_RANGE
+    low, high = int(_LENGTH.low), int(_LENGTH.high)
     t = doc.get("truncation")
     if t is not None:
         t = _map(t, "truncation", ("direction", "max_length", "strategy", "stride"), ("max_length",))
@@ -235,7 +241,7 @@ def _check(doc: Any) -> None:
     if doc.get("decoder") is not None:
         _typed(doc["decoder"], "decoder", TOKENIZER_DECODER)
         d = _map(doc["decoder"], "decoder", ("type", "prefix", "cleanup"), ("type", "prefix", "cleanup"))
-        _str(d["prefix"], "decoder.prefix", 1, MAX_PREFIX_CHARS)
+        _str(d["prefix"], "decoder.prefix", 1, MAX_PREFIX_CHARS_WORDPIECE)
         _bool(d["cleanup"], "decoder.cleanup")
     _check_settings(doc)
 

@@ -1,8 +1,7 @@
 """Writing bundles: `pack` to bytes, `save` to a file atomically.
 
-The payload is serialized first and stored as one binary field of the outer map, so the
-SHA-256 checksum covers exactly the bytes a reader parses. Field names come from
-`runtime.bundle.schema`, shared with the reader.
+The document is one msgpack map whose keys follow runtime.bundle.schema.FIELDS, sealed by its
+last entry: ``sha256``, the digest of every byte before it.
 """
 
 from __future__ import annotations
@@ -16,97 +15,76 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from runtime.bundle.schema import (CHECKSUM_ALGORITHM, FLOAT_DTYPE, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_PLAIN,
-                                   VOTES_DTYPE, Array, Bundle, ClassStatsKey, EncoderKey, Lsh, Outer, Payload,
-                                   PriorKey)
-
-PRIOR_SOURCE = "the label descriptions (public text), embedded by the bundle's encoder"
+from runtime.bundle.schema import FIELDS, FORMAT_NAME, FORMAT_VERSION, Bundle, Key
 
 
-def array_record(a: np.ndarray, dtype: np.dtype) -> dict[str, Any]:
-    """An array as the format stores it: explicit dtype, shape, C-order bytes.
+def array_record(a: np.ndarray, dtype: str) -> dict[str, Any]:
+    """An array as the format stores it: explicit little-endian dtype, shape, C-order bytes.
 
     Example:
-        >>> array_record(np.array([1, 2], np.int16), np.dtype("<i2"))
+        >>> array_record(np.array([1, 2], np.int16), "<i2")
         {'dtype': '<i2', 'shape': [2], 'data': b'\\x01\\x00\\x02\\x00'}
     """
-    a = np.ascontiguousarray(a, dtype=dtype)
-    return {Array.DTYPE: dtype.str, Array.SHAPE: list(a.shape), Array.DATA: a.tobytes(order="C")}
+    a = np.ascontiguousarray(a, dtype=np.dtype(dtype))
+    return {Key.DTYPE: dtype, Key.SHAPE: list(a.shape), Key.DATA: a.tobytes(order="C")}
 
 
-def payload_map(b: Bundle) -> dict[str, Any]:
-    """The payload as a msgpack-ready map (before serialization)."""
+def document(b: Bundle) -> dict[str, Any]:
+    """The bundle's map without its digest, keys in the table's order (before encoding)."""
     e = b.encoder
-    encoder: dict[str, Any] = {
-        EncoderKey.FORMAT: e.format,
-        EncoderKey.MODEL: bytes(e.model),
-        EncoderKey.TOKENIZER_JSON: e.tokenizer_json,
-        EncoderKey.MAX_LENGTH: e.max_length,
-        EncoderKey.DIM: e.dim,
-        EncoderKey.POOLING: e.pooling,
-        EncoderKey.NORMALIZED: e.normalized,
-        EncoderKey.INPUTS: list(e.inputs),
-        EncoderKey.OUTPUT: e.output,
-        EncoderKey.FACTS: e.facts,
+    flat: dict[str, Any] = {
+        "format": FORMAT_NAME, "version": list(FORMAT_VERSION), "labels": list(b.labels),
+        "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
+        "privacy": dict(b.privacy), "releases": {}, "hashing.seed": b.seed, "exporter": b.exporter or None,
+        "encoder": {}, "encoder.facts": e.facts or None,
+        "encoder.weights": bytes(e.weights) if e.format == "onnx" else None,
+        **{f"encoder.{k}": getattr(e, k) for k in (Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH,
+                                                  Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT, Key.CHECK_TEXT)},
+        "encoder.inputs": list(e.inputs), "encoder.check_embedding": e.check_embedding,
+        "releases.class_counts.values": b.class_counts, "releases.class_sums.values": b.class_sums,
+        "releases.votes.values": b.votes, "subspace.origin": b.origin, "subspace.projection": b.projection,
+        "hashing.hyperplanes": b.hyperplanes, "hashing.offsets": b.offsets, "prior": b.prior,
     }
-    if e.check_text is not None:
-        encoder[EncoderKey.CHECK] = {EncoderKey.CHECK_TEXT: e.check_text,
-                                     EncoderKey.CHECK_EMBEDDING: array_record(e.check_embedding, FLOAT_DTYPE)}
-    payload: dict[str, Any] = {
-        Payload.LABELS: list(b.labels),
-        Payload.LABEL_DESCRIPTIONS: None if b.label_descriptions is None else list(b.label_descriptions),
-        Payload.PRIVACY: b.privacy,
-    }
-    if b.votes is not None:
-        lsh = {**b.lsh, Lsh.HYPERPLANES: array_record(b.hyperplanes, FLOAT_DTYPE)}
-        if b.offsets is not None:
-            lsh[Lsh.OFFSETS] = array_record(b.offsets, FLOAT_DTYPE)
-        payload[Payload.LSH] = lsh
-        payload[Payload.VOTES] = array_record(b.votes, VOTES_DTYPE)
-    payload[Payload.ENCODER] = encoder
-    payload[Payload.EXPORTER] = b.exporter
-    if b.class_stats is not None:
-        cs = b.class_stats
-        payload[Payload.CLASS_STATS] = {ClassStatsKey.ORIGIN: array_record(cs.origin, FLOAT_DTYPE),
-                                        ClassStatsKey.PROJECTION: array_record(cs.projection, FLOAT_DTYPE),
-                                        ClassStatsKey.SUMS: array_record(cs.sums, FLOAT_DTYPE),
-                                        ClassStatsKey.COUNTS: array_record(cs.counts, FLOAT_DTYPE)}
-    if b.prior is not None:
-        payload[Payload.PRIOR] = {PriorKey.EMBEDDINGS: array_record(b.prior, FLOAT_DTYPE),
-                                  PriorKey.SOURCE: PRIOR_SOURCE}
+    for name, r in b.releases.items():
+        flat.update({f"releases.{name}.{k}": getattr(r, k) for k in (Key.EPSILON, Key.SENSITIVITY_L1,
+                                                                     Key.NOISE_SCALE, Key.MECHANISM, Key.GRID,
+                                                                     Key.CLIP_L1)})
     if b.scoring is not None:
-        payload[Payload.SCORING] = b.scoring
-    return payload
+        flat.update({f"scoring.{k}": v for k, v in vars(b.scoring).items()})
+    doc: dict[str, Any] = {}
+    for f in FIELDS:
+        value = flat.get(f.path)
+        if f.kind == "map" and f.path not in flat:  # a section: present when any of its fields is
+            value = {} if any(flat.get(g.path) is not None for g in FIELDS if g.parent == f.path) else None
+        if value is None or f.path == Key.SHA256:
+            continue
+        node = doc
+        for key in f.parent.split(".") if f.parent else ():
+            node = node[key]
+        if f.kind == "ndarray":
+            value = array_record(value, f.dtype)
+        elif f.kind in ("int", "float"):
+            value = int(value) if f.kind == "int" else float(value)
+        node[f.key] = dict(value) if f.kind == "map" and not f.open else value
+    return doc
 
 
 def pack(b: Bundle) -> bytes:
-    """Serialize a bundle to bytes: format 4.0 if it uses anything beyond plain vote tables,
-    else 1.2.
+    """Serialize a bundle: its map, then the digest entry over every byte before it.
 
     Example:
-        >>> data = pack(b)                                   # doctest: +SKIP
-        >>> unpack(data).labels == b.labels                  # doctest: +SKIP
+        >>> unpack(pack(b)).labels == b.labels                  # doctest: +SKIP
         True
     """
-    body = msgpack.packb(payload_map(b), use_bin_type=True)
-    outer = {
-        Outer.FORMAT: FORMAT_NAME,
-        Outer.VERSION: list(FORMAT_VERSION if b.uses_class_stats_format else FORMAT_VERSION_PLAIN),
-        Outer.CHECKSUM: {Outer.ALGORITHM: CHECKSUM_ALGORITHM, Outer.DIGEST: hashlib.sha256(body).digest()},
-        Outer.PAYLOAD: body,
-    }
-    return msgpack.packb(outer, use_bin_type=True)
+    doc = document(b)
+    packer = msgpack.Packer(use_bin_type=True)
+    head = packer.pack_map_header(len(doc) + 1) + b"".join(packer.pack(k) + packer.pack(v) for k, v in doc.items())
+    return head + packer.pack(Key.SHA256) + packer.pack(hashlib.sha256(head).digest())
 
 
 def save(b: Bundle, path: str | os.PathLike[str]) -> Path:
-    """Write a bundle atomically: a temp file in the same folder, fsync, then rename.
-
-    An interrupted write leaves the previous file (or none), never half a bundle.
-
-    Example:
-        >>> save(b, "out/app.dpedge")                        # doctest: +SKIP
-        PosixPath('out/app.dpedge')
-    """
+    """Write a bundle atomically: a temp file in the same folder, fsync, then rename (an
+    interrupted write leaves the previous file, or none, never half a bundle)."""
     return write_atomic(Path(path), pack(b))
 
 
@@ -115,8 +93,9 @@ def write_atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        # mkstemp creates the file 0600; give it the mode open() would (0666 minus the umask).
-        os.fchmod(fd, 0o666 & ~_umask())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes the file 0600; give it open()'s mode
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -126,9 +105,3 @@ def write_atomic(path: Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
