@@ -251,7 +251,8 @@ def _fields(doc: dict[str, Any], newer_minor: bool) -> tuple[dict[str, Any], dic
             continue
         values[f.path] = _value(f, parent[f.key], dims)
         if f.path == "encoder.dim":
-            dims["D"] = values[f.path]
+            if dims.setdefault("D", values[f.path]) != values[f.path]:
+                raise _fail(f, f"is {values[f.path]}, but the arrays before it are {dims['D']}-d")
     for path, v in values.items():
         f = FIELDS_BY_PATH.get(path)
         if f is not None and (f.kind != "map" or f.open):
