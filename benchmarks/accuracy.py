@@ -7,16 +7,18 @@ real datasets, in one run.
 
 Each dataset is embedded once with the int8 encoder a bundle ships (cached under
 .cache/embeddings). Then, for each epsilon and seed, the exporter's own stages release the
-statistics (exporter.stages over an in-memory engine, OpenDP noise, the build's budget
-split and subspace rule) and the runtime's `Scorer` scores the test set:
+statistics and assemble the bundle (exporter.stages over an in-memory engine, OpenDP noise,
+the build's budget split, subspace rule and scoring constants) and the runtime's `Scorer`
+scores the test set with that bundle:
 
 - ``default``    the default bundle: class counts and class sums, scored with the prior
-- ``centroids``  the same release, class means alone
+- ``centroids``  the same bundle, its class sums alone (the pulled cosine, no prior, no boost)
 - ``with_votes`` a bundle with vote tables too (``--votes-share`` of epsilon, 0.1), blended
 - ``votes``      that bundle's vote tables alone (Algorithm 2 on aligned hashing)
 - ``random``     random hyperplanes, Algorithm 2, H=6, T=32 (`--hashing random`), whole epsilon
 - ``paper``      the paper's exact setting: random hyperplanes, H=24, T=4, Algorithm 2
-- ``prior``      the zero-shot prior alone (label descriptions; no data, no epsilon)
+- ``prior``      the zero-shot prior alone (label descriptions; no data, no epsilon), the
+                 default bundle's prior component
 - ``dp_lr``, ``dp_nb``, ``dp_ncm384``, ``dp_ncm128``: the DP peers of benchmarks/peers.py
   (diffprivlib's logistic regression and Gaussian naive Bayes, and the simple DP nearest
   class mean in 384 and 128 dimensions), same embeddings, epsilons and seeds
@@ -46,9 +48,10 @@ from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
 from exporter.public_basis import fit_public_basis, public_texts, task_basis  # noqa: E402
-from exporter.stages import PublicInputs, aligned_hashing, release_class_stats  # noqa: E402
+from exporter.stages import Hashing, PublicInputs, aligned_hashing, assemble_bundle, release_class_stats  # noqa: E402
 from exporter.votes import VoteCounter, release_votes  # noqa: E402
-from runtime.scoring import Scorer, Weights, sums_noise_norm  # noqa: E402
+from runtime.bundle import Bundle, EncoderSpec  # noqa: E402
+from runtime.scoring import Scorer  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 METHODS = ("default", "centroids", "with_votes", "votes", "random", "paper", "prior", *DP_PEERS)
@@ -65,12 +68,14 @@ def _counts(planes: np.ndarray, offsets: np.ndarray | None, ds: Dataset) -> np.n
     return counter.counts
 
 
-def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int, probe_weight: float = 0.0) -> float:
-    """Algorithm 2 on random hyperplanes with the whole epsilon (format 1.2 bundles)."""
+def random_release(ds: Dataset, encoder: EncoderSpec, bits: int, tables: int, eps: float, seed: int) -> float:
+    """Algorithm 2 on random hyperplanes with the whole epsilon (``--hashing random`` bundles)."""
     planes = draw_hyperplanes(seed, tables, bits, ds.train.embeddings.shape[1])
     if bits <= 12:
-        votes = release_votes(_counts(planes, None, ds), PrivacyBudget(eps)).votes
-        return _accuracy(Scorer(planes, votes, probe_weight=probe_weight), ds)
+        budget = PrivacyBudget(eps, shares=default_shares("random"))
+        votes = release_votes(_counts(planes, None, ds), budget)
+        b = assemble_bundle(ds.labels, encoder, budget, Hashing(planes, None, seed), votes)
+        return _accuracy(Scorer(b), ds)
     # The paper's H = 24 has 2^24 buckets per table: noising all 4 x 16.7M x C cells with the
     # exact sampler takes many minutes and gigabytes. Only the cells the test queries read can
     # change a prediction, and noise is independent per cell, so those cells alone get OpenDP
@@ -94,30 +99,24 @@ def random_release(ds: Dataset, bits: int, tables: int, eps: float, seed: int, p
     return float((scores.argmax(axis=1) == ds.test.labels).mean())
 
 
-def bundle_release(ds: Dataset, public: PublicInputs, eps: float, seed: int, votes_share: float,
-                   args: argparse.Namespace) -> tuple[Scorer, ...]:
-    """One release as `python -m exporter build` makes it (class counts, class sums in the
+def bundle_release(ds: Dataset, encoder: EncoderSpec, public: PublicInputs, eps: float, seed: int,
+                   votes_share: float, args: argparse.Namespace) -> Bundle:
+    """One bundle as `python -m exporter build` makes it (class counts, class sums in the
     subspace they choose, and vote tables hashed along them when ``votes_share`` > 0), through
-    the build's own stages; returns the runtime's scorers for the blend and each component."""
+    the build's own stages and `assemble_bundle`; --prior-records-per-class and
+    --description-pull replace the scoring constants it ships (post-processing: the releases
+    are the same)."""
     budget = PrivacyBudget(eps, shares=default_shares("aligned", votes_share))
     engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
     stats = release_class_stats(engine, public, len(ds.labels), budget, basis_dim=args.basis_dim, clip_l1=args.clip_l1)
-    planes = offsets = votes = None
+    hashing = votes = None
     if votes_share > 0:
         hashing = aligned_hashing(stats, seed, args.tables, args.bits, args.public_directions, budget)
-        planes, offsets = hashing.planes, hashing.offsets
-        votes = release_votes(engine.vote_counts(planes, offsets, len(ds.labels)), budget).votes
-    weights = Weights.measured()
-    if args.prior_records_per_class is not None:
-        weights = dataclasses.replace(weights, prior_records_per_class=args.prior_records_per_class)
-    if args.description_pull is not None:
-        weights = dataclasses.replace(weights, description_pull=args.description_pull)
-    noise = sums_noise_norm(budget.privacy_facts(), stats.basis.dim)
-    make = lambda mode: Scorer(planes, votes, offsets=offsets, class_stats=stats.for_bundle(),  # noqa: E731
-                               prior=public.prior, epsilon=eps, weights=weights, mode=mode,
-                               probe_weight=args.probe_weight, sums_noise=noise)
-    modes = ("blend", "centroids") + (("votes",) if votes is not None else ())
-    return tuple(make(m) for m in modes)
+        votes = release_votes(engine.vote_counts(hashing.planes, hashing.offsets, len(ds.labels)), budget)
+    b = assemble_bundle(ds.labels, encoder, budget, hashing, votes, stats=stats, public=public)
+    changed = {name: value for name, value in (("prior_records_per_class", args.prior_records_per_class),
+                                               ("description_pull", args.description_pull)) if value is not None}
+    return dataclasses.replace(b, scoring=dataclasses.replace(b.scoring, **changed)) if changed else b
 
 
 def _fmt(runs: list[float]) -> str:
@@ -136,13 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--basis-dim", type=int, default=None, help="default: the build's rule, from the noisy count")
     ap.add_argument("--clip-l1", type=float, default=None, help="default: the public clip of the chosen dimension")
     ap.add_argument("--public-directions", type=int, default=0)
-    ap.add_argument("--probe-weight", type=float, default=0.0,
-                    help="also read each table's buckets at Hamming distance 1 with this weight (default 0: off)")
     ap.add_argument("--prior-records-per-class", type=float, default=None, metavar="R",
                     help="the prior weight's R (default: what the exporter ships)")
     ap.add_argument("--description-pull", type=float, default=None, metavar="A",
                     help="how far the class sums are pulled toward the descriptions, in noise norms (default: what "
-                         "the exporter ships; 0: format 3.0's plain cosine)")
+                         "the exporter ships; 0: no pull)")
     ap.add_argument("--train-records", type=int, default=0, metavar="N",
                     help="use a random N-record subset of each training split (kNN10 and LR too): what a data "
                          "size buys (default 0: all records)")
@@ -158,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     embedder = Embedder()
     embed_texts = embedder.embedder.embed
+    encoder = embedder.exported.to_bundle_encoder()  # what every assembled bundle ships (not run here)
     tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")
     public: dict[str, np.ndarray] = {}
 
@@ -185,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         r: dict = {"knn10": knn_accuracy(ds.train, ds.test), "lr": logistic_regression(ds),
                    "train": len(ds.train.labels), "classes": len(ds.labels), "runs": {m: {} for m in methods}}
         if "prior" in methods and prior is not None:
-            acc = _accuracy(Scorer(None, None, prior=prior, mode="prior"), ds)
+            # The prior component reads only public inputs: any release's bundle scores it alike.
+            acc = _accuracy(Scorer(bundle_release(ds, encoder, inputs, epsilons[0], 0, 0.0, args), "prior"), ds)
             r["runs"]["prior"] = {str(e): [acc] for e in epsilons}
         for eps in epsilons:
             for m in methods:
@@ -193,20 +192,21 @@ def main(argv: list[str] | None = None) -> int:
                     r["runs"][m][str(eps)] = []
             for seed in range(args.seeds):
                 if {"default", "centroids"} & set(methods):
-                    blend, centroids = bundle_release(ds, inputs, eps, seed, 0.0, args)
-                    r.setdefault("k", {})[str(eps)] = int(blend._k)
-                    for m, scorer in (("default", blend), ("centroids", centroids)):
+                    b = bundle_release(ds, encoder, inputs, eps, seed, 0.0, args)
+                    r.setdefault("k", {})[str(eps)] = int(b.projection.shape[0])
+                    r["scoring"] = dict(vars(b.scoring))  # the constants the rows were scored with
+                    for m, mode in (("default", "blend"), ("centroids", "centroids")):
                         if m in methods:
-                            r["runs"][m][str(eps)].append(_accuracy(scorer, ds))
+                            r["runs"][m][str(eps)].append(_accuracy(Scorer(b, mode), ds))
                 if {"with_votes", "votes"} & set(methods):
-                    blend, _, votes = bundle_release(ds, inputs, eps, seed, args.votes_share, args)
-                    for m, scorer in (("with_votes", blend), ("votes", votes)):
+                    b = bundle_release(ds, encoder, inputs, eps, seed, args.votes_share, args)
+                    for m, mode in (("with_votes", "blend"), ("votes", "votes")):
                         if m in methods:
-                            r["runs"][m][str(eps)].append(_accuracy(scorer, ds))
+                            r["runs"][m][str(eps)].append(_accuracy(Scorer(b, mode), ds))
                 if "random" in methods:
-                    r["runs"]["random"][str(eps)].append(random_release(ds, 6, 32, eps, seed, args.probe_weight))
+                    r["runs"]["random"][str(eps)].append(random_release(ds, encoder, 6, 32, eps, seed))
                 if "paper" in methods:
-                    r["runs"]["paper"][str(eps)].append(random_release(ds, 24, 4, eps, seed))
+                    r["runs"]["paper"][str(eps)].append(random_release(ds, encoder, 24, 4, eps, seed))
                 for peer in DP_PEERS:
                     if peer in methods:
                         r["runs"][peer][str(eps)].append(dp_peer(peer, ds, eps, seed, peer_basis, bounds))

@@ -311,7 +311,7 @@ def child(kind: str, train: Path, out: Path, sources: Path | None, records: int,
         "peak_rss_mib": round(peak, 1), "rss_before_build_mib": round(rss_start, 1),
         "bundle_bytes": report.bundle_bytes, "clipped_cells": report.clipped_cells,
         "votes_total_per_table_mean": round(float(per_table.mean()), 1),
-        "noise_scale": b.privacy["noise_scale"], "cells_per_table": int(b.votes[0].size),
+        "noise_scale": b.releases["votes"].noise_scale, "cells_per_table": int(b.votes[0].size),
     }
     if stand_in is not None:
         result.update(tokenize_seconds=round(stand_in.tokenize_seconds, 4),

@@ -14,9 +14,10 @@ tables, all of epsilon on the vote tables (``--hashing random`` bundles); ``defa
 what users ship by default: the noisy class counts (5% of epsilon) and class sums (95%) in
 the public subspace the counts choose, through the exporter's own budget and stage
 functions. Against the default bundle the attacker reads the released class statistics: the
-query's cosine to each noisy class sum (the runtime's rule), the Gaussian-rule logits and
-distances to the class means, and (label-aware) its own class's values and rank, so a record
-that pulled its class mean towards itself can show.
+query's cosine to each noisy class sum (the runtime's centroid rule before its public pull
+toward the label descriptions, which adds no information about a record), the Gaussian-rule
+logits and distances to the class means, and (label-aware) its own class's values and rank,
+so a record that pulled its class mean towards itself can show.
 
 Method, per dataset, hashing setting (H bits x T tables), privacy setting and seed:
 
@@ -88,7 +89,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder  # noqa: E402
 
-from exporter.class_stats import QUANTUM, ClassStatsRelease, choose_subspace  # noqa: E402
+from exporter.class_stats import ClassStatsRelease, choose_subspace, clip_to_l1  # noqa: E402
 from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.noise import NoiseSource  # noqa: E402
@@ -97,9 +98,7 @@ from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
 from exporter.public_basis import public_texts, task_basis  # noqa: E402
 from exporter.stages import PublicInputs, release_class_stats  # noqa: E402
 from exporter.votes import VoteCounter, release_votes  # noqa: E402
-from runtime.bundle.schema import ClassStats  # noqa: E402
-from runtime.centroids import centred_means  # noqa: E402
-from runtime.scoring import clip_l1, vote_sums  # noqa: E402
+from runtime.scoring import vote_sums  # noqa: E402
 from runtime.simhash import SimHasher  # noqa: E402
 
 KNN_K = 10
@@ -297,9 +296,10 @@ def observe_touched(cells: TouchedCells, tables: int, setting: Setting,
 
 @dataclass
 class DefaultRelease:
-    """What a default bundle releases: the class statistics (no vote tables)."""
+    """What a default bundle releases: the class statistics (no vote tables), and the public
+    clip of their subspace."""
 
-    class_stats: ClassStats
+    stats: ClassStatsRelease
     clip: float
 
 
@@ -311,26 +311,46 @@ def release_default(train_emb: np.ndarray, train_labels: np.ndarray, public: Pub
     if setting.private:
         budget = PrivacyBudget(setting.epsilon, shares=default_shares("aligned"))
         stats = release_class_stats(MemoryEngine(train_emb, train_labels), public, classes, budget)
-        return DefaultRelease(stats.for_bundle(), stats.basis.clip_for(stats.basis.dim))
-    counts = np.bincount(train_labels, minlength=classes).astype(np.float64)
+        return DefaultRelease(stats, stats.basis.clip_for(stats.basis.dim))
+    counts = np.bincount(train_labels, minlength=classes)
     k, clip = choose_subspace(0.95 * 8.0, counts, 1, public.basis)
     basis = public.basis.first(k)
-    sums = MemoryEngine(train_emb, train_labels).class_sums(basis, classes, clip).sums / QUANTUM
-    return DefaultRelease(ClassStatsRelease(sums, counts, basis).for_bundle(), clip)
+    sums_grid = MemoryEngine(train_emb, train_labels).class_sums(basis, classes, clip).sums
+    return DefaultRelease(ClassStatsRelease(sums_grid, counts, basis), clip)
 
 
-def centroid_features(cs: ClassStats, clip: float, query_emb: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
-    """What the released class statistics say about a query: the runtime's cosine to each
-    noisy class sum in the public-centred frame, and the Gaussian-rule logits <z, m_c> -
-    |m_c|^2/2 and squared distances to the centred class means (z clipped like a record),
-    the top-1 margin and |z|; label-aware, the own class's cosine, logit, distance and rank."""
-    proj = cs.projection.astype(np.float64)
-    raw = (np.asarray(query_emb, np.float64) - cs.origin) @ proj.T
-    sums = np.asarray(cs.sums, np.float64)
+#: A noisy count below this is read as this: a class whose noise drove its count to zero or
+#: below gets a small mean, not a huge one.
+MIN_COUNT = 1.0
+
+
+def centred_means(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class means minus the overall mean, overall mean) in the public subspace.
+
+    Example:
+        >>> c, mu = centred_means(np.array([[4.0, 0.0], [0.0, 2.0]]), np.array([2.0, 2.0]))
+        >>> c.tolist(), mu.tolist()
+        ([[1.0, -0.5], [-1.0, 0.5]], [1.0, 0.5])
+    """
+    sums = np.asarray(sums, np.float64)
+    counts = np.maximum(np.asarray(counts, np.float64), MIN_COUNT)
+    mu = sums.sum(axis=0) / max(float(counts.sum()), MIN_COUNT)
+    return sums / counts[:, None] - mu, mu
+
+
+def centroid_features(stats: ClassStatsRelease, clip: float, query_emb: np.ndarray,
+                      labels: np.ndarray | None) -> np.ndarray:
+    """What the released class statistics say about a query: the cosine to each noisy class
+    sum in the public-centred frame (the runtime's centroid rule without the pull), and the
+    Gaussian-rule logits <z, m_c> - |m_c|^2/2 and squared distances to the centred class means
+    (z clipped like a record), the top-1 margin and |z|; label-aware, the own class's cosine,
+    logit, distance and rank."""
+    raw = stats.basis.project(query_emb)
+    sums = stats.sums
     cosine = (raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)) @ (
         sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)).T
-    centred, mu = centred_means(cs.sums, cs.counts)
-    z = clip_l1(raw, clip) - mu
+    centred, mu = centred_means(sums, stats.counts)
+    z = clip_to_l1(raw, clip) - mu
     logits = z @ centred.T - 0.5 * (centred**2).sum(axis=1)
     dist = (z**2).sum(axis=1)[:, None] - 2 * z @ centred.T + (centred**2).sum(axis=1)[None, :]
     top2 = np.sort(cosine, axis=1)[:, -2:]
@@ -534,7 +554,7 @@ def run_dataset(ds: Dataset, grid: list[tuple[int, int] | str], settings: list[S
         if DEFAULT_TARGET in grid:
             def attack_default(cell: Cell, setting: Setting, keep: np.ndarray) -> None:
                 rel = release_default(train.embeddings[keep], train.labels[keep], public, classes, setting)
-                run_attack_features(cell, lambda labels: centroid_features(rel.class_stats, rel.clip, query_emb, labels),
+                run_attack_features(cell, lambda labels: centroid_features(rel.stats, rel.clip, query_emb, labels),
                                     pairs, seed, query_labels)
 
             everyone = np.ones(len(train.labels), bool)

@@ -31,9 +31,10 @@ from common import Dataset
 from exporter.class_stats import QUANTUM, clip_and_quantize, clip_steps
 from exporter.privacy import PrivacyBudget
 from exporter.public_basis import PublicBasis
-from runtime.bundle.schema import Statistic
 
 DP_PEERS = ("dp_lr", "dp_nb", "dp_ncm384", "dp_ncm128")
+#: The nearest-class-mean peer's one release (sums and counts together), named for the budget only.
+NCM_RELEASE = "peer_class_means"
 DP_LR_C = 0.1
 NCM_CLIP = {384: 15.0, 128: 7.5}
 
@@ -73,8 +74,8 @@ def dp_nearest_class_mean(ds: Dataset, eps: float, basis: PublicBasis, dim: int)
     sums = np.zeros((classes, grid.shape[1]), np.int64)
     np.add.at(sums, ds.train.labels, grid)
     counts = np.bincount(ds.train.labels, minlength=classes) * QUANTUM
-    budget = PrivacyBudget(eps, shares={Statistic.CLASS_STATS: 1.0}, headline=Statistic.CLASS_STATS)
-    noisy = budget.release(Statistic.CLASS_STATS, np.concatenate([sums.reshape(-1), counts]),
+    budget = PrivacyBudget(eps, shares={NCM_RELEASE: 1.0})
+    noisy = budget.release(NCM_RELEASE, np.concatenate([sums.reshape(-1), counts]),
                            sensitivity=steps + QUANTUM, mechanism="peer: noisy class sums and counts")
     means = noisy[:sums.size].reshape(sums.shape) / np.maximum(noisy[sums.size:], QUANTUM)[:, None]
     unit = lambda a: a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)  # noqa: E731

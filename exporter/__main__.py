@@ -43,8 +43,8 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon", required=True, type=float, help="total privacy budget (pure epsilon-DP)")
     p.add_argument("--hashing", choices=HASHINGS, default="aligned",
                    help="aligned (default): release noisy class counts and class sums in a public subspace, plus "
-                        "vote tables hashed along the noisy class directions if --votes-share > 0 (format 3); "
-                        "random: the paper's random hyperplanes and vote tables only (format 1.2)")
+                        "vote tables hashed along the noisy class directions if --votes-share > 0; "
+                        "random: the paper's random hyperplanes and vote tables only")
     p.add_argument("--votes-share", type=float, default=0.0,
                    help="with aligned hashing, the share of epsilon for vote tables (default 0: none; measured to "
                         "cost accuracy, docs/accuracy.md)")
@@ -69,7 +69,7 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-field", default="text", help="JSON key or CSV column of the text (default: text)")
     p.add_argument("--label-field", default="label", help="JSON key or CSV column of the label (default: label)")
     p.add_argument("--skip-unknown-labels", action="store_true", help="skip (and count) records whose label is not listed")
-    p.add_argument("--skip-empty-texts", action="store_true", help="skip (and count) records with empty or oversized text")
+    p.add_argument("--skip-empty-texts", action="store_true", help="skip (and count) records whose text is empty (or oversized)")
     p.add_argument("--unit-column", default=None, metavar="COL",
                    help="privacy unit: the JSON key or CSV column naming the person (e.g. user_id); the "
                         "guarantee then covers each person, not only each record (needs --max-records-per-unit)")
@@ -95,7 +95,7 @@ def _print_report(r: BuildReport) -> None:
     dropped = r.units.records_dropped if r.units else 0
     print(f"  records counted: {s.records - dropped}" + (f", skipped (unknown label): {s.skipped_unknown_label}"
                                               if s.skipped_unknown_label else "")
-          + (f", skipped (empty text): {s.skipped_bad_text}" if s.skipped_bad_text else ""))
+          + (f", skipped (empty text): {s.skipped_empty_texts}" if s.skipped_empty_texts else ""))
     if r.units:
         print(f"  privacy units: {r.units.units}; {r.units.units_over_bound} had more than "
               f"{r.privacy['max_records_per_unit']} records, {dropped} records left out")

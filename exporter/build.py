@@ -82,7 +82,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
     timer = Timer()
     t = timer.start()
-    encoder = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format).to_bundle_encoder()
+    exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
+    encoder = exported.to_bundle_encoder()
     embedder = None
     if opts.engine == "local" or opts.aligned:  # the Ray driver embeds only public text
         embedder = Embedder(encoder, threads=1, workers=opts.workers or os.cpu_count() or 1)
@@ -96,7 +97,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     votes: VoteRelease | None = None
     with _engine(opts, labels, encoder, embedder, embed_for_benchmarks, timer) as engine:
         if opts.aligned:
-            public = public_inputs(embedder.embed, encoder.tokenizer_json, labels, budget)
+            public = public_inputs(embedder.embed, exported.vocabulary_embeddings(embedder.embed), labels, budget)
             t = timer.add("public basis", t)
             stats = release_class_stats(engine, public, len(labels), budget, basis_dim=opts.basis_dim,
                                         clip_l1=opts.clip_l1)

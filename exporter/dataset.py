@@ -126,7 +126,7 @@ class ReadStats:
 
     records: int = 0
     skipped_unknown_label: int = 0
-    skipped_bad_text: int = 0
+    skipped_empty_texts: int = 0
     blank_lines: int = 0
     unknown_labels: dict[str, int] = field(default_factory=dict)  # at most MAX_LISTED_UNKNOWN_LABELS names
 
@@ -210,7 +210,7 @@ def read_records(
     text_field: str = "text",
     label_field: str = "label",
     skip_unknown_labels: bool = False,
-    skip_bad_texts: bool = False,
+    skip_empty_texts: bool = False,
     unit_field: str | None = None,
     stats: ReadStats | None = None,
 ) -> Iterator[Record]:
@@ -239,13 +239,13 @@ def read_records(
         rows = _csv_rows(p, fields, "," if fmt == "csv" else "\t", stats)
     for n, values in rows:
         record = validate_row(p, n, values, labels, skip_unknown_labels=skip_unknown_labels,
-                              skip_bad_texts=skip_bad_texts, unit_field=unit_field, stats=stats)
+                              skip_empty_texts=skip_empty_texts, unit_field=unit_field, stats=stats)
         if record is not None:
             yield record
 
 
 def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, skip_unknown_labels: bool,
-                 skip_bad_texts: bool, unit_field: str | None, stats: ReadStats) -> Record | None:
+                 skip_empty_texts: bool, unit_field: str | None, stats: ReadStats) -> Record | None:
     """Check one row's [text, label(, unit)] as read_records does: the Record, or None if skipped.
 
     Shared with the Ray engine (exporter.ray_engine), so both paths accept, skip and refuse
@@ -273,9 +273,9 @@ def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, 
     try:
         check_text(text)
     except InputError as exc:
-        if not skip_bad_texts:
+        if not skip_empty_texts:
             raise DatasetError(p, n, f"{exc} (pass --skip-empty-texts to skip such records)") from None
-        stats.skipped_bad_text += 1
+        stats.skipped_empty_texts += 1
         return None
     stats.records += 1
     return Record(text, index, n, unit)

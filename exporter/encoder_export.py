@@ -27,7 +27,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -77,6 +77,23 @@ class ExportedEncoder:
     def format(self) -> str:
         return self.facts.get("format", "onnx")
 
+    def vocabulary_embeddings(self, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """The embeddings of the encoder's public vocabulary words (exporter.public_basis), float32,
+        computed once per exported encoder and cached beside it: they depend on the encoder only,
+        and embedding them is most of a small build's time."""
+        from exporter.public_basis import VOCAB_WORDS, public_texts
+
+        cached = self.directory / f"vocabulary-{VOCAB_WORDS}.npy"
+        if cached.is_file():
+            return np.load(cached)
+        tokenizer_json = (self.directory / "tokenizer.json").read_text(encoding="utf-8")
+        e = np.asarray(embed(public_texts(tokenizer_json, None)), np.float32)
+        fd, tmp = tempfile.mkstemp(prefix=".vocabulary-", suffix=".npy", dir=self.directory)
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, e)
+        os.replace(tmp, cached)
+        return e
+
     def to_bundle_encoder(self) -> EncoderSpec:
         f = self.facts
         check = f.get("check") or {"text": CHECK_TEXT, "embedding": [0.0] * f["dim"]}  # before it is measured
@@ -95,6 +112,19 @@ class ExportedEncoder:
             check_text=check["text"],
             check_embedding=np.asarray(check["embedding"], dtype=np.float32),
         )
+
+
+def find_export(models_dir: Path, encoder_format: str = "onnx", name: str = DEFAULT_MODEL_NAME) -> ExportedEncoder | None:
+    """The newest complete, gated export of ``name`` under ``models_dir`` with the current
+    recipe, found without the source model (None if there is none)."""
+    found = []
+    for facts_file in Path(models_dir).glob("encoders/*/encoder.json"):
+        facts = _read_json(facts_file)
+        if (facts.get("name") == name and facts.get("format", "onnx") == encoder_format and facts.get("check")
+                and facts.get("recipe") == _recipe(encoder_format)
+                and (facts_file.parent / MODEL_FILES[encoder_format]).is_file()):
+            found.append((facts_file.stat().st_mtime, ExportedEncoder(facts_file.parent, facts)))
+    return max(found, key=lambda x: x[0])[1] if found else None
 
 
 def _read_json(path: Path) -> Any:
@@ -247,7 +277,16 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
     if encoder_format not in ENCODER_FORMATS:
         raise EncoderExportError(f"unknown encoder format {encoder_format!r} (choose from {', '.join(ENCODER_FORMATS)})")
     name = DEFAULT_MODEL_NAME if source is None else Path(source).name
-    source = default_source() if source is None else Path(source)
+    if source is None:
+        try:
+            source = default_source()
+        except EncoderExportError:
+            # A runtime-only install (no weights package) can still build from an earlier export.
+            cached = find_export(models_dir, encoder_format, name)
+            if cached is None:
+                raise
+            return cached
+    source = Path(source)
     shape = _check_source(source)
     key = source_key(source, encoder_format)
     tag = "" if encoder_format == "onnx" else f"-{encoder_format}"

@@ -27,7 +27,7 @@ from runtime.simhash import SimHasher
 
 
 def _kept(stats: ReadStats) -> tuple[int, int, int, int]:
-    return stats.records, stats.skipped_unknown_label, stats.skipped_bad_text, stats.blank_lines
+    return stats.records, stats.skipped_unknown_label, stats.skipped_empty_texts, stats.blank_lines
 
 
 class Engine(ABC):

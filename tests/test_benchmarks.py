@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from conftest import DATA, ROOT
+from exporter.stages import SCORING
 
 
 def test_accuracy_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
@@ -26,4 +27,21 @@ def test_accuracy_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
     assert len(row["runs"]["default"]["8.0"]) == 1
     assert sum(row["runs"]["default"]["8.0"]) > 0.6  # far above chance (1/7) on this data
     assert 16 <= row["k"]["8.0"] <= 384 and set(res["best_peer"]) == {"1.0", "8.0"}
+    assert row["scoring"] == vars(SCORING)  # without options, the constants the exporter ships
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_accuracy_benchmark_replaces_the_scoring_constants(exported_encoder, tmp_path):
+    """--description-pull and --prior-records-per-class reach the assembled bundle's scoring:
+    with R = 0 the prior's boost is 0, so the blend is the class sums' cosine alone and the
+    default row equals the centroids row."""
+    out = tmp_path / "acc.json"
+    r = subprocess.run([sys.executable, "benchmarks/accuracy.py", "--data", str(DATA), "--epsilons", "8",
+                        "--seeds", "1", "--methods", "default,centroids", "--description-pull", "0",
+                        "--prior-records-per-class", "0", "--out", str(out)],
+                       capture_output=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    row = json.loads(out.read_text())["datasets"]["assistant"]
+    assert row["scoring"]["description_pull"] == 0.0 and row["scoring"]["prior_records_per_class"] == 0.0
+    assert row["scoring"]["centroid_temperature"] == SCORING.centroid_temperature  # the rest as shipped
+    assert row["runs"]["default"]["8.0"] == row["runs"]["centroids"]["8.0"]

@@ -76,12 +76,15 @@ def test_classify_info(dp_bundle, tables_bundle):
                  "release 2             class_sums: epsilon 7.6", "hashing     none", "alarm_timer", "MiB total"):
         assert fact in text, fact
     info = json.loads(run(["runtime.classify", "--bundle", str(dp_bundle), "--info", "--json"]).stdout)
-    assert info["privacy"]["epsilon"] == 8.0 and info["lsh"] is None and "votes" not in info["sizes_bytes"]
+    assert info["privacy"]["epsilon"] == 8.0 and info["hashing"] is None and "vote_tables" not in info["sizes_bytes"]
+    assert info["format_version"] == "1.0" and info["releases"]["class_sums"]["grid"] == 100
     text = run(["runtime.classify", "--bundle", str(tables_bundle), "--info"]).stdout.decode()
-    for fact in ("sensitivity_l1        32", "noise_scale           40.0", "32 tables x 4 bits", "release 3             votes"):
+    for fact in ("votes: epsilon 0.8, L1 sensitivity 32, noise scale 40.0", "32 tables x 4 bits", "release 3             votes"):
         assert fact in text, fact
     info = json.loads(run(["runtime.classify", "--bundle", str(tables_bundle), "--info", "--json"]).stdout)
-    assert info["sizes_bytes"]["votes"] == 32 * 2 ** info["lsh"]["bits"] * 7 * 2
+    hashing = info["hashing"]
+    assert info["sizes_bytes"]["vote_tables"] == (32 * 2 ** hashing["bits"] * 7 * 2 + 32 * hashing["bits"] * 384 * 4
+                                                  + 32 * hashing["bits"] * 4)
 
 
 def test_default_bundle_and_missing_bundle(dp_bundle, tmp_path):
@@ -112,7 +115,7 @@ def test_exporter_build_and_inspect(tmp_path, exported_encoder):
     assert "records counted: 560" in out and "epsilon = 4" in out
     r = run(["exporter", "inspect", str(tmp_path / "out.dpedge")])
     assert r.returncode == 0 and "8 tables x 4 bits" in r.stdout.decode() and "seed 5" in r.stdout.decode()
-    assert "noise_scale           10.0" in r.stdout.decode()
+    assert "votes: epsilon 0.8, L1 sensitivity 8, noise scale 10.0" in r.stdout.decode()
 
 
 def test_exporter_reports_bad_records_with_file_and_line(tmp_path, exported_encoder):

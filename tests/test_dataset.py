@@ -80,8 +80,8 @@ def test_empty_text_is_an_error_or_skipped_with_a_count(tmp_path, labels):
     with pytest.raises(DatasetError, match="d.jsonl:1: empty text"):
         list(read_records(p, labels))
     stats = ReadStats()
-    assert len(list(read_records(p, labels, skip_bad_texts=True, stats=stats))) == 1
-    assert stats.skipped_bad_text == 1
+    assert len(list(read_records(p, labels, skip_empty_texts=True, stats=stats))) == 1
+    assert stats.skipped_empty_texts == 1
 
 
 @pytest.mark.parametrize("line,message", [

@@ -12,12 +12,15 @@ import msgpack
 import numpy as np
 import pytest
 
+pytest.importorskip("scipy", reason="the audits' confidence bounds need the dev extra's scipy")
 from dp_audit import epsilon_lower_bound, run_releases, run_statistic
 from exporter.hyperplanes import draw_hyperplanes
 from exporter.privacy import NeighbourRelation, PrivacyBudget
 from exporter.votes import VoteCounter, release_votes
 from noise_hooks import ConstantNoise, ConstantSeedNoise, HalvedScaleNoise, NonEmptyOnlyNoise, ScaleIgnoresUnitNoise
 from runtime.simhash import SimHasher
+
+pytestmark = pytest.mark.dev
 
 EPSILON = 1.0
 TABLES, BITS, DIM, CLASSES = 2, 1, 16, 2
@@ -133,8 +136,6 @@ def _sums_impl(bug: str):
 
 def _sums_release(bug: str, noise=None):
     """data -> (released sums in grid units, flattened; the stated sensitivity)."""
-    from exporter.class_stats import QUANTUM
-
     make_counter, release = _sums_impl(bug)
     basis, *_ = _stats_neighbours()
 
@@ -142,8 +143,8 @@ def _sums_release(bug: str, noise=None):
         counter = make_counter(basis, 2, STATS_CLIP)
         counter.add(*data)
         budget = PrivacyBudget(EPSILON, shares={"class_sums": 1.0}, noise_for_tests=noise)
-        grid = np.rint(np.asarray(release(counter, budget)).reshape(-1) * QUANTUM)
-        return grid, budget.privacy_facts()["sensitivity_l1"]
+        grid = np.asarray(release(counter, budget), np.int64).reshape(-1)
+        return grid, budget.releases["class_sums"].sensitivity_l1
     return run
 
 
@@ -222,53 +223,52 @@ def test_the_counts_audit_catches_noise_only_where_records_are():
 
 
 def test_bundle_holds_only_noisy_statistics_and_public_inputs(dp_bundle, exported_encoder):
-    """Every field of a default bundle's payload is accounted for: the noisy class counts and
-    sums, public inputs (labels, descriptions, the public basis, the prior, the pretrained
-    encoder and its check text) and facts about the mechanism. No exact counts, embeddings,
-    record ids or record count."""
+    """Every field of a default bundle is accounted for: the noisy class counts and sums,
+    public inputs (labels, descriptions, the public basis, the prior, the pretrained encoder and
+    its check text) and facts about the mechanism. No exact counts, embeddings, record ids or
+    record count."""
     from conftest import DATA
-    from exporter.class_stats import QUANTUM, ClassSumCounter
+    from exporter.class_stats import ClassSumCounter
     from exporter.dataset import read_labels, read_records
+    from exporter.encoder_export import WEIGHTS_FILE
     from exporter.public_basis import PublicBasis
     from runtime import Classifier
 
-    outer = msgpack.unpackb(dp_bundle.read_bytes(), raw=False)
-    payload = msgpack.unpackb(outer["payload"], raw=False)
-    assert set(outer) == {"format", "version", "checksum", "payload"}
-    assert set(payload) == {"labels", "label_descriptions", "privacy", "encoder", "exporter", "class_stats", "prior",
-                            "scoring"}  # no vote tables in the default bundle
-    assert set(payload["encoder"]) == {"format", "model", "tokenizer_json", "max_length", "dim", "pooling",
-                                       "normalized", "inputs", "output", "facts", "check"}
+    doc = msgpack.unpackb(dp_bundle.read_bytes(), raw=False)
+    assert list(doc) == ["format", "version", "labels", "label_descriptions", "privacy", "releases", "subspace",
+                         "prior", "scoring", "exporter", "encoder", "sha256"]  # no vote tables by default
+    assert set(doc["releases"]) == {"class_counts", "class_sums"}
+    assert set(doc["encoder"]) == {"format", "model", "tokenizer_json", "max_length", "dim", "text_prefix", "inputs",
+                                   "output", "check_text", "check_embedding", "facts", "weights"}
     # the encoder is the public export, byte for byte: it was not touched by the records
-    assert payload["encoder"]["model"] == (exported_encoder.directory / "model.onnx").read_bytes()
-    assert payload["encoder"]["check"]["text"] == exported_encoder.facts["check"]["text"]
-    assert set(payload["class_stats"]) == {"origin", "projection", "sums", "counts"}
-    assert set(payload["exporter"]) == {"name", "version", "created"}
+    assert doc["encoder"]["model"] == (exported_encoder.directory / "model.onnx").read_bytes()
+    assert doc["encoder"]["weights"] == (exported_encoder.directory / WEIGHTS_FILE).read_bytes()
+    assert doc["encoder"]["check_text"] == exported_encoder.facts["check"]["text"]
+    assert set(doc["subspace"]) == {"origin", "projection"}
+    assert set(doc["exporter"]) == {"name", "version", "created"}
 
     clf = Classifier.load(dp_bundle, threads=1)
+    b = clf.bundle
     labels = read_labels(DATA / "labels.txt")
     records = list(read_records(DATA / "train.jsonl", labels))
     n = len(records)
-    cs = clf.bundle.class_stats
     # the released values are not the exact ones (noise on every coordinate and every count)
     y = np.array([r.label for r in records])
     exact_counts = np.bincount(y, minlength=len(labels))
-    sums = clf.bundle.privacy["releases"][1]
-    counter = ClassSumCounter(PublicBasis(cs.origin, cs.projection), len(labels), sums["clip_l1"])
+    counter = ClassSumCounter(PublicBasis(b.origin, b.projection), len(labels), b.releases["class_sums"].clip_l1)
     emb = clf.embed([r.text for r in records])
     counter.add(emb, y)
-    assert np.mean(cs.counts != exact_counts) > 0.5 and np.mean(np.abs(cs.sums - counter.sums / QUANTUM) > 1e-3) > 0.5
-    assert counter.sums.astype("<f4").tobytes()[:64] not in outer["payload"]
+    assert np.mean(b.class_counts != exact_counts) > 0.5 and np.mean(b.class_sums != counter.sums) > 0.5
+    blob = dp_bundle.read_bytes()
+    assert counter.sums.astype("<i4").tobytes()[:64] not in blob
     # the projection is the public task basis (the same for every dataset with these labels),
     # and its size was chosen from the released noisy count
-    assert np.allclose(cs.projection @ cs.projection.T, np.eye(len(cs.projection)), atol=1e-4)
+    assert np.allclose(b.projection @ b.projection.T, np.eye(len(b.projection)), atol=1e-4)
     # no record count anywhere in the metadata (the counts' own total is a noisy statistic)
-    metadata = msgpack.packb({k: v for k, v in payload.items() if k not in ("encoder", "class_stats", "prior")})
-    assert str(n).encode() not in metadata and msgpack.packb(n) not in msgpack.packb(payload["privacy"])
-    # no record embedding: nothing in the payload is a record's embedding
-    check = np.frombuffer(payload["encoder"]["check"]["embedding"]["data"], "<f4")
-    assert float((emb @ check).max()) < 0.99
-    blob = dp_bundle.read_bytes()
+    metadata = msgpack.packb({k: v for k, v in doc.items() if k not in ("encoder", "releases", "subspace", "prior")})
+    assert str(n).encode() not in metadata and msgpack.packb(n) not in msgpack.packb(doc["privacy"])
+    # no record embedding: nothing in the bundle is a record's embedding
+    assert float((emb @ b.encoder.check_embedding).max()) < 0.99
     assert emb[:20].astype("<f4").tobytes()[:64] not in blob
     for r in records[:50]:
         assert r.text.encode() not in blob  # no training text is shipped

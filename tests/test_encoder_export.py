@@ -11,6 +11,8 @@ from exporter.fidelity_texts import FIDELITY_TEXTS
 from runtime.encoder import TextEncoder
 from runtime.tokenizer import TextTokenizer
 
+pytestmark = pytest.mark.export
+
 
 def test_exported_encoder_facts_and_fidelity(exported_encoder):
     f = exported_encoder.facts

@@ -9,6 +9,8 @@ from runtime import Classifier
 from runtime.encoder import TextEncoder
 from conftest import AGNEWS
 
+pytestmark = pytest.mark.export
+
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)

@@ -83,6 +83,7 @@ def test_benchmark_smoke_2k_and_20k(tmp_path):
         assert np.all(np.abs(per_table - n) < 1000), per_table
         assert abs(x["votes_total_per_table_mean"] - n) < 200
         assert x["clipped_cells"] == 0
+        assert x["noise_scale"] == pytest.approx(32 / export_scale.EPSILON)  # the votes release: T / epsilon
         assert list(x["rss_stream_at"]) == ["1%", "10%", "50%", "100%"]
     small, big = runs
     # 10x the records, same memory (the 1M-record claim is the benchmark's; this is its smoke).

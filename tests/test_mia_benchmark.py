@@ -5,6 +5,7 @@ touched-cells simulation of large releases reads exactly what the product's dens
 (VoteCounter, release_votes, vote_sums) would give for the same queries.
 """
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,12 +14,14 @@ import numpy as np
 import pytest
 
 from conftest import DATA, ROOT
-from exporter.votes import VoteCounter
+from exporter.class_stats import ClassStatsRelease
 from exporter.hyperplanes import draw_hyperplanes
 from exporter.privacy import PrivacyBudget
-from exporter.votes import INT16_MAX, release_votes
+from exporter.public_basis import PublicBasis
+from exporter.votes import INT16_MAX, VoteCounter, release_votes
 from noise_hooks import ConstantNoise
-from runtime.scoring import vote_sums
+from runtime import bundle as fmt
+from runtime.scoring import Scorer, vote_sums
 from runtime.simhash import SimHasher
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -148,22 +151,35 @@ def test_benchmark_runs_and_writes_json_and_plot(exported_encoder, tmp_path):
     assert controls["16x2"]["attacks"]["standard"]["mean"] < hashed_rows[("16x2", "inf")]["attacks"]["standard"]["mean"]
 
 
-def test_centroid_features_read_the_released_statistics_as_the_runtime_does():
-    """The default bundle's attack features: the runtime's cosine to each noisy class sum
-    (its argmax is the device's centroid label), Gaussian-rule logits and distances to the
-    centred means, the top-1 margin, |z|, and (label-aware) the own class's cosine, logit,
-    distance and rank."""
-    from runtime.bundle.schema import ClassStats
-    from runtime.scoring import Scorer, Weights
-
-    cs = ClassStats(np.zeros(2, np.float32), np.eye(2, dtype=np.float32),
-                    np.array([[4.0, 0.0], [0.0, 4.0]], np.float32), np.array([4.0, 4.0], np.float32))
+def test_centroid_features_read_the_released_statistics():
+    """The default bundle's attack features: the cosine to each noisy class sum, Gaussian-rule
+    logits and distances to the centred means, the top-1 margin, |z|, and (label-aware) the
+    own class's cosine, logit, distance and rank."""
+    basis = PublicBasis(np.zeros(2, np.float32), np.eye(2, dtype=np.float32))
+    stats = ClassStatsRelease(np.array([[400, 0], [0, 400]], np.int32), np.array([4, 4], np.int32), basis)  # grid units
     q = np.array([[0.9, 0.1], [0.2, 0.7]])
-    plain = mia.centroid_features(cs, 1.0, q, None)
-    aware = mia.centroid_features(cs, 1.0, q, np.array([0, 0]))
+    plain = mia.centroid_features(stats, 1.0, q, None)
+    aware = mia.centroid_features(stats, 1.0, q, np.array([0, 0]))
     assert plain.shape == (2, 2 + 2 + 2 + 1 + 1) and aware.shape == (2, 12)
-    runtime = Scorer(None, None, class_stats=cs, weights=Weights.measured(), mode="centroids").scores(q)
-    assert (plain[:, :2].argmax(axis=1) == runtime.argmax(axis=1)).all()   # same rule as the device
     assert np.allclose(plain[:, :2], [[0.9 / np.hypot(0.9, 0.1), 0.1 / np.hypot(0.9, 0.1)],
                                       [0.2 / np.hypot(0.2, 0.7), 0.7 / np.hypot(0.2, 0.7)]])
-    assert aware[:, -1].tolist() == [0, 1]                                   # own-class rank
+    centred = np.array([[0.5, -0.5], [-0.5, 0.5]])  # means (1, 0) and (0, 1) less their mean (0.5, 0.5)
+    z = q - 0.5                                     # |q|_1 <= 1: the clip leaves q as it is
+    assert np.allclose(plain[:, 2:4], z @ centred.T - 0.25)
+    assert aware[:, -1].tolist() == [0, 1]          # own-class rank
+
+
+def test_centroid_cosines_are_the_runtimes_centroid_rule_without_the_pull(dp_bundle):
+    """On a real default bundle: the features' cosines, over the temperature, give the runtime's
+    centroid probabilities when the bundle's pull is 0 (the pull is public post-processing the
+    attacker can add or leave out)."""
+    b = fmt.load(dp_bundle)
+    stats = ClassStatsRelease(b.class_sums, b.class_counts, PublicBasis(b.origin, b.projection))
+    q = np.random.default_rng(2).standard_normal((50, b.encoder.dim))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    cosine = mia.centroid_features(stats, b.releases["class_sums"].clip_l1, q, None)[:, :len(b.labels)]
+    unpulled = dataclasses.replace(b, scoring=dataclasses.replace(b.scoring, description_pull=0.0))
+    logits = cosine / b.scoring.centroid_temperature
+    softmax = np.exp(logits - logits.max(axis=1, keepdims=True))
+    softmax /= softmax.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(softmax, Scorer(unpulled, "centroids").scores(q), rtol=1e-9)

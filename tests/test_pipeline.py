@@ -74,17 +74,18 @@ def test_bad_query_texts(clf):
 def test_bundle_privacy_facts(dp_bundle, tables_bundle):
     b = fmt.load(dp_bundle)
     p = b.privacy
-    counts, sums = p["releases"]
-    assert (p["epsilon"], p["delta"], p["sensitivity_l1"]) == (8.0, 0.0, sums["sensitivity_l1"])
-    assert counts["epsilon"] == pytest.approx(0.4) and sums["epsilon"] == pytest.approx(7.6)
-    assert p["noise_scale"] == pytest.approx(sums["sensitivity_l1"] / 7.6)  # the class sums' release
+    counts, sums = b.releases["class_counts"], b.releases["class_sums"]
+    assert (p["epsilon"], p["delta"]) == (8.0, 0.0)
+    assert counts.epsilon == pytest.approx(0.4) and sums.epsilon == pytest.approx(7.6)
+    assert sums.noise_scale == pytest.approx(sums.sensitivity_l1 / 7.6)
     assert p["neighbour_relation"] == "add or remove one record"
     assert p["noise_library"] == "opendp" and "NOT" not in p["noise_source"]
     assert b.encoder.facts["fidelity"]["mean_cosine"] >= 0.99
-    assert b.lsh is None and b.votes is None
+    assert b.hyperplanes is None and b.votes is None
     t = fmt.load(tables_bundle)
-    assert t.privacy["sensitivity_l1"] == 32 and t.privacy["noise_scale"] == pytest.approx(32 / (8.0 * 0.1))
-    assert t.lsh["seed"] == 1234 and t.lsh["family"] == "simhash"
+    votes = t.releases["votes"]
+    assert votes.sensitivity_l1 == 32 and votes.noise_scale == pytest.approx(32 / (8.0 * 0.1))
+    assert t.seed == 1234
 
 
 def test_hashing_settings_are_checked_before_any_work(tmp_path):

@@ -19,6 +19,8 @@ from runtime import bundle as bundle_format
 ray = pytest.importorskip("ray", reason="needs pip install 'dpedge[ray]'")
 from exporter import ray_engine  # noqa: E402
 
+pytestmark = pytest.mark.ray
+
 
 @pytest.fixture(scope="module")
 def local_ray():
@@ -57,9 +59,9 @@ def test_ray_counts_equal_local_counts(local_ray, exported_encoder, tmp_path, mo
     ray_b, local_b = bundle_format.load(out), bundle_format.load(exact_bundle)
     assert report.stats.records == 560
     assert np.array_equal(ray_b.votes, local_b.votes)
-    assert ray_b.votes.sum() == 560 * ray_b.lsh["tables"]
+    assert ray_b.votes.sum() == 560 * ray_b.tables
     assert np.array_equal(ray_b.hyperplanes, local_b.hyperplanes)
-    assert ray_b.privacy == local_b.privacy
+    assert ray_b.privacy == local_b.privacy and ray_b.releases == local_b.releases
 
 
 def test_ray_aligned_build_equals_local(local_ray, exported_encoder, exact_bundle, tmp_path, monkeypatch):
@@ -71,16 +73,16 @@ def test_ray_aligned_build_equals_local(local_ray, exported_encoder, exact_bundl
     report = build(build_options(out, engine="ray", votes_share=0.1), noise_for_tests=ConstantNoise(0))
     ray_b, local_b = bundle_format.load(out), bundle_format.load(exact_bundle)  # same data, seed 1234
     assert report.stats.records == 560
-    assert ray_b.class_stats is not None and ray_b.offsets is not None and ray_b.prior is not None
-    for field in ("origin", "projection", "sums", "counts"):
-        assert np.array_equal(getattr(ray_b.class_stats, field), getattr(local_b.class_stats, field)), field
-    assert ray_b.class_stats.counts.sum() == 560
+    assert ray_b.class_sums is not None and ray_b.offsets is not None and ray_b.prior is not None
+    for field in ("origin", "projection", "class_sums", "class_counts"):
+        assert np.array_equal(getattr(ray_b, field), getattr(local_b, field)), field
+    assert ray_b.class_counts.sum() == 560
     assert np.array_equal(ray_b.hyperplanes, local_b.hyperplanes)
     assert np.array_equal(ray_b.offsets, local_b.offsets)
     assert np.array_equal(ray_b.prior, local_b.prior)
     assert np.array_equal(ray_b.votes, local_b.votes)
-    assert ray_b.votes.sum() == 560 * ray_b.lsh["tables"]
-    assert ray_b.lsh == local_b.lsh and ray_b.privacy == local_b.privacy and ray_b.scoring == local_b.scoring
+    assert ray_b.votes.sum() == 560 * ray_b.tables and ray_b.seed == local_b.seed
+    assert ray_b.privacy == local_b.privacy and ray_b.releases == local_b.releases and ray_b.scoring == local_b.scoring
 
 
 def test_ray_class_sums_partials_sum_exactly(local_ray, exported_encoder):
@@ -100,7 +102,7 @@ def test_ray_class_sums_partials_sum_exactly(local_ray, exported_encoder):
     total, stats = ray_engine.class_sums_with_ray(spec, enc, basis, 2.0, lines_per_shard=77)
     records = list(read_records(DATA / "train.jsonl", labels))
     ref = ClassSumCounter(basis, len(labels), 2.0)
-    tok, te = TextTokenizer(enc.tokenizer_json, enc.max_length), TextEncoder(enc, threads=1)
+    tok, te = TextTokenizer(enc.tokenizer_json, enc.max_length, enc.text_prefix), TextEncoder(enc, threads=1)
     ref.add(te.embed(tok.encode([r.text for r in records])), np.array([r.label for r in records]))
     assert stats.records == 560
     assert total.sums.dtype == np.int64 and np.array_equal(total.sums, ref.sums)

@@ -22,24 +22,23 @@ def privacy_section() -> str:
 
 def test_readme_names_every_release_of_the_default_bundle(dp_bundle, tables_bundle):
     section = privacy_section()
-    privacy = fmt.load(dp_bundle).privacy
-    releases = privacy["releases"]
-    assert [r["statistic"] for r in releases] == privacy["released_statistics"] == ["class_counts", "class_sums"]
-    for r in releases:
-        share = round(100 * r["epsilon"] / privacy["epsilon"])
-        assert f"`{r['statistic']}`, **{share}% of epsilon**" in section, r["statistic"]
-    counts, sums = releases
-    assert counts["sensitivity_l1"] == 1 and "(L1 sensitivity 1)" in section
-    assert sums["sensitivity_l1"] == round(sums["grid"] * sums["clip_l1"])
-    assert f"grid of 1/{sums['grid']}" in section and "(L1 sensitivity round(100 x B))" in section
-    k = fmt.load(dp_bundle).class_stats.projection.shape[0]
-    assert sums["dim"] == k and 16 <= k <= 384 and "from 16 to 384" in section
+    b = fmt.load(dp_bundle)
+    assert list(b.releases) == ["class_counts", "class_sums"]
+    for name, r in b.releases.items():
+        share = round(100 * r.epsilon / b.epsilon)
+        assert f"`{name}`, **{share}% of epsilon**" in section, name
+    counts, sums = b.releases.values()
+    assert counts.sensitivity_l1 == 1 and "(L1 sensitivity 1)" in section
+    assert sums.sensitivity_l1 == round(sums.grid * sums.clip_l1)
+    assert f"grid of 1/{sums.grid}" in section and "(L1 sensitivity round(100 x B))" in section
+    k = b.projection.shape[0]
+    assert b.class_sums.shape[1] == k and 16 <= k <= 384 and "from 16 to 384" in section
     # the optional third release, as a --votes-share bundle states it
-    votes = fmt.load(tables_bundle).privacy["releases"][-1]
-    tables = fmt.load(tables_bundle).tables
-    assert votes["statistic"] == "votes" and votes["sensitivity_l1"] == tables
+    t = fmt.load(tables_bundle)
+    votes = t.releases["votes"]
+    assert list(t.releases)[-1] == "votes" and votes.sensitivity_l1 == t.tables
     assert "`--votes-share F` adds a third release, `votes`" in section
-    assert f"T = {tables} tables: L1 sensitivity T)" in section
+    assert f"T = {t.tables} tables: L1 sensitivity T)" in section
 
 
 def test_readme_states_the_neighbour_relation_delta_and_noise_the_bundle_states(dp_bundle, random_bundle):
@@ -52,6 +51,5 @@ def test_readme_states_the_neighbour_relation_delta_and_noise_the_bundle_states(
         assert privacy["noise_library"] == "opendp" and "OpenDP's sampler" in section
         assert "OpenSSL's cryptographically secure RNG" in privacy["noise_source"]
         assert "OpenSSL's cryptographically secure RNG" in section
-    plain = fmt.load(random_bundle).privacy
-    assert plain["released_statistics"] == ["votes"]
+    assert list(fmt.load(random_bundle).releases) == ["votes"]
     assert re.search(r"`--hashing random` bundle releases `votes` alone, with all of epsilon", section)

@@ -5,11 +5,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from exporter.privacy import BudgetError, NeighbourRelation, PrivacyBudget
 from exporter.votes import INT16_MAX, INT16_MIN, release_votes
 from noise_hooks import ConstantNoise, OverspendingNoise
+
+stats = pytest.importorskip("scipy.stats", reason="the dev extra's scipy")
+pytestmark = pytest.mark.dev
 
 
 def release(counts, epsilon, *, unit=None, k=1, noise=None):
@@ -17,7 +19,7 @@ def release(counts, epsilon, *, unit=None, k=1, noise=None):
     relation = NeighbourRelation.person(unit, k) if unit else NeighbourRelation(None, k)
     budget = PrivacyBudget(epsilon, relation, noise_for_tests=noise)
     r = release_votes(counts, budget)
-    return r, budget.privacy_facts()
+    return r, {**budget.privacy_facts(), **vars(budget.releases["votes"])}
 
 ALPHA = 1e-4  # significance of the goodness-of-fit tests (false alarm rate per test)
 
@@ -93,7 +95,7 @@ def test_privacy_facts_state_the_guarantee():
     assert "discrete Laplace" in p["mechanism"] and "every cell" in p["mechanism"]
     assert p["noise_library"] == "opendp" and p["noise_library_version"].startswith("0.")
     assert "NOT" not in p["noise_source"]
-    assert p["released_statistics"] == ["votes"] and "releases" not in p  # a lone release is the map itself
+    assert p["statistic"] == "votes" and p["composition"].startswith("sequential: votes;")
     assert p["post_processing"] == "noisy votes clipped to int16 [-32768, 32767]"
 
 

@@ -2,11 +2,10 @@
 run by LiteRT, hashing exactly as the exporter did, and refused with a clear message by an
 engine that cannot run it (or runs it wrongly)."""
 
-import hashlib
+import dataclasses
 import subprocess
 import sys
 
-import msgpack
 import numpy as np
 import pytest
 
@@ -17,6 +16,8 @@ from runtime import BundleError, Classifier
 from runtime import bundle as fmt
 from runtime.encoder import BACKENDS, TextEncoder, choose_backend, installed
 from conftest import DATA, ROOT
+
+pytestmark = pytest.mark.tflite
 
 TEXTS = ["wake me at 7", "is it windy on the coast", "Play Beyoncé 🎵", "x", "東京の天気は？",
          "a much longer request that goes on " * 12]
@@ -52,7 +53,7 @@ def test_runtime_reproduces_the_exporters_exact_counts_with_tflite(tflite_exact_
 
 def test_tflite_batch_equals_single_texts_and_check_text_matches(tflite_bundle):
     clf = Classifier.load(tflite_bundle, threads=1)
-    assert clf.check_cosine is not None and clf.check_cosine > 0.9999  # same engine as the exporter
+    assert clf.check_cosine > 0.9999  # same engine as the exporter
     single = np.vstack([clf.embed([t]) for t in TEXTS])
     assert np.array_equal(clf.embed(TEXTS), single)
     assert np.array_equal(Classifier.load(tflite_bundle, threads=1, workers=2).embed(TEXTS), single)
@@ -67,7 +68,7 @@ def test_onnx_and_tflite_encoders_agree_on_the_projects_texts(exported_encoder, 
     onnx_spec, tfl_spec = exported_encoder.to_bundle_encoder(), exported_tflite.to_bundle_encoder()
     labels = read_labels(DATA / "labels.txt")
     texts = [r.text for r in read_records(DATA / "test.jsonl", labels)]
-    ids = TextTokenizer(onnx_spec.tokenizer_json, onnx_spec.max_length).encode(texts)
+    ids = TextTokenizer(onnx_spec.tokenizer_json, onnx_spec.max_length, onnx_spec.text_prefix).encode(texts)
     a = TextEncoder(onnx_spec, threads=1).embed(ids)
     b = TextEncoder(tfl_spec, threads=1).embed(ids)
     cos = np.sum(a * b, axis=1)
@@ -105,15 +106,6 @@ def test_cli_backend_flag_and_info(tflite_bundle):
     assert info.returncode == 0 and b"runs on               litert" in info.stdout
 
 
-def _with_check_embedding(data: bytes, new: np.ndarray) -> bytes:
-    outer = msgpack.unpackb(data, raw=False)
-    payload = msgpack.unpackb(outer["payload"], raw=False)
-    payload["encoder"]["check"]["embedding"]["data"] = new.astype("<f4").tobytes()
-    outer["payload"] = msgpack.packb(payload, use_bin_type=True)
-    outer["checksum"]["digest"] = hashlib.sha256(outer["payload"]).digest()
-    return msgpack.packb(outer, use_bin_type=True)
-
-
 @pytest.mark.parametrize("which", ["onnx", "tflite"])
 def test_an_engine_computing_other_embeddings_is_refused(which, dp_bundle, tflite_bundle, tmp_path):
     """Stand-in for an engine that runs the model to garbage without an error (tflite-runtime
@@ -124,22 +116,8 @@ def test_an_engine_computing_other_embeddings_is_refused(which, dp_bundle, tflit
     rng = np.random.default_rng(0)
     other = rng.standard_normal(b.encoder.dim)
     other -= other @ b.encoder.check_embedding * b.encoder.check_embedding  # orthogonal to the real one
-    bad = tmp_path / "bad.dpedge"
-    bad.write_bytes(_with_check_embedding(path.read_bytes(), other / np.linalg.norm(other)))
+    other = (other / np.linalg.norm(other)).astype(np.float32)
+    bad = fmt.save(dataclasses.replace(b, encoder=dataclasses.replace(b.encoder, check_embedding=other)),
+                   tmp_path / "bad.dpedge")
     with pytest.raises(BundleError, match=r"computes a different embedding than the exporter did .*cosine -?0\.0"):
         Classifier.load(bad)
-
-
-def test_a_bundle_without_check_text_still_loads(random_bundle, tmp_path):
-    """Bundles written before format 1.1 have no check; they load, unverified."""
-    outer = msgpack.unpackb(random_bundle.read_bytes(), raw=False)
-    payload = msgpack.unpackb(outer["payload"], raw=False)
-    del payload["encoder"]["check"]
-    outer["version"] = [1, 0]
-    outer["payload"] = msgpack.packb(payload, use_bin_type=True)
-    outer["checksum"]["digest"] = hashlib.sha256(outer["payload"]).digest()
-    old = tmp_path / "v10.dpedge"
-    old.write_bytes(msgpack.packb(outer, use_bin_type=True))
-    clf = Classifier.load(old, threads=1)
-    assert clf.check_cosine is None and clf.bundle.encoder.check_text is None
-    assert clf.predict(["turn on the lights"])[0].label in clf.labels

@@ -91,14 +91,14 @@ def test_per_person_build_keeps_k_per_person_and_says_so(exported_encoder, tmp_p
                                  votes_share=0.1, tables=8, bits=4), noise_for_tests=ConstantNoise(0))
     b = fmt.load(report.out)
     assert b.votes.sum() == 8 * 4 * 8  # 8 people x 4 records, in each of 8 tables
-    assert b.class_stats.counts.sum() == 8 * 4
+    assert b.class_counts.sum() == 8 * 4
     assert report.units.units == 8 and report.units.records_dropped == 560 - 32
     p = b.privacy
-    counts, sums, votes = p["releases"]
-    assert (p["max_records_per_unit"], p["sensitivity_l1"]) == (4, 32)
-    assert p["noise_scale"] == pytest.approx(4 * 8 / votes["epsilon"])
+    counts, sums, votes = b.releases.values()
+    assert (p["max_records_per_unit"], votes.sensitivity_l1) == (4, 32)
+    assert votes.noise_scale == pytest.approx(4 * 8 / votes.epsilon)
     # the class statistics scale with K too: a count per record, the clip per record
-    assert counts["sensitivity_l1"] == 4 and sums["sensitivity_l1"] == 4 * round(100 * sums["clip_l1"])
+    assert counts.sensitivity_l1 == 4 and sums.sensitivity_l1 == 4 * round(100 * sums.clip_l1)
     assert p["privacy_unit"] == "one person, up to 4 records" and "'user_id'" in p["neighbour_relation"]
 
 

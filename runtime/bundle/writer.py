@@ -15,7 +15,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from runtime.bundle.schema import FIELDS, FORMAT_NAME, FORMAT_VERSION, Bundle, Key
+from runtime.bundle.schema import FIELDS, FORMAT_NAME, FORMAT_VERSION, Bundle, EncoderSpec, Key
 
 
 def array_record(a: np.ndarray, dtype: str) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def document(b: Bundle) -> dict[str, Any]:
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
         "privacy": dict(b.privacy), "releases": {}, "hashing.seed": b.seed, "exporter": b.exporter or None,
         "encoder": {}, "encoder.facts": e.facts or None,
-        "encoder.weights": bytes(e.weights) if e.format == "onnx" else None,
+        "encoder.weights": _weights(e) if e.format == "onnx" else None,
         **{f"encoder.{k}": getattr(e, k) for k in (Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH,
                                                   Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT, Key.CHECK_TEXT)},
         "encoder.inputs": list(e.inputs), "encoder.check_embedding": e.check_embedding,
@@ -67,6 +67,21 @@ def document(b: Bundle) -> dict[str, Any]:
             value = int(value) if f.kind == "int" else float(value)
         node[f.key] = dict(value) if f.kind == "map" and not f.open else value
     return doc
+
+
+def _weights(e: EncoderSpec) -> bytes:
+    """The ONNX weights, from memory or from the file a reader left them in (a bundle that was
+    loaded can be written again)."""
+    if e.weights or e.weights_file is None:
+        return bytes(e.weights)
+    w = e.weights_file
+    with open(w.path, "rb") as f:
+        f.seek(w.offset)
+        data = f.read(w.length)
+    st = os.stat(w.path)
+    if len(data) != w.length or (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != w.identity:
+        raise OSError(f"{w.path}: the bundle file changed since it was read")
+    return data
 
 
 def pack(b: Bundle) -> bytes:

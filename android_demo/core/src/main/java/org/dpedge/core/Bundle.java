@@ -1,316 +1,258 @@
 package org.dpedge.core;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.List;
 import java.util.Map;
 
 /**
- * A validated dpedge bundle: the released DP statistics (vote tables with their SimHash
- * hyperplanes, class statistics, or both) and the sentence encoder they are keyed on (formats
- * 1.x, 2.x, 3.x and 4.x, {@code docs/bundle-format.md}).
+ * A validated bundle of format 1.0 ({@code docs/bundle-format.md}): the released noisy
+ * statistics, the public inputs they were computed with, and the encoder that embeds a text the
+ * way they expect. The one value {@link BundleReader} hands out; every instance has passed the
+ * checks of the Python reader. Everything in it is released or public: reading it any number of
+ * times costs no privacy budget.
  *
- * <p>Why it exists: it is the one immutable value a {@link BundleReader} hands out, so the rest
- * of the library never sees msgpack, and every instance has passed the same checks as the
- * Python reference reader. Everything in it is released, public data: reading it any number
- * of times costs no privacy budget.
- *
- * <p>Arrays are flat, in C order: {@code hyperplanes} is {@code [tables][bits][dim]} and
- * {@code votes} is {@code [tables][2^bits][labels]}. The public accessors return copies of
- * those; the package uses the arrays directly. {@link Encoder#model()} is the exception (it
- * is most of the file, so it is not copied).
- *
- * <p>Format 2 adds optional fields (null when absent): hyperplane {@link #offsets()}, the
- * released {@link #classStats()}, the label descriptions' embeddings {@link #prior()} and
- * the blend's weights {@link #scoring()}; {@link Scorer} uses them as {@code runtime/scoring.py}
- * does.
- *
- * <p>From format 3 the vote tables are optional (the exporter's default bundle releases class
- * statistics alone): without them {@link #hasVotes()} is false, {@link #lsh()},
- * {@link #hyperplanes()}, {@link #votes()} and {@link #offsets()} are null, {@link #tables()} and
- * {@link #bits()} are 0, and {@link #dim()} is the encoder's. Such a bundle always has
- * {@link #classStats()} (the reader refuses one with neither).
+ * <p>Arrays are flat, in C order, as released: {@code classCounts} [C], {@code classSums}
+ * [C][k] in grid units, {@code origin} [D], {@code projection} [k][D], {@code votes}
+ * [T][2^H][C], {@code hyperplanes} [T][H][D], {@code offsets} [T][H], {@code prior} [C][D]. A
+ * bundle has class statistics (counts, sums, subspace, scoring), vote tables (votes,
+ * hyperplanes), or both; the absent ones are null. The public accessors return copies; the
+ * package reads the arrays directly.
  */
 public final class Bundle {
-    private final List<String> labels;
-    private final List<String> labelDescriptions;
-    private final Map<String, Object> privacy;
-    private final Map<String, Object> lsh;
-    private final int tables;
-    private final int bits;
-    private final int dim;
-    private final float[] hyperplanes;
-    private final short[] votes;
-    private final Encoder encoder;
-    private final Map<String, Object> exporter;
-    private final float[] offsets;
-    private final ClassStats classStats;
-    private final float[] prior;
-    private final Map<String, Object> scoring;
+    final List<String> labels;
+    final List<String> labelDescriptions;
+    final Map<String, Object> privacy;
+    final Map<String, PrivacyFacts> releases;
+    final int[] version;
+    final int[] classCounts;
+    final int[] classSums;
+    final int k;
+    final float[] origin;
+    final float[] projection;
+    final short[] votes;
+    final float[] hyperplanes;
+    final float[] offsets;
+    final int tables;
+    final int bits;
+    final float[] prior;
+    final Scoring scoring;
+    final Map<String, Object> exporter;
+    final Encoder encoder;
 
-    Bundle(List<String> labels, List<String> labelDescriptions, Map<String, Object> privacy, Map<String, Object> lsh,
-           int tables, int bits, int dim, float[] hyperplanes, short[] votes, Encoder encoder,
-           Map<String, Object> exporter, float[] offsets, ClassStats classStats, float[] prior,
-           Map<String, Object> scoring) {
-        this.labels = labels;
-        this.labelDescriptions = labelDescriptions;
-        this.privacy = privacy;
-        this.lsh = lsh;
-        this.tables = tables;
-        this.bits = bits;
-        this.dim = dim;
-        this.hyperplanes = hyperplanes;
-        this.votes = votes;
-        this.encoder = encoder;
-        this.exporter = exporter;
-        this.offsets = offsets;
-        this.classStats = classStats;
-        this.prior = prior;
-        this.scoring = scoring;
+    Bundle(Builder b) {
+        labels = b.labels;
+        labelDescriptions = b.labelDescriptions;
+        privacy = b.privacy;
+        releases = b.releases;
+        version = b.version;
+        classCounts = b.classCounts;
+        classSums = b.classSums;
+        k = b.k;
+        origin = b.origin;
+        projection = b.projection;
+        votes = b.votes;
+        hyperplanes = b.hyperplanes;
+        offsets = b.offsets;
+        tables = b.tables;
+        bits = b.bits;
+        prior = b.prior;
+        scoring = b.scoring;
+        exporter = b.exporter;
+        encoder = b.encoder;
     }
 
-    /** Class names; the index is the class index used by the vote tables. */
+    /** What the reader collects before it builds a Bundle. */
+    static final class Builder {
+        List<String> labels;
+        List<String> labelDescriptions;
+        Map<String, Object> privacy;
+        Map<String, PrivacyFacts> releases;
+        int[] version;
+        int[] classCounts;
+        int[] classSums;
+        int k;
+        float[] origin;
+        float[] projection;
+        short[] votes;
+        float[] hyperplanes;
+        float[] offsets;
+        int tables;
+        int bits;
+        float[] prior;
+        Scoring scoring;
+        Map<String, Object> exporter;
+        Encoder encoder;
+    }
+
+    /** The classes, in class-index order (escape them before showing: {@link Text#escape}). */
     public List<String> labels() {
         return labels;
     }
 
-    /** The public description of each label, in label order, or null if the bundle has none. */
+    /** A public description of each label, or null. */
     public List<String> labelDescriptions() {
         return labelDescriptions;
     }
 
     /**
-     * The whole privacy map, for display (epsilon, delta, mechanism, noise source...). Values
-     * are Long/BigInteger, Double, String, Boolean, byte[], List or Map, unmodifiable.
+     * The privacy map as read, for display: epsilon, delta, max_records_per_unit, the neighbour
+     * relation, privacy unit, noise source and public inputs, and the optional informational
+     * strings. Unmodifiable.
      */
     public Map<String, Object> privacy() {
         return privacy;
     }
 
-    /** The total privacy budget of the release (pure epsilon-DP). */
+    /** Each release's privacy facts by statistic, in release order. */
+    public Map<String, PrivacyFacts> releases() {
+        return releases;
+    }
+
+    /** The bundle's epsilon (pure epsilon-DP: delta is 0); the releases' shares add up to it. */
     public double epsilon() {
-        return Fields.toDouble(privacy.get("epsilon"));
+        return (Double) privacy.get("epsilon");
     }
 
-    /**
-     * The {@code lsh} map without the hyperplanes and offsets (family, tables, bits, dim,
-     * seed...), or null when the bundle has no vote tables (format 3).
-     */
-    public Map<String, Object> lsh() {
-        return lsh;
+    /** K, the records one privacy unit may contribute. */
+    public long recordsPerUnit() {
+        return (Long) privacy.get("max_records_per_unit");
     }
 
-    /**
-     * Whether the bundle has vote tables (and so hyperplanes to hash with): always before format
-     * 3, optional from it.
-     */
+    /** [1, minor]. */
+    public int[] version() {
+        return version.clone();
+    }
+
+    public boolean hasClassStatistics() {
+        return classSums != null;
+    }
+
     public boolean hasVotes() {
         return votes != null;
     }
 
-    /** T, the number of hash tables (0 without vote tables). */
+    /** D, the embedding size. */
+    public int dim() {
+        return encoder.dim;
+    }
+
+    /** T, the vote tables (0 without). */
     public int tables() {
         return tables;
     }
 
-    /** H, the bits per table; each table has 2^H buckets (0 without vote tables). */
+    /** H, the bits per table (0 without vote tables). */
     public int bits() {
         return bits;
     }
 
-    /** D, the embedding dimension. */
-    public int dim() {
-        return dim;
+    /** k, the dimension of the public subspace of the class sums (0 without them). */
+    public int k() {
+        return k;
     }
 
-    /**
-     * A copy of the hyperplanes, float32 {@code [tables][bits][dim]} flattened in C order, or
-     * null without vote tables.
-     */
-    public float[] hyperplanes() {
-        return hyperplanes == null ? null : hyperplanes.clone();
+    public int[] classCounts() {
+        return classCounts == null ? null : classCounts.clone();
     }
 
-    /**
-     * A copy of the noisy votes, int16 {@code [tables][2^bits][labels]} flattened in C order, or
-     * null without vote tables.
-     */
+    public int[] classSums() {
+        return classSums == null ? null : classSums.clone();
+    }
+
+    public float[] origin() {
+        return origin == null ? null : origin.clone();
+    }
+
+    public float[] projection() {
+        return projection == null ? null : projection.clone();
+    }
+
     public short[] votes() {
         return votes == null ? null : votes.clone();
     }
 
-    float[] hyperplanesRef() {
-        return hyperplanes;
+    public float[] hyperplanes() {
+        return hyperplanes == null ? null : hyperplanes.clone();
     }
 
-    short[] votesRef() {
-        return votes;
+    public float[] offsets() {
+        return offsets == null ? null : offsets.clone();
+    }
+
+    public float[] prior() {
+        return prior == null ? null : prior.clone();
+    }
+
+    /** The blend's constants, or null for a bundle of vote tables alone. */
+    public Scoring scoring() {
+        return scoring;
+    }
+
+    /** Informational: who wrote the bundle, when (any values). */
+    public Map<String, Object> exporter() {
+        return exporter;
     }
 
     public Encoder encoder() {
         return encoder;
     }
 
-    /** Who wrote the bundle: name, version, created (ISO 8601 UTC). */
-    public Map<String, Object> exporter() {
-        return exporter;
-    }
+    /** The blend's constants ({@code scoring}; docs/bundle-format.md section 7). */
+    public static final class Scoring {
+        public final double centroidTemperature;
+        public final double priorTemperature;
+        public final double priorRecordsPerClass;
+        public final double descriptionPull;
 
-    /**
-     * A copy of the hyperplane offsets, float32 {@code [tables][bits]} flattened in C order
-     * (format 2: bit h is 1 iff the dot product exceeds its offset), or null (all zero).
-     */
-    public float[] offsets() {
-        return offsets == null ? null : offsets.clone();
-    }
-
-    float[] offsetsRef() {
-        return offsets;
-    }
-
-    /** The released noisy class statistics (formats 2 and 3), or null. */
-    public ClassStats classStats() {
-        return classStats;
-    }
-
-    /**
-     * A copy of the label descriptions' embeddings, float32 {@code [labels][dim]} flattened in
-     * C order (format 2, public text only), or null.
-     */
-    public float[] prior() {
-        return prior == null ? null : prior.clone();
-    }
-
-    float[] priorRef() {
-        return prior;
-    }
-
-    /**
-     * The blend's weights and temperatures by name, plus free-text entries such as "rule"
-     * (format 2), or null when the bundle has none (then the defaults apply). Unmodifiable.
-     */
-    public Map<String, Object> scoring() {
-        return scoring;
-    }
-
-    /** Whether the bundle uses any format-2 field (offsets, class statistics, prior or scoring). */
-    public boolean usesFormat2() {
-        return offsets != null || classStats != null || prior != null || scoring != null;
-    }
-
-    /**
-     * Whether the exporter writes this bundle as format 3.0 rather than 1.2: it has no vote
-     * tables, or anything beyond them (Python's {@code Bundle.uses_class_stats_format}).
-     */
-    public boolean usesClassStatsFormat() {
-        return votes == null || usesFormat2();
-    }
-
-    /**
-     * The released class statistics (format 2: one release; format 3: the counts, then the
-     * sums): noisy per-class sums and counts of the embeddings projected into a public
-     * subspace, {@code z = projection (x - origin)}.
-     *
-     * <p>Why: they give the scorer its class centroids ({@code runtime/centroids.py}); like the
-     * vote tables they are released data, so using them is post-processing.
-     */
-    public static final class ClassStats {
-        private final int k;
-        private final int dim;
-        private final float[] origin;
-        private final float[] projection;
-        private final float[] sums;
-        private final float[] counts;
-
-        ClassStats(int k, int dim, float[] origin, float[] projection, float[] sums, float[] counts) {
-            this.k = k;
-            this.dim = dim;
-            this.origin = origin;
-            this.projection = projection;
-            this.sums = sums;
-            this.counts = counts;
-        }
-
-        /** k, the dimension of the public subspace (1 <= k <= dim). */
-        public int k() {
-            return k;
-        }
-
-        /** D, the embedding dimension. */
-        public int dim() {
-            return dim;
-        }
-
-        /** A copy of the origin of the subspace, float32 {@code [dim]}. */
-        public float[] origin() {
-            return origin.clone();
-        }
-
-        /** A copy of the projection (orthonormal rows), float32 {@code [k][dim]} in C order. */
-        public float[] projection() {
-            return projection.clone();
-        }
-
-        /** A copy of the noisy per-class sums, float32 {@code [labels][k]} in C order. */
-        public float[] sums() {
-            return sums.clone();
-        }
-
-        /** A copy of the noisy per-class counts, float32 {@code [labels]}. */
-        public float[] counts() {
-            return counts.clone();
-        }
-
-        float[] originRef() {
-            return origin;
-        }
-
-        float[] projectionRef() {
-            return projection;
-        }
-
-        float[] sumsRef() {
-            return sums;
-        }
-
-        float[] countsRef() {
-            return counts;
+        Scoring(Map<?, ?> m) {
+            centroidTemperature = (Double) m.get("centroid_temperature");
+            priorTemperature = (Double) m.get("prior_temperature");
+            priorRecordsPerClass = (Double) m.get("prior_records_per_class");
+            descriptionPull = (Double) m.get("description_pull");
         }
     }
 
     /**
-     * The sentence encoder shipped in the bundle and what an inference engine needs to run it.
-     *
-     * <p>Why separate: the app hands exactly this to ONNX Runtime or LiteRT (through its
-     * {@link TextEncoder}); nothing else in the bundle is executable.
+     * The sentence encoder and what an engine needs to run it (section 6). The app hands
+     * {@link #model()} to ONNX Runtime or LiteRT through its {@link TextEncoder}; an ONNX model's
+     * initializers keep their data in {@link #weights()}, at the ranges {@link #externalData()}
+     * lists, under the placeholder location {@link #WEIGHTS_LOCATION}.
      */
     public static final class Encoder {
-        private final String format;
-        private final byte[] model;
-        private final String tokenizerJson;
-        private final int maxLength;
-        private final int dim;
-        private final String pooling;
-        private final boolean normalized;
-        private final List<String> inputs;
-        private final String output;
-        private final Map<String, Object> facts;
-        private final String checkText;
-        private final float[] checkEmbedding;
+        /** Where an ONNX initializer's external data says it is: 256 bytes, "dpedge-weights" and full stops. */
+        public static final String WEIGHTS_LOCATION = "dpedge-weights" + ".".repeat(242);
 
-        Encoder(String format, byte[] model, String tokenizerJson, int maxLength, int dim, String pooling,
-                boolean normalized, List<String> inputs, String output, Map<String, Object> facts, String checkText,
-                float[] checkEmbedding) {
-            this.format = format;
-            this.model = model;
-            this.tokenizerJson = tokenizerJson;
-            this.maxLength = maxLength;
-            this.dim = dim;
-            this.pooling = pooling;
-            this.normalized = normalized;
-            this.inputs = inputs;
-            this.output = output;
-            this.facts = facts;
-            this.checkText = checkText;
+        final String format;
+        final byte[] model;
+        final Msgpack.Bin weights;
+        final List<ModelFamily.ExternalData> externalData;
+        final String tokenizerJson;
+        final int maxLength;
+        final int dim;
+        final String textPrefix;
+        final List<String> inputs;
+        final String output;
+        final String checkText;
+        final float[] checkEmbedding;
+        final Map<String, Object> facts;
+
+        Encoder(Map<?, ?> m, float[] checkEmbedding, List<ModelFamily.ExternalData> externalData) {
+            format = (String) m.get("format");
+            model = ((Msgpack.Bin) m.get("model")).copy();
+            weights = (Msgpack.Bin) m.get("weights");
+            this.externalData = externalData;
+            tokenizerJson = (String) m.get("tokenizer_json");
+            maxLength = (int) (long) (Long) m.get("max_length");
+            dim = (int) (long) (Long) m.get("dim");
+            textPrefix = (String) m.get("text_prefix");
+            @SuppressWarnings("unchecked")
+            List<String> in = (List<String>) m.get("inputs");
+            inputs = in;
+            output = (String) m.get("output");
+            checkText = (String) m.get("check_text");
             this.checkEmbedding = checkEmbedding;
+            facts = BundleReader.publicMap(m.get("facts"));
         }
 
         /** "onnx" or "tflite". */
@@ -318,20 +260,31 @@ public final class Bundle {
             return format;
         }
 
-        /**
-         * The serialized model (ONNX protobuf or TFLite flatbuffer). Not a copy, because it is
-         * tens of megabytes: do not modify it.
-         */
+        /** The model: an ONNX protobuf or a TFLite flatbuffer. Not a copy (a TFLite model is 23 MB): do not modify it. */
         public byte[] model() {
             return model;
         }
 
-        /** The Hugging Face tokenizer.json, for {@link WordPieceTokenizer}. */
+        /**
+         * An ONNX encoder's weights (encoder.weights): a read-only little-endian view of the
+         * bundle's bytes, not a copy. Empty for TFLite.
+         */
+        public ByteBuffer weights() {
+            ByteBuffer b = weights == null ? ByteBuffer.allocate(0) : weights.buffer();
+            return b.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        }
+
+        /** The ONNX initializers whose data is in {@link #weights()}, in the model's order. */
+        public List<ModelFamily.ExternalData> externalData() {
+            return externalData;
+        }
+
+        /** The BERT WordPiece tokenizer.json, for {@link WordPieceTokenizer}. */
         public String tokenizerJson() {
             return tokenizerJson;
         }
 
-        /** Token sequences (including [CLS]/[SEP]) are truncated to this length. */
+        /** Tokens per text, [CLS] and [SEP] included. */
         public int maxLength() {
             return maxLength;
         }
@@ -340,43 +293,34 @@ public final class Bundle {
             return dim;
         }
 
-        /** "mean": pooling is done inside the graph. */
-        public String pooling() {
-            return pooling;
+        /** Prepended to every text before tokenizing (often empty). */
+        public String textPrefix() {
+            return textPrefix;
         }
 
-        /** true: L2 normalisation is done inside the graph. */
-        public boolean normalized() {
-            return normalized;
-        }
-
-        /** Graph inputs, a subset of input_ids, attention_mask, token_type_ids. */
+        /** The model's inputs: input_ids, attention_mask (all ones), token_type_ids (all zeros). */
         public List<String> inputs() {
             return inputs;
         }
 
-        /** The output tensor (ONNX) or signature output (TFLite) name. */
+        /** The model's unit-embedding output. */
         public String output() {
             return output;
         }
 
-        /** Informational facts: name, quantization, recipe, fidelity... */
-        public Map<String, Object> facts() {
-            return facts;
-        }
-
-        /** A fixed public text for checking the engine, or null (bundles before format 1.1). */
+        /** A public text the app embeds once at load ({@link Classifier#verify()}). */
         public String checkText() {
             return checkText;
         }
 
-        /** The exporter's embedding of {@link #checkText()} (a copy), or null. */
+        /** The exporter's embedding of {@link #checkText()} (a copy). */
         public float[] checkEmbedding() {
-            return checkEmbedding == null ? null : checkEmbedding.clone();
+            return checkEmbedding.clone();
         }
 
-        float[] checkEmbeddingRef() {
-            return checkEmbedding;
+        /** Informational: name, quantization, fidelity (any values). */
+        public Map<String, Object> facts() {
+            return facts;
         }
     }
 }

@@ -1,5 +1,6 @@
 package org.dpedge.core;
 
+import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.CharacterCodingException;
@@ -7,6 +8,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -16,12 +18,14 @@ import java.util.Set;
 /**
  * The model family: what an encoder's ONNX or TFLite bytes may contain, checked before an
  * engine sees them. A port of {@code runtime/bundle/model_family.py}, with the same rules and
- * messages: ONNX operators of the exporter's set only, no subgraphs, functions, training
- * graphs, sparse initializers or external data; TFLite in one subgraph with the exporter's
- * builtin operators only, no custom operators, no buffers outside the flatbuffer, names in
- * UTF-8. Both walkers check every length against the bytes present.
+ * messages: ONNX with the exporter's operators only, no subgraphs, functions, training graphs
+ * or sparse initializers, and external data only in initializers and only in the bundle's form
+ * (the placeholder location and 20-digit offset and length inside {@code encoder.weights});
+ * TFLite in one subgraph with the exporter's builtin operators only, no custom operators, no
+ * buffers outside the flatbuffer, names in UTF-8. Both walkers check every length against the
+ * bytes present.
  */
-final class ModelFamily {
+public final class ModelFamily {
     static final String FIELD = "encoder.model";
     static final Set<String> ONNX_DOMAINS = new HashSet<>(Arrays.asList("", "ai.onnx", "com.microsoft"));
     static final Set<String> ONNX_OPS = new HashSet<>(Arrays.asList(
@@ -30,6 +34,7 @@ final class ModelFamily {
             "Slice", "Softmax", "Sqrt", "Sub", "Transpose", "Unsqueeze", "Where"));
     static final String ONNX_MICROSOFT_OP = "MatMulNBits";
     static final int MAX_ONNX_NODES = 20_000;
+    static final int NUMBER_DIGITS = 20;
     static final Map<Integer, String> TFLITE_OPS = new HashMap<>();
     static final int MAX_TFLITE_OPERATORS = 20_000;
     private static final int MOST_CODES = 1000;
@@ -45,6 +50,28 @@ final class ModelFamily {
             "GELU", 150};
         for (int i = 0; i < ops.length; i += 2) {
             TFLITE_OPS.put((Integer) ops[i + 1], (String) ops[i]);
+        }
+    }
+
+    /**
+     * An ONNX initializer whose data is in {@code encoder.weights}: {@code length} bytes from
+     * {@code offset}. Its name, ONNX data type (TensorProto.DataType: 1 float, 2 uint8, 3 int8...)
+     * and dims are read for an engine that takes initializers by name (ONNX Runtime's Java
+     * {@code addExternalInitializers}); they are not part of the family check.
+     */
+    public static final class ExternalData {
+        public final String name;
+        public final int dataType;
+        public final long[] dims;
+        public final long offset;
+        public final long length;
+
+        ExternalData(String name, int dataType, long[] dims, long offset, long length) {
+            this.name = name;
+            this.dataType = dataType;
+            this.dims = dims;
+            this.offset = offset;
+            this.length = length;
         }
     }
 
@@ -69,17 +96,18 @@ final class ModelFamily {
     private ModelFamily() {
     }
 
-    static void check(String format, Msgpack.Bin model) throws BundleException {
+    /** Refuses a model outside the family; an ONNX model's external data, each range inside {@code weightsBytes}. */
+    static List<ExternalData> check(String format, Msgpack.Bin model, long weightsBytes) throws BundleException {
         if (format.equals("onnx")) {
-            checkOnnx(model.array, model.offset, model.offset + model.length);
-        } else {
-            checkTflite(ByteBuffer.wrap(model.array, model.offset, model.length).slice().order(ByteOrder.LITTLE_ENDIAN));
+            return new Onnx(model).check(weightsBytes);
         }
+        checkTflite(ByteBuffer.wrap(model.array, model.offset, model.length).slice().order(ByteOrder.LITTLE_ENDIAN));
+        return Collections.emptyList();
     }
 
     // ------------------------------------------------------------------ ONNX (protobuf)
 
-    /** One protobuf field: number, wire type, and [a, b) for length-delimited values. */
+    /** One protobuf field: number, wire type, the varint's value, and [a, b) for other wire types. */
     private static final class Field {
         int number;
         int wire;
@@ -88,187 +116,309 @@ final class ModelFamily {
         int b;
     }
 
-    /** Where the model starts in the bundle's bytes: messages count bytes from there, as Python's do. */
-    private static int base;
+    /** A walk over one ONNX model's bytes; positions in messages count from its first byte, as Python's do. */
+    private static final class Onnx {
+        private final byte[] buf;
+        private final int base;
+        private final int end;
+        private final List<ExternalData> refs = new ArrayList<>();
+        private final List<BigInteger> ends = new ArrayList<>();
+        private int nodes;
 
-    /** The fields of one message in [start, end), in order. */
-    private static List<Field> fields(byte[] buf, int start, int end) throws Bad {
-        List<Field> out = new ArrayList<>();
-        int[] pos = {start};
-        while (pos[0] < end) {
-            long key = varint(buf, pos, end);
-            Field f = new Field();
-            f.number = (int) (key >>> 3);
-            f.wire = (int) (key & 7);
-            if ((key >>> 3) == 0) {
-                throw new Bad("field number 0 at byte " + (pos[0] - base));
-            }
-            if (f.wire == 0) {
-                f.value = varint(buf, pos, end);
-            } else if (f.wire == 1 || f.wire == 5) {
-                int size = f.wire == 1 ? 8 : 4;
-                if (end - pos[0] < size) {
-                    throw new Bad("fixed-size field cut short at byte " + (pos[0] - base));
-                }
-                f.a = pos[0];
-                f.b = pos[0] + size;
-                pos[0] += size;
-            } else if (f.wire == 2) {
-                long size = varint(buf, pos, end);
-                if (size > end - pos[0] || size < 0) {
-                    throw new Bad("length " + Long.toUnsignedString(size) + " at byte " + (pos[0] - base)
-                            + " runs past the end of its message");
-                }
-                f.a = pos[0];
-                f.b = pos[0] + (int) size;
-                pos[0] += (int) size;
-            } else {
-                throw new Bad("wire type " + f.wire + " at byte " + (pos[0] - base));
-            }
-            out.add(f);
+        Onnx(Msgpack.Bin model) {
+            buf = model.array;
+            base = model.offset;
+            end = model.offset + model.length;
         }
-        return out;
-    }
 
-    private static long varint(byte[] buf, int[] pos, int end) throws Bad {
-        long value = 0;
-        int shift = 0;
-        while (true) {
-            if (pos[0] >= end) {
-                throw new Bad("varint cut short at byte " + (pos[0] - base));
-            }
-            int b = buf[pos[0]++] & 0xff;
-            if (shift < 64) {
-                value |= (long) (b & 0x7f) << shift;
-            }
-            if ((b & 0x80) == 0) {
-                return value;
-            }
-            shift += 7;
-            if (shift >= 70) {
-                throw new Bad("varint longer than 10 bytes at byte " + (pos[0] - base));
+        private long varint(int[] pos, int limit) throws Bad {
+            long value = 0;
+            int shift = 0;
+            while (true) {
+                if (pos[0] >= limit) {
+                    throw new Bad("varint cut short at byte " + (pos[0] - base));
+                }
+                int b = buf[pos[0]++] & 0xff;
+                if (shift < 64) {
+                    value |= (long) (b & 0x7f) << shift;
+                }
+                if ((b & 0x80) == 0) {
+                    return value;
+                }
+                shift += 7;
+                if (shift >= 70) {
+                    throw new Bad("varint longer than 10 bytes at byte " + (pos[0] - base));
+                }
             }
         }
-    }
 
-    /** The last occurrence of a string field ("" if absent), protobuf's rule for scalars. */
-    private static String string(byte[] buf, List<Field> fs, int number) throws Bad {
-        String value = "";
-        for (Field f : fs) {
-            if (f.number == number) {
-                if (f.wire != 2) {
-                    throw new Bad("field " + number + " has wire type " + f.wire + ", expected a message");
+        /** The fields of one message in [start, stop), in order. */
+        private List<Field> fields(int start, int stop) throws Bad {
+            List<Field> out = new ArrayList<>();
+            int[] pos = {start};
+            while (pos[0] < stop) {
+                long key = varint(pos, stop);
+                Field f = new Field();
+                f.number = (int) (key >>> 3);
+                f.wire = (int) (key & 7);
+                if ((key >>> 3) == 0) {
+                    throw new Bad("field number 0 at byte " + (pos[0] - base));
                 }
+                if (f.wire == 0) {
+                    f.value = varint(pos, stop);
+                } else if (f.wire == 1 || f.wire == 5) {
+                    int size = f.wire == 1 ? 8 : 4;
+                    if (stop - pos[0] < size) {
+                        throw new Bad("fixed-size field cut short at byte " + (pos[0] - base));
+                    }
+                    f.a = pos[0];
+                    f.b = pos[0] + size;
+                    pos[0] += size;
+                } else if (f.wire == 2) {
+                    long size = varint(pos, stop);
+                    if (size > stop - pos[0] || size < 0) {
+                        throw new Bad("length " + Long.toUnsignedString(size) + " at byte " + (pos[0] - base)
+                                + " runs past the end of its message");
+                    }
+                    f.a = pos[0];
+                    f.b = pos[0] + (int) size;
+                    pos[0] += (int) size;
+                } else {
+                    throw new Bad("wire type " + f.wire + " at byte " + (pos[0] - base));
+                }
+                out.add(f);
+            }
+            return out;
+        }
+
+        private String utf8(int a, int b, String what) throws Bad {
+            try {
+                return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .decode(ByteBuffer.wrap(buf, a, b - a)).toString();
+            } catch (CharacterCodingException e) {
+                throw new Bad(what);
+            }
+        }
+
+        /** The last occurrence of a string field ("" if absent), protobuf's rule for scalars. */
+        private String string(List<Field> fs, int number) throws Bad {
+            String value = "";
+            for (Field f : fs) {
+                if (f.number == number) {
+                    if (f.wire != 2) {
+                        throw new Bad("field " + number + " has wire type " + f.wire + ", expected a message");
+                    }
+                    value = utf8(f.a, f.b, "field " + number + " is not UTF-8");
+                }
+            }
+            return value;
+        }
+
+        /** A StringStringEntryProto: {key, value}, each once. */
+        private String[] entry(Field e) throws Bad {
+            Field key = null;
+            Field value = null;
+            for (Field f : e.wire == 0 ? Collections.<Field>emptyList() : fields(e.a, e.b)) {
+                if (f.number == 1 || f.number == 2) {
+                    if (f.wire != 2 || (f.number == 1 ? key : value) != null) {
+                        throw new Bad("an external-data entry repeats its key or value, or is not a string");
+                    }
+                    if (f.number == 1) {
+                        key = f;
+                    } else {
+                        value = f;
+                    }
+                }
+            }
+            if (key == null || value == null) {
+                throw new Bad("an external-data entry lacks its key or value");
+            }
+            String what = "an external-data entry is not UTF-8";
+            return new String[] {utf8(key.a, key.b, what), utf8(value.a, value.b, what)};
+        }
+
+        /**
+         * An inline tensor; or, for a graph initializer ({@code initializer} true), one whose
+         * data is in encoder.weights in exactly the bundle's form: data_location EXTERNAL, no
+         * raw_data, and the entries location, offset, length in that order.
+         */
+        private void tensor(Field t, String what, boolean initializer) throws Bad, Refused {
+            List<String[]> entries = new ArrayList<>();
+            boolean external = false;
+            boolean raw = false;
+            List<Field> fs = t.wire == 0 ? Collections.<Field>emptyList() : fields(t.a, t.b);
+            for (Field f : fs) {
+                if (f.number == 13) {
+                    entries.add(entry(f));
+                } else if (f.number == 14 && f.wire == 0 && f.value == 1) {
+                    external = true;
+                }
+                raw |= f.number == 9;
+            }
+            if (entries.isEmpty() && !external) {
+                return;
+            }
+            if (!initializer) {
+                throw new Refused(what + " keeps its data outside the graph, which only initializers may");
+            }
+            List<String> keys = new ArrayList<>();
+            for (String[] e : entries.subList(0, Math.min(4, entries.size()))) {
+                keys.add(Text.reprString(e[0]));
+            }
+            if (!external || raw || entries.size() != 3 || !entries.get(0)[0].equals("location")
+                    || !entries.get(1)[0].equals("offset") || !entries.get(2)[0].equals("length")) {
+                throw new Refused(what + " has external data [" + String.join(", ", keys) + "] (data_location "
+                        + (external ? "EXTERNAL" : "DEFAULT") + "); the family's are exactly location, offset, length");
+            }
+            String location = entries.get(0)[1];
+            String offset = entries.get(1)[1];
+            String length = entries.get(2)[1];
+            if (!location.equals(Bundle.Encoder.WEIGHTS_LOCATION) || !isNumber(offset) || !isNumber(length)) {
+                throw new Refused(what + " names external data " + Text.reprString(cut(location, 40)) + " at "
+                        + Text.reprString(cut(offset, 24)) + ", " + Text.reprString(cut(length, 24))
+                        + ": the family's location is the weights placeholder and its offset and length "
+                        + NUMBER_DIGITS + "-digit numbers");
+            }
+            ends.add(new BigInteger(offset).add(new BigInteger(length)));
+            refs.add(describe(fs, Long.parseUnsignedLong(offset), Long.parseUnsignedLong(length)));
+        }
+
+        /** An external tensor's name, data type and dims, for an engine (never a reason to refuse). */
+        private ExternalData describe(List<Field> fs, long offset, long length) {
+            String name = "";
+            int dataType = 0;
+            List<Long> dims = new ArrayList<>();
+            for (Field f : fs) {
                 try {
-                    value = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                            .decode(ByteBuffer.wrap(buf, f.a, f.b - f.a)).toString();
-                } catch (CharacterCodingException e) {
-                    throw new Bad("field " + number + " is not UTF-8");
+                    if (f.number == 8 && f.wire == 2) {
+                        name = utf8(f.a, f.b, "name");
+                    } else if (f.number == 2 && f.wire == 0) {
+                        dataType = (int) f.value;
+                    } else if (f.number == 1 && f.wire == 0) {
+                        dims.add(f.value);
+                    } else if (f.number == 1 && f.wire == 2) {  // packed
+                        for (int[] pos = {f.a}; pos[0] < f.b; ) {
+                            dims.add(varint(pos, f.b));
+                        }
+                    }
+                } catch (Bad e) {
+                    // not readable: the engine will say so; the family has nothing against it
                 }
             }
+            long[] d = new long[dims.size()];
+            for (int i = 0; i < d.length; i++) {
+                d[i] = dims.get(i);
+            }
+            return new ExternalData(name, dataType, d, offset, length);
         }
-        return value;
-    }
 
-    private static void onnxTensor(byte[] buf, int a, int b, String what) throws Bad, Refused {
-        for (Field f : fields(buf, a, b)) {
-            if (f.number == 13 || (f.number == 14 && f.wire == 0 && f.value == 1)) {
-                throw new Refused(what + " keeps its data in an external file, which an engine would read from disk");
+        private void node(Field n) throws Bad, Refused {
+            List<Field> fs = fields(n.a, n.b);
+            String op = string(fs, 4);
+            String domain = string(fs, 7);
+            boolean known = (domain.isEmpty() || domain.equals("ai.onnx")) ? ONNX_OPS.contains(op)
+                    : domain.equals("com.microsoft") && op.equals(ONNX_MICROSOFT_OP);
+            if (!known) {
+                throw new Refused("operator " + Text.reprString(cut(domain.isEmpty() ? op : domain + "." + op, 80))
+                        + " is not one the encoder family uses");
+            }
+            for (Field attr : fs) {
+                if (attr.number != 5) {
+                    continue;
+                }
+                if (attr.wire != 2) {
+                    throw new Bad("field 5 has wire type " + attr.wire + ", expected a message");
+                }
+                for (Field f : fields(attr.a, attr.b)) {
+                    if (f.number == 6 || f.number == 11) {
+                        throw new Refused("operator " + Text.reprString(op)
+                                + " has a subgraph attribute (control flow is not in the family)");
+                    }
+                    if (f.number == 22 || f.number == 23) {
+                        throw new Refused("operator " + Text.reprString(op) + " has a sparse tensor attribute");
+                    }
+                    if (f.number == 5 || f.number == 10) {
+                        tensor(f, "an attribute tensor of operator " + Text.reprString(op), false);
+                    }
+                }
             }
         }
-    }
 
-    private static void onnxNode(byte[] buf, int a, int b) throws Bad, Refused {
-        List<Field> fs = fields(buf, a, b);
-        String op = string(buf, fs, 4);
-        String domain = string(buf, fs, 7);
-        boolean known = (domain.isEmpty() || domain.equals("ai.onnx")) ? ONNX_OPS.contains(op)
-                : domain.equals("com.microsoft") && op.equals(ONNX_MICROSOFT_OP);
-        if (!known) {
-            String shown = domain.isEmpty() ? op : domain + "." + op;
-            shown = shown.length() > 80 ? shown.substring(0, 80) : shown;
-            throw new Refused("operator " + Msgpack.reprString(shown) + " is not one the encoder family uses");
-        }
-        for (Field attr : fs) {
-            if (attr.number != 5) {
-                continue;
-            }
-            if (attr.wire != 2) {
-                throw new Bad("field 5 has wire type " + attr.wire + ", expected a message");
-            }
-            for (Field f : fields(buf, attr.a, attr.b)) {
-                if (f.number == 6 || f.number == 11) {
-                    throw new Refused("operator " + Msgpack.reprString(op)
-                            + " has a subgraph attribute (control flow is not in the family)");
-                }
-                if (f.number == 22 || f.number == 23) {
-                    throw new Refused("operator " + Msgpack.reprString(op) + " has a sparse tensor attribute");
-                }
-                if (f.number == 5 || f.number == 10) {
-                    onnxTensor(buf, f.a, f.b, "an attribute tensor of operator " + Msgpack.reprString(op));
-                }
-            }
-        }
-    }
-
-    static synchronized void checkOnnx(byte[] buf, int start, int end) throws BundleException {
-        base = start;
-        try {
-            int graphs = 0;
-            int nodes = 0;
-            for (Field f : fields(buf, start, end)) {
-                if (f.number == 25) {
-                    throw new Refused("the model defines its own functions (the encoder family has none)");
-                }
-                if (f.number == 20) {
-                    throw new Refused("the model carries training graphs (the encoder family has none)");
-                }
-                if (f.number == 8) {
+        private void graph(Field g) throws Bad, Refused {
+            for (Field f : fields(g.a, g.b)) {
+                if (f.number == 1 || f.number == 5 || f.number == 15) {
+                    if (++nodes > MAX_ONNX_NODES) {
+                        throw new Refused("the graph has more than " + MAX_ONNX_NODES + " nodes and initializers");
+                    }
                     if (f.wire != 2) {
-                        throw new Bad("opset_import has wire type " + f.wire);
-                    }
-                    String domain = string(buf, fields(buf, f.a, f.b), 1);
-                    if (!ONNX_DOMAINS.contains(domain)) {
-                        String shown = domain.length() > 80 ? domain.substring(0, 80) : domain;
-                        throw new Refused("operator set domain " + Msgpack.reprString(shown)
-                                + " is not one the encoder family uses");
+                        throw new Bad("graph field " + f.number + " has wire type " + f.wire + ", expected a message");
                     }
                 }
-                if (f.number == 7) {
-                    if (f.wire != 2) {
-                        throw new Bad("graph has wire type " + f.wire);
-                    }
-                    graphs++;
-                    for (Field g : fields(buf, f.a, f.b)) {
-                        if (g.number == 1 || g.number == 5 || g.number == 15) {
-                            if (++nodes > MAX_ONNX_NODES) {
-                                throw new Refused("the graph has more than " + MAX_ONNX_NODES
-                                        + " nodes and initializers");
-                            }
-                            if (g.wire != 2) {
-                                throw new Bad("graph field " + g.number + " has wire type " + g.wire
-                                        + ", expected a message");
-                            }
-                        }
-                        if (g.number == 15) {
-                            throw new Refused("the graph has a sparse initializer (the encoder family has none)");
-                        }
-                        if (g.number == 5) {
-                            onnxTensor(buf, g.a, g.b, "an initializer");
-                        } else if (g.number == 1) {
-                            onnxNode(buf, g.a, g.b);
-                        }
-                    }
+                if (f.number == 15) {
+                    throw new Refused("the graph has a sparse initializer (the encoder family has none)");
+                }
+                if (f.number == 5) {
+                    tensor(f, "an initializer", true);
+                } else if (f.number == 1) {
+                    node(f);
                 }
             }
-            if (graphs == 0) {
-                throw new Bad("it has no graph");
-            }
-        } catch (Bad e) {
-            throw new BundleException("field '" + FIELD + "' is not a valid ONNX model: " + e.getMessage());
-        } catch (Refused e) {
-            throw new BundleException("field '" + FIELD + "' is outside the ONNX encoder family: " + e.getMessage());
         }
+
+        List<ExternalData> check(long weightsBytes) throws BundleException {
+            try {
+                int graphs = 0;
+                for (Field f : fields(base, end)) {
+                    if (f.number == 25) {
+                        throw new Refused("the model defines its own functions (the encoder family has none)");
+                    }
+                    if (f.number == 20) {
+                        throw new Refused("the model carries training graphs (the encoder family has none)");
+                    }
+                    if (f.number == 8) {
+                        if (f.wire != 2) {
+                            throw new Bad("opset_import has wire type " + f.wire);
+                        }
+                        String domain = string(fields(f.a, f.b), 1);
+                        if (!ONNX_DOMAINS.contains(domain)) {
+                            throw new Refused("operator set domain " + Text.reprString(cut(domain, 80))
+                                    + " is not one the encoder family uses");
+                        }
+                    }
+                    if (f.number == 7) {
+                        if (f.wire != 2) {
+                            throw new Bad("graph has wire type " + f.wire);
+                        }
+                        graphs++;
+                        graph(f);
+                    }
+                }
+                if (graphs != 1) {
+                    throw new Bad("it has " + graphs + " graphs, not one");
+                }
+                for (BigInteger last : ends) {
+                    if (last.compareTo(BigInteger.valueOf(weightsBytes)) > 0) {
+                        throw new Refused("an initializer's external data ends at byte " + last + ", past the "
+                                + weightsBytes + " bytes of encoder.weights");
+                    }
+                }
+            } catch (Bad e) {
+                throw new BundleException("field '" + FIELD + "' is not a valid ONNX model: " + Text.escape(e.getMessage()));
+            } catch (Refused e) {
+                throw new BundleException("field '" + FIELD + "' is outside the ONNX encoder family: "
+                        + Text.escape(e.getMessage()));
+            }
+            return Collections.unmodifiableList(refs);
+        }
+    }
+
+    private static boolean isNumber(String s) {
+        return s.length() == NUMBER_DIGITS && s.chars().allMatch(c -> c >= '0' && c <= '9');
+    }
+
+    /** Python's {@code s[:n]} in code points. */
+    private static String cut(String s, int n) {
+        return s.codePointCount(0, s.length()) <= n ? s : s.substring(0, s.offsetByCodePoints(0, n));
     }
 
     // ------------------------------------------------------------------ TFLite (flatbuffer)
@@ -379,7 +529,7 @@ final class ModelFamily {
             StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(raw));
         } catch (CharacterCodingException e) {
             byte[] shown = Arrays.copyOf(raw, Math.min(raw.length, 40));
-            throw new Refused(what + " " + Msgpack.reprBytes(new Msgpack.Bin(shown, 0, shown.length)) + " is not UTF-8");
+            throw new Refused(what + " " + Text.reprBytes(shown) + " is not UTF-8");
         }
     }
 
@@ -396,7 +546,7 @@ final class ModelFamily {
                 if (custom != null) {
                     byte[] shown = Arrays.copyOf(custom, Math.min(custom.length, 40));
                     throw new Refused("it uses a custom operator "
-                            + Msgpack.reprBytes(new Msgpack.Bin(shown, 0, shown.length)));
+                            + Text.reprBytes(shown));
                 }
                 long code = Math.max(fb.scalar(oc, 0, 1, true), fb.scalar(oc, 3, 4, true));
                 if (!TFLITE_OPS.containsKey((int) code) || code != (int) code) {
@@ -433,9 +583,10 @@ final class ModelFamily {
                 }
             }
         } catch (Bad e) {
-            throw new BundleException("field '" + FIELD + "' is not a valid TFLite model: " + e.getMessage());
+            throw new BundleException("field '" + FIELD + "' is not a valid TFLite model: " + Text.escape(e.getMessage()));
         } catch (Refused e) {
-            throw new BundleException("field '" + FIELD + "' is outside the TFLite encoder family: " + e.getMessage());
+            throw new BundleException("field '" + FIELD + "' is outside the TFLite encoder family: "
+                    + Text.escape(e.getMessage()));
         }
     }
 }

@@ -4,10 +4,8 @@ import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -19,52 +17,44 @@ import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessageInsufficientBufferException;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePackException;
-import org.msgpack.core.MessageSizeException;
 import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.ValueType;
 
 /**
- * Parses one msgpack document into plain Java values, with the Python reader's failure rules.
+ * One msgpack document as plain Java values, held to the container rules of format 1.0
+ * ({@code docs/bundle-format.md} section 1) with the Python reader's messages.
  *
- * <p>Why a tree and not streaming field access: the reference reader ({@code runtime/bundle.py})
- * parses the whole map and then validates fields in a fixed order, and its error messages
- * depend on that order. Building the same tree here lets {@link BundleReader} mirror the
- * checks one for one. Values are {@code null}, {@link Boolean}, {@link Long} (or
- * {@link BigInteger} above {@code Long.MAX_VALUE}), {@link Double}, {@link String},
- * {@link Bin}, {@link List}, {@link Map} with string keys, and {@link Timestamp}.
- *
- * <p>Binary values are {@link Bin} views into the input array, not copies: a bundle is
- * mostly its 22 MB encoder, and each extra copy costs that much peak memory on a phone.
- *
- * <p>Python parity (msgpack-python 1.x {@code unpackb} as called by the reference):
- * an array header larger than the input, or a map header larger than half of it, is "not
- * valid msgpack" (Python's {@code max_array_len}/{@code max_map_len}); a string, binary or
- * extension longer than what is left is "truncated"; more than 1024 nested containers is
- * invalid (Python's parser stack); map keys must be strings (binary keys are accepted by
- * Python but can never name a field, so they are dropped here); strings must be valid UTF-8;
- * extension type -1 is a msgpack timestamp (Python decodes it instead of calling the
- * extension hook) and every other extension type is refused.
+ * <p>Values are {@code null}, {@link Boolean}, {@link Long} (a {@link BigInteger} above
+ * {@code Long.MAX_VALUE}), {@link Double} (msgpack float32 and float64: a float, never an
+ * integer), {@link String}, {@link Bin}, {@link List} and {@link Map} with string keys, in file
+ * order. Refused: a map that repeats a key or has a key that is not a string, any extension
+ * type, containers nested deeper than {@link #MAX_DEPTH}, a container of more than
+ * {@link #MAX_CONTAINER} entries, more entries in all than the value budget, strings that are
+ * not UTF-8, bytes after the document. Every count is checked before anything is allocated for
+ * it, and binary values are views of the input (a bundle is mostly its 23 MB encoder).
  */
 final class Msgpack {
-    /** Longest string anywhere in a bundle, in bytes (Python's schema.MAX_STRING_BYTES). */
-    static final int MAX_STRING_BYTES = 16 * 1024 * 1024;
-    /** Containers nested deeper than this are refused, like msgpack-python's parser stack. */
-    static final int MAX_DEPTH = 1024;
+    static final int MAX_DEPTH = 32;
+    static final int MAX_CONTAINER = 100_000;
+    /** The value budget: a file of n bytes holds at most n / 64 + 4096 entries (a container counts its length plus one). */
+    static final int BYTES_PER_VALUE = 64;
+    static final int VALUE_ALLOWANCE = 4096;
 
     private final byte[] data;
     private final int offset;
     private final int length;
-    private final MessageUnpacker unpacker;
-    private final String what;
+    private final MessageUnpacker in;
+    private long budget;
 
-    private Msgpack(byte[] data, int offset, int length, String what) {
+    private Msgpack(byte[] data, int offset, int length, long budget) {
         this.data = data;
         this.offset = offset;
         this.length = length;
-        this.what = what;
-        this.unpacker = MessagePack.newDefaultUnpacker(data, offset, length);
+        this.in = MessagePack.newDefaultUnpacker(data, offset, length);
+        this.budget = budget;
     }
 
-    /** A binary value: a view of {@code length} bytes of {@code array} from {@code offset}. */
+    /** A binary value: {@code length} bytes of {@code array} from {@code offset}, not copied. */
     static final class Bin {
         final byte[] array;
         final int offset;
@@ -87,430 +77,214 @@ final class Msgpack {
         }
     }
 
-    /** A msgpack timestamp (extension -1); kept only so it is named like Python names it. */
-    static final class Timestamp {
-        @Override
-        public String toString() {
-            return "Timestamp(...)";
+    /** The one document in {@code data[offset, offset + length)}, its budget the file's size. */
+    static Object parse(byte[] data, int offset, int length) throws BundleException {
+        Msgpack p = new Msgpack(data, offset, length, (long) length / BYTES_PER_VALUE + VALUE_ALLOWANCE);
+        Object doc;
+        try {
+            doc = p.value(1);
+            if (p.in.hasNext()) {
+                throw invalid("ExtraData: bytes after the document");
+            }
+        } catch (MessageInsufficientBufferException e) {
+            throw invalid("ValueError: Unpack failed: incomplete input");
+        } catch (MessagePackException | IOException e) {
+            throw invalid(e.getClass().getSimpleName() + ": " + e.getMessage());
         }
+        return doc;
     }
 
     /**
-     * Parses exactly one msgpack map from {@code data[offset, offset+length)}.
-     *
-     * @param what how messages name the document ("bundle", "bundle payload")
+     * The first {@code n} values after the top map's header, read as the Python reader reads a
+     * file that is not sealed: strings up to 64 bytes, no binary data, arrays of 4 and maps of
+     * 1 at most; null when they cannot be read so.
      */
-    @SuppressWarnings("unchecked")
-    static Map<String, Object> parseMap(byte[] data, int offset, int length, String what) throws BundleException {
-        Msgpack p = new Msgpack(data, offset, length, what);
-        Object obj;
-        long consumed;
+    static List<Object> head(byte[] data, int n) {
         try {
-            obj = p.document();
-            consumed = p.unpacker.getTotalReadBytes();
-        } catch (MessageInsufficientBufferException e) {
-            throw p.truncated();
-        } catch (MessagePackException | IOException e) {
-            throw p.invalid(e.getClass().getSimpleName() + ": " + e.getMessage());
+            Msgpack p = new Msgpack(data, 0, Math.min(data.length, 4096), Long.MAX_VALUE);
+            if (p.in.getNextFormat().getValueType() != ValueType.MAP) {
+                return null;
+            }
+            p.in.unpackMapHeader();
+            List<Object> out = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                out.add(p.small(1));
+            }
+            return out;
+        } catch (BundleException | MessagePackException | IOException e) {
+            return null;
         }
-        if (!(obj instanceof Map)) {
-            throw new BundleException(what + " is not a dpedge bundle: top level is " + typeName(obj)
-                    + ", expected a map");
-        }
-        if (consumed < length) {
-            throw new BundleException(what + " has " + (length - consumed) + " unexpected trailing bytes");
-        }
-        return (Map<String, Object>) obj;
     }
 
-    private BundleException truncated() {
-        return new BundleException(what + " is truncated (" + length + " bytes): the file was cut short");
+    private Object small(int depth) throws IOException, BundleException {
+        MessageFormat f = in.getNextFormat();
+        ValueType t = f == MessageFormat.NEVER_USED ? ValueType.NIL : f.getValueType();
+        long n;
+        switch (t) {
+            case STRING:
+                n = in.unpackRawStringHeader();
+                if (n > 64) {
+                    throw invalid("a string of " + n + " bytes");
+                }
+                return utf8((int) n);
+            case BINARY:
+                if (in.unpackBinaryHeader() > 0) {
+                    throw invalid("binary data");
+                }
+                return new Bin(data, 0, 0);
+            case EXTENSION:
+                in.skipValue();
+                return new Object();  // never equal to what the caller looks for
+            case ARRAY:
+            case MAP:
+                n = t == ValueType.ARRAY ? in.unpackArrayHeader() : in.unpackMapHeader();
+                if (n > (t == ValueType.ARRAY ? 4 : 1) || depth > MAX_DEPTH) {
+                    throw invalid("a container of " + n);
+                }
+                List<Object> items = new ArrayList<>();
+                for (long i = 0; i < (t == ValueType.ARRAY ? n : 2 * n); i++) {
+                    items.add(small(depth + 1));
+                }
+                return items;
+            default:
+                return value(depth);
+        }
     }
 
-    private BundleException invalid(String detail) {
-        return new BundleException(what + " is not valid msgpack (" + detail + ")");
-    }
-
-    private long remaining() {
-        return length - unpacker.getTotalReadBytes();
+    static BundleException invalid(String detail) {
+        return new BundleException("not valid msgpack (" + detail + ")");
     }
 
     /** Refuses a declared byte length before anything of that size is read or allocated. */
-    private void need(long n) throws BundleException {
-        if (n > remaining()) {
-            throw truncated();
+    private int need(int n) throws BundleException {
+        if (n > length - in.getTotalReadBytes()) {
+            throw invalid("ValueError: Unpack failed: incomplete input");
         }
+        return n;
     }
 
-    /** A string, binary or extension length; one over 2^31 cannot fit in what is left. */
-    private int sizeHeader(MessageFormat f) throws IOException, BundleException {
-        try {
-            return f.getValueType() == org.msgpack.value.ValueType.STRING
-                    ? unpacker.unpackRawStringHeader() : unpacker.unpackBinaryHeader();
-        } catch (MessageSizeException e) {
-            throw truncated();
-        }
-    }
-
-    private String utf8(int n) throws IOException, BundleException {
-        byte[] bytes = unpacker.readPayload(n);
-        CharsetDecoder dec = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT);
-        try {
-            return dec.decode(ByteBuffer.wrap(bytes)).toString();
-        } catch (CharacterCodingException e) {
-            throw invalid("UnicodeDecodeError: a string is not valid UTF-8");
-        }
-    }
-
-    /**
-     * An array or map whose elements are being read. The parser keeps these on an explicit
-     * stack instead of recursing, so 1024 levels of nesting cannot overflow a thread's stack
-     * (Android's worker threads have small ones).
-     */
-    private static final class Container {
-        final List<Object> list;
-        final Map<String, Object> map;
-        long left;  // elements (array) or keys and values (map) still to read
-        Object key;
-
-        Container(long count, long capacity, boolean isMap) {
-            list = isMap ? null : new ArrayList<>((int) Math.min(count, capacity));
-            map = isMap ? new LinkedHashMap<>() : null;
-            left = isMap ? 2 * count : count;
-        }
-
-        /** Adds the next element (for a map, a key or a value). */
-        void add(Object v, Msgpack p) throws BundleException {
-            left--;
-            if (list != null) {
-                list.add(v);
-            } else if (left % 2 == 1) {
-                key = v;
-            } else if (key instanceof String) {
-                map.put((String) key, v);  // a repeated key: the last one wins, as in Python
-            } else if (!(key instanceof Bin)) {
-                throw p.invalid("ValueError: " + typeName(key) + " is not allowed for map key (keys must be strings)");
-            }
-        }
-
-        Object value() {
-            return list != null ? Collections.unmodifiableList(list) : Collections.unmodifiableMap(map);
-        }
-    }
-
-    /** One whole msgpack value, containers included. */
-    private Object document() throws IOException, BundleException {
-        ArrayDeque<Container> open = new ArrayDeque<>();
-        while (true) {
-            Object v = next(open.size());
-            while (true) {
-                if (v instanceof Container) {
-                    Container c = (Container) v;
-                    if (c.left > 0) {
-                        open.push(c);
-                        break;  // read its elements next
-                    }
-                    v = c.value();
-                }
-                if (open.isEmpty()) {
-                    return v;
-                }
-                Container top = open.peek();
-                top.add(v, this);
-                if (top.left > 0) {
-                    break;
-                }
-                open.pop();
-                v = top.value();
-            }
-        }
-    }
-
-    /** The next scalar value, or a new {@link Container} for an array or map header. */
-    private Object next(int openContainers) throws IOException, BundleException {
-        if (!unpacker.hasNext()) {
-            throw truncated();
-        }
-        MessageFormat f = unpacker.getNextFormat();
+    private Object value(int depth) throws IOException, BundleException {
+        MessageFormat f = in.getNextFormat();
         if (f == MessageFormat.NEVER_USED) {
             throw invalid("FormatError: reserved byte 0xc1");
         }
         switch (f.getValueType()) {
             case NIL:
-                unpacker.unpackNil();
+                in.unpackNil();
                 return null;
             case BOOLEAN:
-                return unpacker.unpackBoolean();
+                return in.unpackBoolean();
             case INTEGER:
                 if (f == MessageFormat.UINT64) {
-                    BigInteger big = unpacker.unpackBigInteger();
+                    BigInteger big = in.unpackBigInteger();
                     return big.bitLength() < 64 ? (Object) big.longValue() : big;
                 }
-                return unpacker.unpackLong();
+                return in.unpackLong();
             case FLOAT:
-                return unpacker.unpackDouble();
-            case STRING: {
-                int n = sizeHeader(f);
-                if (n > MAX_STRING_BYTES) {  // before the bytes: a declared length decides
-                    throw new BundleException(what + " holds a string of " + n + " bytes, longer than any field allows ("
-                            + MAX_STRING_BYTES + ")");
-                }
-                need(n);
-                return utf8(n);
-            }
+                return in.unpackDouble();
+            case STRING:
+                return utf8(need(in.unpackRawStringHeader()));
             case BINARY: {
-                int n = sizeHeader(f);
-                need(n);
-                int start = offset + (int) unpacker.getTotalReadBytes();
-                unpacker.readPayloadAsReference(n);  // advances without copying
+                int n = need(in.unpackBinaryHeader());
+                int start = offset + (int) in.getTotalReadBytes();
+                in.readPayloadAsReference(n);  // advances without copying
                 return new Bin(data, start, n);
             }
             case ARRAY:
             case MAP:
-                return container(f.getValueType() == org.msgpack.value.ValueType.MAP, openContainers);
+                return container(f.getValueType() == ValueType.MAP, depth);
             case EXTENSION:
-                return extension(f);
+                throw extension(f);
             default:
-                throw invalid("unknown format " + f);
+                throw invalid("FormatError: unknown format " + f);
         }
     }
 
-    /** Reads an array or map header, with msgpack-python's stack and length limits. */
-    private Container container(boolean isMap, int openContainers) throws IOException, BundleException {
-        long n;
+    private String utf8(int n) throws IOException, BundleException {
+        byte[] bytes = in.readPayload(n);
         try {
-            n = isMap ? unpacker.unpackMapHeader() : unpacker.unpackArrayHeader();
-        } catch (MessageSizeException e) {
-            n = e.getSize();
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (CharacterCodingException e) {
+            throw invalid("UnicodeDecodeError: a string is not valid UTF-8");
         }
-        if (openContainers >= MAX_DEPTH) {
-            throw invalid("StackError: containers nested more than " + MAX_DEPTH + " deep");
-        }
-        long max = isMap ? length / 2 : length;
-        if (n > max) {
-            throw invalid("ValueError: " + n + " exceeds max_" + (isMap ? "map" : "array") + "_len(" + max + ")");
-        }
-        // Each element takes at least one byte, so the list's capacity is bounded by the input.
-        return new Container(n, Math.max(0, remaining()), isMap);
     }
 
-    private Object extension(MessageFormat f) throws IOException, BundleException {
-        ExtensionTypeHeader h;
-        try {
-            h = unpacker.unpackExtensionTypeHeader();
-        } catch (MessageSizeException e) {
-            throw truncated();
+    /** An array or map: its length, depth and cost checked before its entries are read. */
+    private Object container(boolean isMap, int depth) throws IOException, BundleException {
+        long n = isMap ? in.unpackMapHeader() : in.unpackArrayHeader();
+        if (n > MAX_CONTAINER) {
+            throw invalid("ValueError: " + n + " exceeds max_" + (isMap ? "map" : "array") + "_len(" + MAX_CONTAINER + ")");
         }
-        need(h.getLength());
-        int start = offset + (int) unpacker.getTotalReadBytes();
-        unpacker.readPayloadAsReference(h.getLength());
-        if (h.getType() == -1) {
-            int len = h.getLength();
-            if (len != 4 && len != 8 && len != 12) {
-                throw invalid("ValueError: invalid timestamp data (length " + len + ")");
-            }
-            if (len > 4) {  // 8 bytes: nanoseconds in the top 30 bits; 12 bytes: in the first 4 bytes
-                long first = ((data[start] & 0xffL) << 24) | ((data[start + 1] & 0xff) << 16)
-                        | ((data[start + 2] & 0xff) << 8) | (data[start + 3] & 0xff);
-                long nanos = len == 8 ? first >>> 2 : first;
-                if (nanos > 999_999_999L) {
-                    throw invalid("ValueError: nanoseconds must be a non-negative integer not greater than 999999999.");
-                }
-            }
-            return new Timestamp();
+        if (depth > MAX_DEPTH) {
+            throw new BundleException("not a dpedge bundle: containers nest deeper than " + MAX_DEPTH);
         }
-        throw new BundleException("unexpected msgpack extension type " + h.getType());
+        budget -= n + 1;
+        if (budget < 0) {
+            throw new BundleException("not a dpedge bundle: it holds more msgpack values than " + length
+                    + " bytes may");
+        }
+        if (!isMap) {
+            List<Object> list = new ArrayList<>((int) n);
+            for (long i = 0; i < n; i++) {
+                list.add(value(depth + 1));
+            }
+            return Collections.unmodifiableList(list);
+        }
+        Map<String, Object> map = new LinkedHashMap<>();
+        String problem = null;  // as Python's pairs hook: the first bad key, reported once the map is read
+        for (long i = 0; i < n; i++) {
+            Object key = value(depth + 1);
+            Object v = value(depth + 1);
+            if (problem != null) {
+                continue;
+            }
+            if (key instanceof Bin) {
+                problem = "a map has a key that is not a string: " + Text.show(key);
+            } else if (!(key instanceof String)) {
+                throw invalid("ValueError: " + pythonType(key) + " is not allowed for map key when strict_map_key=True");
+            } else if (map.containsKey(key)) {
+                problem = "a map repeats the key " + Text.show(key);
+            } else {
+                map.put((String) key, v);
+            }
+        }
+        if (problem != null) {
+            throw new BundleException(problem);
+        }
+        return Collections.unmodifiableMap(map);
     }
 
-    // ------------------------------------------------------------------ naming and printing
+    /** Every extension is refused, with msgpack-python's words for each (it reads none: max_ext_len 0). */
+    private BundleException extension(MessageFormat f) throws IOException {
+        ExtensionTypeHeader h = in.unpackExtensionTypeHeader();
+        if (h.getLength() > 0) {
+            return invalid("ValueError: " + (h.getLength() + 1) + " exceeds max_ext_len(0)");
+        }
+        return h.getType() == -1 ? invalid("ValueError: invalid timestamp data (length 0)")
+                : new BundleException("not a dpedge bundle: it holds a msgpack ExtType, which no field may");
+    }
+
+    private static String pythonType(Object v) {
+        return v == null ? "NoneType" : v instanceof Boolean ? "bool" : v instanceof Double ? "float"
+                : v instanceof List ? "list" : v instanceof Map ? "dict" : "int";
+    }
 
     /** The msgpack name of a parsed value's type, as the Python reader prints it. */
-    static String typeName(Object v) {
+    static String kind(Object v) {
         if (v == null) {
             return "nil";
         } else if (v instanceof Boolean) {
             return "boolean";
-        } else if (v instanceof Long || v instanceof BigInteger || v instanceof Integer) {
+        } else if (v instanceof Long || v instanceof BigInteger) {
             return "integer";
-        } else if (v instanceof Double || v instanceof Float) {
+        } else if (v instanceof Double) {
             return "float";
         } else if (v instanceof String) {
             return "string";
-        } else if (v instanceof Bin || v instanceof byte[]) {
-            return "bin";
-        } else if (v instanceof List) {
-            return "array";
-        } else if (v instanceof Map) {
-            return "map";
-        } else if (v instanceof Timestamp) {
-            return "Timestamp";
-        }
-        return v.getClass().getSimpleName();
-    }
-
-    /** Roughly Python's {@code repr} of a parsed value, for error messages. */
-    static String repr(Object v) {
-        if (v == null) {
-            return "None";
-        } else if (v instanceof Boolean) {
-            return ((Boolean) v) ? "True" : "False";
-        } else if (v instanceof Double) {
-            return pyFloat((Double) v);
-        } else if (v instanceof String) {
-            return reprString((String) v);
         } else if (v instanceof Bin) {
-            return reprBytes((Bin) v);
-        } else if (v instanceof List) {
-            StringBuilder sb = new StringBuilder("[");
-            List<?> list = (List<?>) v;
-            for (int i = 0; i < list.size(); i++) {
-                sb.append(i == 0 ? "" : ", ").append(repr(list.get(i)));
-            }
-            return sb.append(']').toString();
-        } else if (v instanceof Map) {
-            StringBuilder sb = new StringBuilder("{");
-            boolean first = true;
-            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-                sb.append(first ? "" : ", ").append(repr(e.getKey())).append(": ").append(repr(e.getValue()));
-                first = false;
-            }
-            return sb.append('}').toString();
+            return "bin";
         }
-        return String.valueOf(v);
-    }
-
-    /** Python's repr of a str: quotes, escapes and \\x/\\u/\\U for what is not printable. */
-    static String reprString(String s) {
-        char quote = s.indexOf('\'') >= 0 && s.indexOf('"') < 0 ? '"' : '\'';
-        StringBuilder sb = new StringBuilder().append(quote);
-        for (int i = 0; i < s.length(); ) {
-            int cp = s.codePointAt(i);
-            i += Character.charCount(cp);
-            if (cp == quote || cp == '\\') {
-                sb.append('\\').appendCodePoint(cp);
-            } else if (cp == '\t') {
-                sb.append("\\t");
-            } else if (cp == '\n') {
-                sb.append("\\n");
-            } else if (cp == '\r') {
-                sb.append("\\r");
-            } else if (isPrintable(cp)) {
-                sb.appendCodePoint(cp);
-            } else if (cp < 0x100) {
-                sb.append(String.format(java.util.Locale.ROOT, "\\x%02x", cp));
-            } else if (cp < 0x10000) {
-                sb.append(String.format(java.util.Locale.ROOT, "\\u%04x", cp));
-            } else {
-                sb.append(String.format(java.util.Locale.ROOT, "\\U%08x", cp));
-            }
-        }
-        return sb.append(quote).toString();
-    }
-
-    /** Python's {@code str.isprintable} for one code point. */
-    static boolean isPrintable(int cp) {
-        if (cp == ' ') {
-            return true;
-        }
-        switch (Character.getType(cp)) {
-            case Character.CONTROL:
-            case Character.FORMAT:
-            case Character.SURROGATE:
-            case Character.PRIVATE_USE:
-            case Character.UNASSIGNED:
-            case Character.LINE_SEPARATOR:
-            case Character.PARAGRAPH_SEPARATOR:
-            case Character.SPACE_SEPARATOR:
-                return false;
-            default:
-                return true;
-        }
-    }
-
-    /** Python's repr of bytes, cut after 100 bytes (a bundle's bin fields can be megabytes). */
-    static String reprBytes(Bin b) {
-        int n = Math.min(b.length, 100);
-        boolean single = false;
-        boolean dbl = false;
-        for (int i = 0; i < n; i++) {
-            single |= b.array[b.offset + i] == '\'';
-            dbl |= b.array[b.offset + i] == '"';
-        }
-        char quote = single && !dbl ? '"' : '\'';
-        StringBuilder sb = new StringBuilder("b").append(quote);
-        for (int i = 0; i < n; i++) {
-            int c = b.array[b.offset + i] & 0xff;
-            if (c == quote || c == '\\') {
-                sb.append('\\').append((char) c);
-            } else if (c == '\t') {
-                sb.append("\\t");
-            } else if (c == '\n') {
-                sb.append("\\n");
-            } else if (c == '\r') {
-                sb.append("\\r");
-            } else if (c >= 0x20 && c < 0x7f) {
-                sb.append((char) c);
-            } else {
-                sb.append(String.format(java.util.Locale.ROOT, "\\x%02x", c));
-            }
-        }
-        sb.append(quote);
-        return b.length > n ? sb + "... (" + b.length + " bytes)" : sb.toString();
-    }
-
-    /** A double the way Python prints it: "8.0", "1e-06", "inf", "nan". */
-    static String pyFloat(double d) {
-        if (Double.isNaN(d)) {
-            return "nan";
-        }
-        if (Double.isInfinite(d)) {
-            return d > 0 ? "inf" : "-inf";
-        }
-        if (d == 0) {
-            return (1 / d < 0) ? "-0.0" : "0.0";
-        }
-        // Shortest round-trip digits and decimal exponent, then Python's layout rule:
-        // positional for 1e-4 <= |d| < 1e16, scientific otherwise.
-        // (Double.toString is not always shortest before JDK 19, so round the exact value instead.)
-        java.math.BigDecimal exact = new java.math.BigDecimal(Math.abs(d));
-        java.math.BigDecimal bd = exact;
-        for (int precision = 1; precision <= 17; precision++) {
-            java.math.BigDecimal r =
-                    exact.round(new java.math.MathContext(precision, java.math.RoundingMode.HALF_EVEN));
-            if (r.doubleValue() == Math.abs(d)) {
-                bd = r;
-                break;
-            }
-        }
-        bd = bd.stripTrailingZeros();
-        String digits = bd.unscaledValue().toString();
-        int exp = digits.length() - 1 - bd.scale();  // d = digits[0].digits[1:] x 10^exp
-        StringBuilder sb = new StringBuilder(d < 0 ? "-" : "");
-        if (exp < -4 || exp >= 16) {
-            sb.append(digits.charAt(0));
-            if (digits.length() > 1) {
-                sb.append('.').append(digits, 1, digits.length());
-            }
-            sb.append('e').append(exp < 0 ? '-' : '+');
-            int a = Math.abs(exp);
-            sb.append(a < 10 ? "0" : "").append(a);
-        } else if (exp < 0) {
-            sb.append("0.");
-            for (int i = -1; i > exp; i--) {
-                sb.append('0');
-            }
-            sb.append(digits);
-        } else if (digits.length() <= exp + 1) {
-            sb.append(digits);
-            for (int i = digits.length(); i <= exp; i++) {
-                sb.append('0');
-            }
-            sb.append(".0");
-        } else {
-            sb.append(digits, 0, exp + 1).append('.').append(digits, exp + 1, digits.length());
-        }
-        return sb.toString();
+        return v instanceof List ? "array" : "map";
     }
 }
