@@ -1,24 +1,33 @@
-# Two commands a new user needs (see README.md):
-#   make quickstart   set up .venv, export the encoder, build the default DP bundle, classify examples
-#   make test         run the test suite
+# The commands a user needs (see README.md):
+#   make quickstart     .venv with the exporter and runtime, the encoder, the demo bundle, seven answers
+#   make test           the whole test suite (adds TensorFlow, Ray and the test tools to .venv)
+#   make test-runtime   the runtime's tier, `pytest -m "not slow"`, in a bare runtime install (.venv-runtime)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+RUNTIME_VENV := .venv-runtime
 export HF_HUB_OFFLINE := 1
 
-.PHONY: quickstart test setup bundle clean
+.PHONY: quickstart test test-runtime setup bundle encoder clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.export
 
 # torch is installed first and pinned: an unpinned torch resolves to gigabytes of CUDA wheels.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.export: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[export]'
+	touch $@
+
+$(VENV)/.test: $(VENV)/.export
 	$(PY) -m pip install --quiet -e '.[export,tflite,ray,dev]'
 	touch $@
 
-models/quickstart.dpedge: $(VENV)/.installed data/assistant/train.jsonl data/assistant/labels.txt
+encoder: $(VENV)/.export
+	$(PY) -m exporter encoder
+
+models/quickstart.dpedge: $(VENV)/.export data/assistant/train.jsonl data/assistant/labels.txt
 	$(PY) -m exporter encoder
 	$(PY) -m exporter build --train data/assistant/train.jsonl --labels data/assistant/labels.txt \
 	    --epsilon 8 --out $@
@@ -35,8 +44,19 @@ quickstart: models/quickstart.dpedge
 	    "how long to drive to the airport" \
 	    "push my dentist appointment to Friday"
 
-test: $(VENV)/.installed
+test: $(VENV)/.test
 	$(PY) -m pytest -q
+
+# The bare runtime (numpy, msgpack, tokenizers, onnxruntime) plus the test extra, reading the
+# encoder that .venv exported into models/.
+$(RUNTIME_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(RUNTIME_VENV)
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+test-runtime: encoder $(RUNTIME_VENV)/.installed
+	$(RUNTIME_VENV)/bin/python -m pytest -q -m "not slow"
 
 clean:
 	rm -rf models/encoders models/*.dpedge .cache .pytest_cache

@@ -89,10 +89,11 @@ SAMPLE = [
 
 #: Texts whose escape and fold the Java core's Text must reproduce (runtime/text.py).
 TEXT_CASES = [
-    "plain ASCII", "ok\x1b[2J\u202e", "a\tb\nc\rd\x00\x7f\x85", "tag \U000e0041\U000e007f", "\u2028\u2029\u061c",
-    "\ufdd0\ufffe\uffff\U0001fffe\U0010ffff\ue000", "Ｂｉｌｌｉｎｇ\u200b", "ﬁle\u200d", "e\u0301", "\u00ad\u034f\ufeff",
-    "ｶﾞｷﾞ", "㍻ Ⅻ ß", "\u3164\u115f\u1160\uffa0", "a\U0001d173b", "\u180b\u180e\u180f", "alarm\u200ctimer",
-    "Ω\u2126K\u212a", "\u2060\u2061\u206f", "\U000e0100 variation", "\u200e\u200f mark", "한국어 \u1100\u1161",
+    "plain ASCII", "ok\x1b[2J\u202e", "a\tb\nc\rd\x00\x7f\x85", "tag \U000e0041\U000e007f",
+    "\u2028\u2029\u061c", "\ufdd0\ufffe\uffff\U0001fffe\U0010ffff\ue000", "Ｂｉｌｌｉｎｇ\u200b", "ﬁle\u200d",
+    "e\u0301", "\u00ad\u034f\ufeff", "ｶﾞｷﾞ", "㍻ Ⅻ ß", "\u3164\u115f\u1160\uffa0", "a\U0001d173b",
+    "\u180b\u180e\u180f", "alarm\u200ctimer", "Ω\u2126K\u212a", "\u2060\u2061\u206f", "\U000e0100 variation",
+    "\u200e\u200f mark", "한국어 \u1100\u1161",
 ]
 
 

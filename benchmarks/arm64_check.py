@@ -65,7 +65,7 @@ from typing import Any, Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from runtime.bundle.schema import TIME_SCALE_ENV  # noqa: E402  (numpy only; the script needs the .venv anyway)
+from runtime.limits import TIME_SCALE_ENV  # noqa: E402  (the standard library only)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "trec"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpedge" / "arm64"

@@ -55,7 +55,7 @@ def main() -> int:
         if texts:
             emb = clf.embed(texts)
             b = clf.bundle
-            # A bundle without vote tables (format 3's default) has no buckets to compare.
+            # A bundle without vote tables (the default) has no buckets to compare.
             buckets = (SimHasher(b.hyperplanes, b.offsets).buckets(emb) if b.hyperplanes is not None
                        else [None] * len(texts))
             for t, e, k in zip(texts, emb, buckets):

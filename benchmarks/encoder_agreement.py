@@ -5,13 +5,14 @@
     python benchmarks/encoder_agreement.py --bundle B --data DIR --other-bundle B_TFLITE [--knn]
 
 Embeds the dataset's test texts with the bundle's int8 encoder (on the backend this process
-picks for it) and compares them, under the bundle's own hyperplanes and noisy votes (one
-released set of tables: different noise draws would not compare encoders), with the fp32
+picks for it) and compares them, under the bundle's own released statistics (its hyperplanes
+and noisy votes when it has vote tables, its class sums and prior: one release, since
+different noise draws would not compare encoders), with the fp32
 sentence-transformers model (needs the [export] extra); with --compare, with embeddings
 saved by another run (e.g. another onnxruntime version or machine, made with --save there;
 --save alone needs only the bare runtime); with --other-bundle, with the encoder shipped in
 another bundle (e.g. the TFLite one). Prints cosine, the share of hash bits and table
-buckets that differ, and label agreement; --knn adds the label agreement of a non-private
+buckets that differ (– for a bundle without vote tables), and label agreement; --knn adds the label agreement of a non-private
 exact kNN (k=10) over the training texts, which bounds what any classifier on these
 embeddings can reach.
 """
@@ -41,14 +42,19 @@ def knn_labels(train: np.ndarray, train_labels: np.ndarray, queries: np.ndarray,
 
 def compare(name: str, a: np.ndarray, b: np.ndarray, clf: Classifier, truth: np.ndarray,
             knn: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-    planes = clf.bundle.hyperplanes.reshape(-1, clf.bundle.hyperplanes.shape[-1]).astype(np.float64)
     cos = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    bits = np.mean((a.astype(np.float64) @ planes.T > 0) != (b.astype(np.float64) @ planes.T > 0))
     hasher = clf.scorer.hasher
-    tables = np.mean(hasher.buckets(a) != hasher.buckets(b))
+    bits = tables = "–"  # the default bundle has no vote tables, so no hash bits to compare
+    if hasher is not None:
+        b_ = clf.bundle
+        planes = b_.hyperplanes.reshape(-1, b_.hyperplanes.shape[-1]).astype(np.float64)
+        offsets = 0.0 if b_.offsets is None else b_.offsets.reshape(-1).astype(np.float64)
+        differ = (a.astype(np.float64) @ planes.T > offsets) != (b.astype(np.float64) @ planes.T > offsets)
+        bits = f"{100 * np.mean(differ):.2f}%"
+        tables = f"{100 * np.mean(hasher.buckets(a) != hasher.buckets(b)):.2f}%"
     la, lb = clf.scorer.scores(a).argmax(1), clf.scorer.scores(b).argmax(1)
     knn_same = "" if knn is None else f" {100 * np.mean(knn_labels(*knn, a) == knn_labels(*knn, b)):.1f}% |"
-    print(f"| {name} | {cos.mean():.6f} / {cos.min():.6f} | {100 * bits:.2f}% | {100 * tables:.2f}% | "
+    print(f"| {name} | {cos.mean():.6f} / {cos.min():.6f} | {bits} | {tables} | "
           f"{100 * np.mean(la == lb):.1f}% | {100 * np.mean(la == truth):.1f} / {100 * np.mean(lb == truth):.1f} |"
           f"{knn_same}")
 
@@ -88,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         train = [json.loads(line) for line in (args.data / "train.jsonl").read_text(encoding="utf-8").splitlines() if line]
         knn = (clf.embed([r["text"] for r in train]), np.array([clf.labels.index(r["label"]) for r in train]))
 
+    hashing = (f"{clf.bundle.tables} tables x {clf.bundle.bits} bits" if clf.bundle.tables else "no vote tables")
     print(f"{args.data.name}, {len(texts)} test texts, bundle {args.bundle.name} "
-          f"({clf.bundle.tables} tables x {clf.bundle.bits} bits, epsilon {clf.privacy['epsilon']:g}); "
+          f"({hashing}, epsilon {clf.privacy['epsilon']:g}); "
           f"int8 here = {clf.bundle.encoder.format} on {engine}\n")
     extra = (" same label, exact kNN10 |", "---|") if knn else ("", "")
     print(f"| compared with | cosine mean / min | bits differing | table buckets differing | same label | "

@@ -1,15 +1,16 @@
 """Hostile bundle contents against the real command line: refused, never crash, hang, read files or lie.
 
-    python benchmarks/hostile_bundles.py [--onnx-bundle B] [--tflite-bundle B] [--only NAME ...]
-                                         [--fast] [--json OUT] [--keep DIR]
+    python benchmarks/hostile_bundles.py [--onnx-bundle B] [--tflite-bundle B] [--random-bundle B]
+                                         [--only NAME ...] [--fast] [--json OUT] [--keep DIR]
 
-The bundle fuzzer (benchmarks/fuzz_bundle.py) attacks the container with stub models; this
-script attacks what the runtime hands to real engines: crafted tokenizer.json documents, ONNX
-graphs, TFLite flatbuffers, check texts, privacy facts and printable metadata, each family
-sealed into an otherwise real bundle (a valid checksum, so the contents are what is tested).
-Each bundle runs through ``python -m runtime.classify`` in a subprocess with a fresh HOME,
-TMPDIR and working folder (which holds a decoy README.md for external-data attacks), a
-2 GiB memory limit and a 60 s time limit, and is judged:
+tests/test_bundle_properties.py and tests/fuzz/atheris_reader.py attack the reader with small
+documents; this script attacks what the runtime hands to real engines and to a terminal:
+crafted tokenizer.json documents, ONNX graphs, TFLite flatbuffers, check texts, privacy facts,
+labels and printable metadata, huge declared shapes and memory bombs, each family a real
+format-1.0 bundle with one hostile part, sealed with a correct SHA-256 (so the contents are
+what is tested). Each bundle runs through ``python -m runtime.classify`` in a subprocess with a
+fresh HOME, TMPDIR and working folder (which holds a decoy README.md for external-data
+attacks), a 2 GiB memory limit and a 60 s time limit, and is judged:
 
     refused      exit 2, one "error: ..." line on stderr, nothing on stdout
     classified   exit 0, every line answered (JSON lines parse, numbers finite)
@@ -18,16 +19,16 @@ TMPDIR and working folder (which holds a decoy README.md for external-data attac
     hang         still running after the time limit
     over memory  resident memory above the limit
     traceback    a Python traceback, or stderr lines that are none of the above
+    controls printed   a raw terminal control character in what the CLI printed
 
 and against its expectation; any file written in HOME, TMPDIR or the working folder is a
-finding too ("wrote"), and so are terminal control characters in what the CLI printed. Peak
-RSS is the child's VmHWM, sampled, its ratio is to the legitimate bundle of the same encoder format
-run the same way, and "load" is the time to the first line the CLI prints (its header, an
-error, or the first answer). The goal (issue 13): 0 crashes, hangs and tracebacks, every
-outcome as expected, no files written, peak RSS at most 2x the legitimate bundle's, load at
-most 5 s; the exit status is 1 if it is missed. --fast runs the subset tests/test_hostile_bundles.py
-uses. Crafted ONNX models need the ``onnx`` package and TFLite ones TensorFlow (both in the
-export extras); families whose package is missing are listed as skipped.
+finding too ("wrote"). Peak RSS is the child's VmHWM, sampled; its ratio is to the legitimate
+bundle of the same encoder format run the same way; "load" is the time to the first line the
+CLI prints. The goal: 0 crashes, hangs and tracebacks, every outcome as expected, no files
+written, peak RSS at most 2x the legitimate bundle's, load at most 5 s; the exit status is 1
+if it is missed. --fast runs the subset tests/test_hostile_bundles.py uses. Crafted ONNX models
+need the ``onnx`` package and TFLite ones TensorFlow or LiteRT's schema (the export extras);
+families whose package is missing are listed as skipped.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from runtime.bundle.schema import (MAX_CHECK_TEXT_CHARS, EncoderKey, Outer, Payload, Privacy, Release,  # noqa: E402
-                                   Statistic)
+from runtime.bundle import schema  # noqa: E402
+from runtime.bundle.schema import DIGEST_TAIL, MAX_CHECK_TEXT_CHARS, Key  # noqa: E402
 
 MEMORY_LIMIT = 2 * 2**30
 TIME_LIMIT = 60.0
@@ -63,63 +64,114 @@ GOAL_RSS_RATIO = 2.0
 GOAL_LOAD_SECONDS = 5.0
 TEXTS = ["wake me up at seven", "will it rain in Lisbon tomorrow", "play some jazz"]
 DIM = 384
+#: What every crafted encoder outputs (a constant unit vector), and so its check embedding: the
+#: load-time check passes and what is tested is the engine on the crafted graph.
+UNIT = [1 / math.sqrt(DIM)] * DIM
 
 
 # --------------------------------------------------------------------------- bundles
 
 
+class Pairs(list):
+    """A map written as (key, value) pairs: it may say a key twice."""
+
+
+class Raw(bytes):
+    """msgpack bytes written as they are."""
+
+
+def _encode(v: Any, packer: msgpack.Packer) -> bytes:
+    if isinstance(v, Raw):
+        return bytes(v)
+    if isinstance(v, (dict, Pairs)):
+        items = list(v.items()) if isinstance(v, dict) else v
+        return packer.pack_map_header(len(items)) + b"".join(_encode(k, packer) + _encode(x, packer) for k, x in items)
+    if isinstance(v, list):
+        return packer.pack_array_header(len(v)) + b"".join(_encode(x, packer) for x in v)
+    return packer.pack(v)
+
+
+def seal(doc: dict[str, Any] | Pairs) -> bytes:
+    """The file of a document as runtime.bundle.writer.pack writes it: the map (one more entry
+    for the digest), then the key ``sha256`` and the SHA-256 of every byte before it."""
+    packer = msgpack.Packer(use_bin_type=True)
+    items = list(doc.items()) if isinstance(doc, dict) else list(doc)
+    head = packer.pack_map_header(len(items) + 1) + b"".join(_encode(k, packer) + _encode(v, packer) for k, v in items)
+    return head + DIGEST_TAIL + hashlib.sha256(head).digest()
+
+
 @dataclass
 class Base:
-    """A legitimate bundle, unpacked so families can change any part of it."""
+    """A legitimate bundle's document (without its digest entry), for families to change."""
 
     path: Path
-    outer: dict[str, Any]
-    payload: dict[str, Any]
+    doc: dict[str, Any]
 
     @classmethod
     def read(cls, path: Path) -> "Base":
-        outer = msgpack.unpackb(path.read_bytes(), raw=False)
-        return cls(path, outer, msgpack.unpackb(outer[Outer.PAYLOAD], raw=False))
+        doc = msgpack.unpackb(path.read_bytes(), raw=False)
+        doc.pop(Key.SHA256)
+        return cls(path, doc)
 
     def copy(self) -> dict[str, Any]:
-        return copy.deepcopy(self.payload)
-
-    def seal(self, payload: dict[str, Any]) -> bytes:
-        body = msgpack.packb(payload, use_bin_type=True)
-        outer = {**self.outer, Outer.PAYLOAD: body,
-                 Outer.CHECKSUM: {**self.outer[Outer.CHECKSUM], Outer.DIGEST: hashlib.sha256(body).digest()}}
-        return msgpack.packb(outer, use_bin_type=True)
+        return copy.deepcopy(self.doc)  # bytes are shared, not copied
 
 
-def edited(change: Callable[[dict[str, Any]], None]) -> Callable[[Base], bytes]:
+def edited(change: Callable[[dict[str, Any]], Any]) -> Callable[[Base], bytes]:
+    """A family that changes the document (a change may return a replacement: pairs, a new order)."""
     def make(base: Base) -> bytes:
-        p = base.copy()
-        change(p)
-        return base.seal(p)
+        doc = base.copy()
+        out = change(doc)
+        return seal(doc if out is None else out)
     return make
+
+
+def set_path(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Set a dotted path (a callable value gets the old one)."""
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for k in parents:
+            doc = doc[k]
+        doc[last] = value(doc.get(last)) if callable(value) else value
+    return change
 
 
 def tokenizer(change: Callable[[dict[str, Any]], Any]) -> Callable[[Base], bytes]:
     """A family that rewrites the tokenizer.json document (or returns replacement text)."""
-    def edit(p: dict[str, Any]) -> None:
-        doc = json.loads(p[Payload.ENCODER][EncoderKey.TOKENIZER_JSON])
-        out = change(doc)
-        p[Payload.ENCODER][EncoderKey.TOKENIZER_JSON] = out if isinstance(out, str) else json.dumps(doc)
+    def edit(doc: dict[str, Any]) -> None:
+        enc = doc[Key.ENCODER]
+        tok = json.loads(enc[Key.TOKENIZER_JSON])
+        out = change(tok)
+        enc[Key.TOKENIZER_JSON] = out if isinstance(out, str) else json.dumps(tok)
     return edited(edit)
 
 
-def with_model(model: bytes | Callable[[], bytes], *, inputs: list[str] | None = None,
-               keep_check: bool = False) -> Callable[[Base], bytes]:
-    """The bundle with another encoder model (its check removed unless kept: a crafted model
-    cannot match the exporter's check embedding, and a bundle without one is allowed)."""
-    def edit(p: dict[str, Any]) -> None:
-        enc = p[Payload.ENCODER]
-        enc[EncoderKey.MODEL] = model() if callable(model) else model
+def with_model(model: bytes | Callable[[], bytes] | Callable[[bytes], bytes], *, crafted: bool = True,
+               inputs: list[str] | None = None) -> Callable[[Base], bytes]:
+    """The bundle with another encoder model: ``model`` bytes, made by a function, or (with
+    ``crafted=False``) made from the bundle's own model. A crafted model has no external data
+    (encoder.weights empty) and outputs `UNIT`, which becomes its check embedding."""
+    def edit(doc: dict[str, Any]) -> None:
+        enc = doc[Key.ENCODER]
+        if crafted:
+            enc[Key.MODEL] = model() if callable(model) else model
+            enc[Key.CHECK_EMBEDDING] = {Key.DTYPE: "<f4", Key.SHAPE: [DIM], Key.DATA: struct.pack(f"<{DIM}f", *UNIT)}
+            if Key.WEIGHTS in enc:
+                enc[Key.WEIGHTS] = b""
+        else:
+            enc[Key.MODEL] = model(enc[Key.MODEL])
         if inputs is not None:
-            enc[EncoderKey.INPUTS] = inputs
-        if not keep_check:
-            enc.pop(EncoderKey.CHECK, None)
+            enc[Key.INPUTS] = inputs
     return edited(edit)
+
+
+def before_encoder(doc: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """The document with a top-level field added right before encoder (where a newer minor
+    version's field may go)."""
+    out = {k: v for k, v in doc.items() if k != Key.ENCODER}
+    out[key] = value
+    out[Key.ENCODER] = doc[Key.ENCODER]
+    return out
 
 
 # --------------------------------------------------------------------------- crafted ONNX models
@@ -319,6 +371,17 @@ def onnx_constant_of_shape(elements: int = 10**10) -> bytes:
     return onnx_unit(nodes, [helper.make_tensor("shape", T.INT64, [1], [elements])], extra="big")
 
 
+def onnx_escaped_names() -> bytes:
+    """In-family operators whose node and tensor names carry terminal escape sequences, one
+    input defined nowhere: onnxruntime refuses the graph in a message that quotes the names."""
+    _, helper, T = _onnx()
+    esc = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+    nodes = [helper.make_node("Add", [f"{esc}missing", "zero"], [f"{esc}sum"], name=f"{esc}node"),
+             helper.make_node("Add", [f"{esc}sum", "unit"], ["sentence_embedding"], name=f"add{esc}")]
+    _, inits = _unit_output(None)
+    return onnx_graph(nodes, inits)
+
+
 # --------------------------------------------------------------------------- crafted TFLite models
 
 
@@ -371,6 +434,18 @@ def tflite_vector_length(model: bytes) -> bytes:
     o = sg._tab.Offset(10)  # SubGraph.operators (field 3: 4 + 2*3)
     vec = sg._tab.Vector(o) - 4
     return model[:vec] + struct.pack("<I", 2**31) + model[vec + 4:]
+
+
+def tflite_shared_name(tensors: int = 2 * schema.MAX_TFLITE_OPERATORS, name_bytes: int = 4 * 2**20) -> bytes:
+    """A flatbuffer whose one subgraph lists ``tensors`` tensors that are all one table, whose
+    name is one ``name_bytes`` string (flatbuffers may share tables and strings): a model of
+    name_bytes that a check reading each tensor's name reads ``tensors`` times."""
+    head = (struct.pack("<I", 16) + struct.pack("<HHHHH", 10, 8, 0, 0, 4) + b"\0\0" + struct.pack("<iI", 12, 4)
+            + struct.pack("<II", 1, 12) + struct.pack("<HHH", 6, 8, 4) + b"\0\0" + struct.pack("<iI", 8, 4))
+    vtable = 52 + 4 * tensors
+    offsets = b"".join(struct.pack("<I", vtable + 12 - (52 + 4 * i)) for i in range(tensors))
+    return (head + struct.pack("<I", tensors) + offsets + struct.pack("<HHHHHH", 12, 8, 0, 0, 0, 4)
+            + struct.pack("<iI", 12, 4) + struct.pack("<I", name_bytes) + b"n" * name_bytes)
 
 
 def tf_models() -> dict[str, bytes]:
@@ -437,12 +512,7 @@ def _replace_chain(doc: dict[str, Any]) -> None:
 
 
 def _split_regex(doc: dict[str, Any]) -> None:
-    doc["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "^(a+)+$"}, "behavior": "Isolated",
-                            "invert": False}
-
-
-def _drop_unk(doc: dict[str, Any]) -> None:
-    del doc["model"]["vocab"]["[UNK]"]
+    doc["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "^(a+)+$"}, "behavior": "Isolated", "invert": False}
 
 
 def _bpe(doc: dict[str, Any]) -> None:
@@ -460,32 +530,7 @@ def _vocab(n: int) -> Callable[[dict[str, Any]], None]:
 
 
 def _model_field(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(doc: dict[str, Any]) -> None:
-        doc["model"][key] = value
-    return change
-
-
-def _long_token(doc: dict[str, Any]) -> None:
-    doc["model"]["vocab"]["x" * 10_000] = len(doc["model"]["vocab"])
-
-
-def _precompiled(doc: dict[str, Any]) -> None:
-    doc["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": "A" * 1_000_000}
-
-
-def _template(n: int) -> Callable[[dict[str, Any]], None]:
-    def change(doc: dict[str, Any]) -> None:
-        doc["post_processor"]["single"] = [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}] * n
-    return change
-
-
-def _huge_id(doc: dict[str, Any]) -> None:
-    doc["model"]["vocab"]["wake"] = 10**9
-
-
-def _padding(doc: dict[str, Any]) -> None:
-    doc["padding"] = {"strategy": {"Fixed": 10**12}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
-                      "pad_type_id": 0, "pad_token": "[PAD]"}
+    return lambda doc: doc["model"].__setitem__(key, value)
 
 
 def _added_token(doc: dict[str, Any]) -> None:
@@ -493,77 +538,168 @@ def _added_token(doc: dict[str, Any]) -> None:
                                 "rstrip": False, "normalized": True, "special": False})
 
 
-def _payload_set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(p: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        for k in parents:
-            p = p[k]
-        p[last] = value(p[last]) if callable(value) else value
-    return change
+def _template(n: int) -> Callable[[dict[str, Any]], None]:
+    return lambda doc: doc["post_processor"].__setitem__("single", [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}] * n)
 
 
-def _labels(i: int, text: str) -> Callable[[dict[str, Any]], None]:
-    def change(p: dict[str, Any]) -> None:
-        p[Payload.LABELS][i] = text
+def _padding(doc: dict[str, Any]) -> None:
+    doc["padding"] = {"strategy": {"Fixed": 10**12}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                      "pad_type_id": 0, "pad_token": "[PAD]"}
+
+
+def _labels(i: int, text: str | Callable[[list[str]], str], key: str = Key.LABELS) -> Callable[[dict[str, Any]], None]:
+    """Label (or description) i replaced by ``text``, or by text made from the list."""
+    def change(doc: dict[str, Any]) -> None:
+        doc[key][i] = text(doc[key]) if callable(text) else text
     return change
 
 
 def _descriptions(i: int, text: str) -> Callable[[dict[str, Any]], None]:
-    def change(p: dict[str, Any]) -> None:
-        p[Payload.LABEL_DESCRIPTIONS][i] = text
-    return change
+    return _labels(i, text, Key.LABEL_DESCRIPTIONS)
 
 
-def _releases(p: dict[str, Any]) -> list[dict[str, Any]]:
-    return p[Payload.PRIVACY].get(Privacy.RELEASES) or []
+# The privacy facts (runtime/bundle/schema.py, relations "shares", "noise scale", "sensitivity").
+
+
+def _consistent(doc: dict[str, Any]) -> None:
+    """Each release's scale set to its sensitivity / epsilon and privacy.epsilon to their sum."""
+    releases = doc[Key.RELEASES]
+    for r in releases.values():
+        r[Key.NOISE_SCALE] = r[Key.SENSITIVITY_L1] / r[Key.EPSILON]
+    doc[Key.PRIVACY][Key.EPSILON] = math.fsum(r[Key.EPSILON] for r in releases.values())
 
 
 def _epsilon_claim(eps: float) -> Callable[[dict[str, Any]], None]:
-    """The bundle claims ``eps`` (top level and shares rescaled) but keeps its noise scales."""
-    def change(p: dict[str, Any]) -> None:
-        pr = p[Payload.PRIVACY]
-        factor = eps / float(pr[Privacy.EPSILON])
-        pr[Privacy.EPSILON] = eps
-        for r in _releases(p):
-            r[Release.EPSILON] = float(r[Release.EPSILON]) * factor
+    """The bundle claims ``eps`` (privacy.epsilon and every share rescaled), its scales unchanged."""
+    def change(doc: dict[str, Any]) -> None:
+        factor = eps / doc[Key.PRIVACY][Key.EPSILON]
+        doc[Key.PRIVACY][Key.EPSILON] = eps
+        for r in doc[Key.RELEASES].values():
+            r[Key.EPSILON] *= factor
     return change
 
 
-def _headline(p: dict[str, Any]) -> dict[str, Any]:
-    """The release whose facts the top level repeats: the votes release, else the last one (the
-    default bundle's class_sums; docs/bundle-format.md section 3)."""
-    releases = _releases(p)
-    return next((r for r in releases if r[Release.STATISTIC] == Statistic.VOTES), releases[-1])
+def _overspent(doc: dict[str, Any]) -> None:
+    """The class_sums share doubled with its scale to match: each release is consistent, the
+    shares spend more than privacy.epsilon."""
+    r = doc[Key.RELEASES][Key.CLASS_SUMS]
+    r[Key.EPSILON] *= 2
+    r[Key.NOISE_SCALE] = r[Key.SENSITIVITY_L1] / r[Key.EPSILON]
 
 
-def _headline_scale(value: float) -> Callable[[dict[str, Any]], None]:
-    """The headline release's noise scale and the top level's copy of it both set to ``value``:
-    the facts agree with each other, so the reader's own check of the value is what refuses it."""
-    def change(p: dict[str, Any]) -> None:
-        _headline(p)[Release.NOISE_SCALE] = value
-        p[Payload.PRIVACY][Privacy.NOISE_SCALE] = value
+def _sums_sensitivity(per_unit: int, grid: int, clip: float, stated: int) -> Callable[[dict[str, Any]], None]:
+    """K, the class sums' grid and clip, and the sensitivity the bundle states (with its scale)."""
+    def change(doc: dict[str, Any]) -> None:
+        doc[Key.PRIVACY][Key.MAX_RECORDS_PER_UNIT] = per_unit
+        releases = doc[Key.RELEASES]
+        releases[Key.CLASS_COUNTS][Key.SENSITIVITY_L1] = per_unit
+        releases[Key.CLASS_SUMS].update({Key.GRID: grid, Key.CLIP_L1: clip, Key.SENSITIVITY_L1: stated})
+        _consistent(doc)
     return change
 
 
-def _shares_overspent(p: dict[str, Any]) -> None:
-    """The headline release's share doubled, its scale (and the top level's) made to match: each
-    release is consistent, but the shares spend more than the bundle's epsilon."""
-    r = _headline(p)
-    r[Release.EPSILON] = 2 * float(r[Release.EPSILON])
-    r[Release.NOISE_SCALE] = r[Release.SENSITIVITY_L1] / r[Release.EPSILON]
-    p[Payload.PRIVACY][Privacy.NOISE_SCALE] = r[Release.NOISE_SCALE]
+#: K x round(grid x clip_l1) = 3 x 1,431,655,766 = 2^32 + 2, which 32-bit arithmetic wraps to 2.
+_WRAP = dict(per_unit=3, grid=1_431_655_766, clip=1.0)
+
+
+def _every_fact_at_its_bound(doc: dict[str, Any]) -> None:
+    """A consistent bundle with every privacy and scoring number at its bound: K = 1e6, each
+    share 1e-6, the largest sensitivities and scales, temperatures 1e-3, R 1e6, the pull 1e3.
+    Relation "finite": it must classify with finite scores."""
+    per_unit = schema.MAX_RECORDS_PER_UNIT
+    doc[Key.PRIVACY][Key.MAX_RECORDS_PER_UNIT] = per_unit
+    releases = doc[Key.RELEASES]
+    for name, r in releases.items():
+        r[Key.EPSILON] = schema.EPSILON_MIN
+        if name == Key.CLASS_SUMS:
+            r.update({Key.GRID: 1, Key.CLIP_L1: float(schema.MAX_SENSITIVITY // per_unit)})
+            steps = round(r[Key.GRID] * r[Key.CLIP_L1])
+        else:  # a record moves one count, or one cell in each of T tables
+            steps = r[Key.VALUES][Key.SHAPE][0] if name == Key.VOTES else 1
+        r[Key.SENSITIVITY_L1] = per_unit * steps
+    _consistent(doc)
+    if Key.SCORING in doc:
+        doc[Key.SCORING].update(centroid_temperature=schema.TEMPERATURE_MIN, prior_temperature=schema.TEMPERATURE_MIN,
+                                prior_records_per_class=1e6, description_pull=1e3)
+
+
+def _unknown_release(doc: dict[str, Any]) -> None:
+    """A release of a kind no reader knows, its epsilon part of a consistent total."""
+    doc[Key.RELEASES]["histogram"] = {Key.EPSILON: 1.0, Key.SENSITIVITY_L1: 1, Key.NOISE_SCALE: 1.0,
+                                      Key.MECHANISM: "a statistic of a kind no reader knows"}
+    doc[Key.PRIVACY][Key.EPSILON] += 1.0
+
+
+def _counts_without_sums(doc: dict[str, Any]) -> None:
+    del doc[Key.RELEASES][Key.CLASS_SUMS]
+    _consistent(doc)
+
+
+def _pre_release(base: Base) -> bytes:
+    """A file in the pre-release container (formats 0.x to 4.0): refused, with "rebuild it"."""
+    payload = msgpack.packb({"labels": base.doc[Key.LABELS]}, use_bin_type=True)
+    return msgpack.packb({"format": schema.PRE_RELEASE_NAME, "version": [4, 0],
+                          "checksum": {"algorithm": "sha256", "digest": hashlib.sha256(payload).digest()},
+                          "payload": payload}, use_bin_type=True)
+
+
+def _repeated(path: str, key: str, first: Any) -> Callable[[dict[str, Any]], Any]:
+    """The map at ``path`` ("" for the top) says ``key`` twice: ``first``, then its real value
+    (msgpack keeps the last one, another parser may keep the first)."""
+    def change(doc: dict[str, Any]) -> Any:
+        node = doc
+        for k in path.split(".") if path else ():
+            node = node[k]
+        items = list(node.items())
+        i = next(j for j, (k, _) in enumerate(items) if k == key)
+        pairs = Pairs(items[:i] + [(key, first)] + items[i:])
+        if not path:
+            return pairs
+        parent = doc
+        for k in path.split(".")[:-1]:
+            parent = parent[k]
+        parent[path.split(".")[-1]] = pairs
+    return change
+
+
+def _nfkc_twin(labels: list[str]) -> str:
+    return labels[0].translate({i: i + 0xFEE0 for i in range(0x21, 0x7F)})  # fullwidth forms
+
+
+def _tiled(n: int) -> Callable[[dict[str, Any]], None]:
+    """n classes (the class statistics tiled), every text field at its bound: n labels of 200
+    characters, n descriptions of 2000, the privacy texts and 256 public inputs of 10,000. A
+    valid bundle, about 52 MB at n = 4096."""
+    def tile(rec: dict[str, Any], dtype: str) -> dict[str, Any]:
+        import numpy as np
+        a = np.frombuffer(rec[Key.DATA], dtype).reshape(rec[Key.SHAPE])
+        a = np.concatenate([a] * -(-n // a.shape[0]))[:n]
+        return {Key.DTYPE: dtype, Key.SHAPE: list(a.shape), Key.DATA: a.tobytes()}
+
+    def change(doc: dict[str, Any]) -> None:
+        for name in (Key.CLASS_COUNTS, Key.CLASS_SUMS):
+            doc[Key.RELEASES][name][Key.VALUES] = tile(doc[Key.RELEASES][name][Key.VALUES], "<i4")
+        doc[Key.PRIOR] = tile(doc[Key.PRIOR], "<f4")
+        doc[Key.LABELS] = [f"{i:04d}" + "\u00e9" * (schema.MAX_LABEL_CHARS - 4) for i in range(n)]
+        doc[Key.LABEL_DESCRIPTIONS] = [f"{i:04d}" + "\u00e9" * (schema.MAX_DESCRIPTION_CHARS - 4) for i in range(n)]
+        privacy = doc[Key.PRIVACY]
+        for f in schema.FIELDS:
+            if f.parent == Key.PRIVACY and f.kind == "str":
+                privacy[f.key] = "\u00e9" * schema.MAX_TEXT_CHARS
+        privacy[Key.PUBLIC_INPUTS] = ["\u00e9" * schema.MAX_TEXT_CHARS] * 256
+    return change
 
 
 def _sparse_2gib(base: Base, path: Path, *, valid_checksum: bool) -> None:
-    """A 2 GiB file written sparsely: a real bundle whose payload carries an unknown 2 GiB
-    field of zeros (``valid_checksum``: sealed with its true SHA-256, computed in chunks)."""
-    payload = base.copy()
+    """A 2 GiB file written sparsely: the bundle as a newer minor version (1.1) with an unknown
+    field of 1.9 GiB of zeros right before encoder (``valid_checksum``: sealed with its true
+    SHA-256, computed in chunks; else a wrong one)."""
     size = 2 * 2**30 - 100 * 2**20
-    payload["padding"] = b""  # replaced below by a bin32 of ``size`` zero bytes
-    body = msgpack.packb(payload, use_bin_type=True)
-    marker = msgpack.packb("padding") + b"\xc4\x00"
-    at = body.index(marker) + len(msgpack.packb("padding"))
-    head, tail = body[:at] + b"\xc6" + struct.pack(">I", size), body[at + 2:]
+    doc = before_encoder(base.copy(), "padding", Raw(b"\xc6" + struct.pack(">I", size)))
+    doc[Key.VERSION] = [1, 1]
+    blob = seal(doc)
+    at = blob.index(b"\xa7padding\xc6") + 9
+    head, tail = blob[:at], blob[at:-schema.TAIL_BYTES]  # the zeros go between them
     digest = hashlib.sha256(head)
     if valid_checksum:
         zeros = bytes(2**24)
@@ -571,166 +707,197 @@ def _sparse_2gib(base: Base, path: Path, *, valid_checksum: bool) -> None:
             digest.update(zeros)
         digest.update(bytes(size % len(zeros)))
         digest.update(tail)
-    total = len(head) + size + len(tail)
-    outer = {**base.outer, Outer.PAYLOAD: b"", Outer.CHECKSUM: {**base.outer[Outer.CHECKSUM],
-                                                                  Outer.DIGEST: digest.digest()}}
-    prefix = msgpack.packb(outer, use_bin_type=True)
-    # the payload field goes last: re-pack the outer map's other fields, then a bin32 header
-    outer_head = prefix[:prefix.rindex(b"\xc4\x00")] + b"\xc6" + struct.pack(">I", total)
     with open(path, "wb") as f:
-        f.write(outer_head + head)
+        f.write(head)
         f.seek(size, os.SEEK_CUR)
-        f.write(tail)
-        f.truncate(len(outer_head) + len(head) + size + len(tail))  # a seek alone does not extend a file
+        f.write(tail + DIGEST_TAIL + digest.digest())
 
 
 def families(models: dict[str, bytes], token_ids: dict[str, int]) -> list[Family]:
     """Every family; ``models`` holds the TFLite models TensorFlow converted (may be empty)."""
     trigger = token_ids["jazz"]
     tf_model = lambda name: (lambda: models[name])  # noqa: E731
-    fams = [
-        # tokenizer.json
-        Family("tokenizer-replace-chain", "onnx", tokenizer(_replace_chain), fast=True,
-               about="normalizer: 6 chained Replace a -> 'a ' x 50 (7.2 GiB before)"),
-        Family("tokenizer-split-catastrophic-regex", "onnx", tokenizer(_split_regex), texts=["a" * 40, *TEXTS],
-               fast=True, about="pre-tokenizer Split on ^(a+)+$ (a Rust panic ended the stream before)"),
-        Family("tokenizer-missing-unk", "onnx", tokenizer(_drop_unk), fast=True, about="[UNK] not in the vocabulary"),
-        Family("tokenizer-bpe-model", "onnx", tokenizer(_bpe), about="a BPE model instead of WordPiece"),
-        Family("tokenizer-vocab-300k", "onnx", tokenizer(_vocab(300_000)), about="300,000 vocabulary entries"),
-        Family("tokenizer-token-10k-chars", "onnx", tokenizer(_long_token), about="a 10,000-character token"),
-        Family("tokenizer-max-chars-per-word-1e9", "onnx", tokenizer(_model_field("max_input_chars_per_word", 10**9)),
-               about="WordPiece's quadratic match unbounded"),
-        Family("tokenizer-not-json", "onnx", tokenizer(lambda d: "{\"model\": "), about="cut JSON"),
-        Family("tokenizer-nested-100k", "onnx", tokenizer(lambda d: "[" * 100_000 + "]" * 100_000),
-               about="100,000 nested arrays"),
-        Family("tokenizer-duplicate-keys", "onnx",
-               tokenizer(lambda d: json.dumps(d)[:-1] + ', "model": {"type": "BPE"}}'),
-               about="a second 'model' key (serde and Python disagree on which wins)"),
-        Family("tokenizer-5m-chars", "onnx", tokenizer(lambda d: json.dumps({**d, "x": "y" * 5_000_000})),
-               about="a 5,000,000-character document"),
-        Family("tokenizer-added-token-10k", "onnx", tokenizer(_added_token), about="a 10,000-character added token"),
-        Family("tokenizer-precompiled-normalizer", "onnx", tokenizer(_precompiled),
-               about="a 1 MB precompiled charsmap"),
-        Family("tokenizer-template-10k", "onnx", tokenizer(_template(10_000)), about="10,000 special tokens a text"),
-        Family("tokenizer-id-1e9", "onnx", tokenizer(_huge_id), about="a token id past any embedding table"),
-        Family("tokenizer-padding-1e12", "onnx", tokenizer(_padding), about="padding to 10^12 tokens"),
+    own_tflite = lambda change: with_model(lambda m: tflite_rewrite(m, change), crafted=False)  # noqa: E731
+    F = Family
+    return [
+        # tokenizer.json (runtime/bundle/tokenizer_family.py)
+        F("tokenizer-replace-chain", "onnx", tokenizer(_replace_chain), fast=True,
+          about="normalizer: 6 chained Replace a -> 'a ' x 50 (7.2 GiB once)"),
+        F("tokenizer-split-catastrophic-regex", "onnx", tokenizer(_split_regex), texts=["a" * 40, *TEXTS], fast=True,
+          about="pre-tokenizer Split on ^(a+)+$ (a Rust panic ended the stream once)"),
+        F("tokenizer-missing-unk", "onnx", tokenizer(_model_field("unk_token", "[NOPE]")), fast=True,
+          about="an unknown token not in the vocabulary"),
+        F("tokenizer-bpe-model", "onnx", tokenizer(_bpe), about="a BPE model instead of WordPiece"),
+        F("tokenizer-vocab-300k", "onnx", tokenizer(_vocab(300_000)), about="300,000 vocabulary entries"),
+        F("tokenizer-token-10k-chars", "onnx", tokenizer(lambda d: d["model"]["vocab"].__setitem__("x" * 10_000, len(
+            d["model"]["vocab"]))), about="a 10,000-character token"),
+        F("tokenizer-max-chars-per-word-1e9", "onnx", tokenizer(_model_field("max_input_chars_per_word", 10**9)),
+          about="WordPiece's quadratic match unbounded"),
+        F("tokenizer-not-json", "onnx", tokenizer(lambda d: "{\"model\": "), about="cut JSON"),
+        F("tokenizer-nested-100k", "onnx", tokenizer(lambda d: "[" * 100_000 + "]" * 100_000),
+          about="100,000 nested arrays"),
+        F("tokenizer-duplicate-keys", "onnx", tokenizer(lambda d: json.dumps(d)[:-1] + ', "model": {"type": "BPE"}}'),
+          about="a second 'model' key (serde and Python disagree on which wins)"),
+        F("tokenizer-special-token-id-list", "onnx", tokenizer(lambda d: d["post_processor"]["single"].__setitem__(
+            0, {"SpecialToken": {"id": ["[CLS]"], "type_id": 0}})),
+          about="a SpecialToken id that is a list (TypeError in the family check)"),
+        F("tokenizer-5m-chars", "onnx", tokenizer(lambda d: json.dumps({**d, "x": "y" * 5_000_000})),
+          about="a 5,000,000-character document"),
+        F("tokenizer-added-token-10k", "onnx", tokenizer(_added_token), about="a 10,000-character added token"),
+        F("tokenizer-precompiled-normalizer", "onnx", tokenizer(lambda d: d.__setitem__("normalizer", {
+            "type": "Precompiled", "precompiled_charsmap": "A" * 1_000_000})), about="a 1 MB precompiled charsmap"),
+        F("tokenizer-template-10k", "onnx", tokenizer(_template(10_000)), about="10,000 special tokens a text"),
+        F("tokenizer-id-1e9", "onnx", tokenizer(lambda d: d["model"]["vocab"].__setitem__("wake", 10**9)),
+          about="a token id past any embedding table"),
+        F("tokenizer-padding-1e12", "onnx", tokenizer(_padding), about="padding to 10^12 tokens"),
         # the check text
-        Family("check-text-40mb", "onnx", edited(_payload_set("encoder.check.text", "check " * 7_000_000)),
-               fast=True, about="a 40 MB check text (5.3 GiB before)"),
-        Family("check-text-over-bound", "onnx",
-               edited(_payload_set("encoder.check.text", "x" * (MAX_CHECK_TEXT_CHARS + 1))),
-               about=f"{MAX_CHECK_TEXT_CHARS + 1} characters"),
-        # ONNX graphs
-        Family("onnx-loop-1e12", "onnx", with_model(onnx_loop), needs="onnx", fast=True,
-               about="Loop of 1e12 iterations (hung at load before)"),
-        Family("onnx-if-subgraph", "onnx", with_model(onnx_if), needs="onnx", about="If with graph attributes"),
-        Family("onnx-expand-1.5gib", "onnx", with_model(onnx_expand_constant), needs="onnx", fast=True,
-               about="Expand to 1.5 GiB (1.7 GiB RSS, accepted before)"),
-        Family("onnx-expand-on-token", "onnx", with_model(lambda: onnx_expand_on_token(trigger)), needs="onnx",
-               expect="skipped", fast=True, about="4 GiB Expand only when the text holds 'jazz': that line skipped"),
-        Family("onnx-matmul-square", "onnx", with_model(onnx_matmul_square), needs="onnx",
-               about="[1e5, 1] x [1, 1e5]: 40 GB"),
-        Family("onnx-constant-of-shape-1e10", "onnx", with_model(onnx_constant_of_shape), needs="onnx",
-               about="ConstantOfShape of 1e10 floats"),
-        Family("onnx-slow-matmul-chain", "onnx", with_model(onnx_slow), needs="onnx",
-               about="12 products of 2896 x 2896 matrices: seconds per run"),
-        Family("onnx-external-data-readme", "onnx", with_model(lambda: onnx_external_data("README.md")),
-               needs="onnx", fast=True, about="initializer bytes from ./README.md (read before)"),
-        Family("onnx-external-data-absolute", "onnx", with_model(lambda: onnx_external_data("/etc/passwd")),
-               needs="onnx", about="initializer bytes from /etc/passwd"),
-        Family("onnx-custom-domain-op", "onnx", with_model(onnx_custom_op), needs="onnx",
-               about="an operator of domain com.example.evil"),
-        Family("onnx-local-function", "onnx", with_model(onnx_function), needs="onnx", about="a model-local function"),
-        Family("onnx-sparse-initializer", "onnx", with_model(onnx_sparse_initializer), needs="onnx",
-               about="a sparse initializer of 1e6 elements"),
-        Family("onnx-training-info", "onnx", with_model(onnx_training_info), needs="onnx", about="training graphs"),
-        Family("onnx-gather-out-of-range", "onnx", with_model(lambda: onnx_gather_table(10)), needs="onnx",
-               fast=True, about="Gather from a 10-row table (traceback before)"),
-        Family("onnx-int32-input", "onnx", with_model(lambda: onnx_unit(extra="input_ids", input_type=6)),
-               needs="onnx", about="input_ids declared int32 (traceback before)"),
-        Family("onnx-wrong-output-shape", "onnx", with_model(lambda: onnx_output([0.1] * 10, (1, 10))), needs="onnx",
-               about="a (1, 10) output (traceback before)"),
-        Family("onnx-nan-output", "onnx", with_model(lambda: onnx_output([math.nan] * DIM)), needs="onnx", fast=True,
-               about="NaN embeddings, no check (every text label 0 before)"),
-        Family("onnx-inf-output-with-check", "onnx", with_model(lambda: onnx_output([math.inf] * DIM), keep_check=True),
-               needs="onnx", about="infinite embeddings, check kept"),
-        Family("onnx-nan-on-token-json", "onnx", with_model(lambda: onnx_nan_on_token(trigger)), needs="onnx",
-               expect="skipped", args=("--json",), fast=True,
-               about="NaN only for texts with 'jazz', --json (bare NaN before)"),
-        Family("onnx-garbage-bytes", "onnx", with_model(bytes(range(256)) * 64), about="not a protobuf"),
-        Family("onnx-truncated", "onnx", lambda b: with_model(b.payload[Payload.ENCODER][EncoderKey.MODEL][:5_000_000],
-                                                             keep_check=True)(b), about="the real model cut short"),
-        Family("onnx-missing-unk-token-in-graph", "onnx", with_model(lambda: onnx_unit(extra="attention_mask")),
-               needs="onnx", expect="classified", about="a harmless in-family graph: classified, never crashes"),
-        # TFLite flatbuffers
-        Family("tflite-while-1e12", "tflite", with_model(tf_model("while")), needs="tf",
-               about="WHILE of 1e12 iterations (hung at load before)"),
-        Family("tflite-fill-input-dependent", "tflite", with_model(tf_model("fill")), needs="tf",
-               about="FILL sized by a token id (3.1 GiB before)"),
-        Family("tflite-broadcast-input-dependent", "tflite", with_model(tf_model("broadcast")), needs="tf",
-               about="BROADCAST_TO sized by a token id (in the family; the process guard ends it)"),
-        Family("tflite-matmul-square", "tflite", with_model(tf_model("square")), needs="tf",
-               about="RANGE x RANGE^T sized by a token id (in the family; LiteRT refuses it at load)"),
-        Family("tflite-wrong-output-shape", "tflite", with_model(tf_model("wrong-shape")), needs="tf",
-               about="a (1, 10) output"),
-        Family("tflite-nan-output", "tflite", with_model(tf_model("nan")), needs="tf", about="NaN embeddings, no check"),
-        Family("tflite-custom-op", "tflite",
-               lambda b: with_model(tflite_rewrite(b.payload[Payload.ENCODER][EncoderKey.MODEL], _tflite_custom),
-                                    keep_check=True)(b), needs="litert", fast=True, about="a custom operator"),
-        Family("tflite-while-op-code", "tflite",
-               lambda b: with_model(tflite_rewrite(b.payload[Payload.ENCODER][EncoderKey.MODEL], _tflite_op_code(119)),
-                                    keep_check=True)(b), needs="litert", about="an operator code rewritten to WHILE"),
-        Family("tflite-two-subgraphs", "tflite",
-               lambda b: with_model(tflite_rewrite(b.payload[Payload.ENCODER][EncoderKey.MODEL], _tflite_two_subgraphs),
-                                    keep_check=True)(b), needs="litert", about="a second subgraph"),
-        Family("tflite-buffer-offset", "tflite",
-               lambda b: with_model(tflite_rewrite(b.payload[Payload.ENCODER][EncoderKey.MODEL], _tflite_buffer_offset),
-                                    keep_check=True)(b), needs="litert", about="a buffer stored outside the flatbuffer"),
-        Family("tflite-non-utf8-tensor-name", "tflite",
-               lambda b: with_model(tflite_rewrite(b.payload[Payload.ENCODER][EncoderKey.MODEL], _tflite_bad_name),
-                                    keep_check=True)(b), needs="litert", fast=True,
-               about="a tensor name of bytes ff fe (traceback before)"),
-        Family("tflite-vector-length-2^31", "tflite",
-               lambda b: with_model(tflite_vector_length(b.payload[Payload.ENCODER][EncoderKey.MODEL]),
-                                    keep_check=True)(b), needs="litert", about="2^31 operators declared"),
-        Family("tflite-garbage-bytes", "tflite", with_model(b"\x10\x00\x00\x00TFL3" + bytes(range(256)) * 64),
-               about="a flatbuffer header and noise"),
-        # what reaches a terminal
-        Family("labels-osc-title", "onnx", edited(_labels(0, "alarm\x1b]0;pwned\x07")), fast=True,
-               about="OSC sequence: retitles the terminal"),
-        Family("labels-ansi-clear", "onnx", edited(_labels(1, "\x1b[2J\x1b[Hweather")), args=("--top-k", "3"),
-               about="ANSI clear screen"),
-        Family("labels-bidi-override", "onnx", edited(_labels(2, "music\u202eevil")), about="right-to-left override"),
-        Family("descriptions-carriage-return", "onnx", edited(_descriptions(0, "fine\r  music      spoofed line")),
-               args=("--info",), about="\\r overwrites a line of --info"),
-        Family("exporter-name-osc", "onnx", edited(_payload_set("exporter.name", "dpedge\x1b]0;pwned\x07")),
-               args=("--info",), expect="classified", fast=True, about="--info escapes it"),
-        Family("privacy-text-escapes", "onnx",
-               edited(_payload_set("privacy.privacy_unit", "one record\x1b[2J\r\x9b31m")), expect="classified",
-               about="the CLI's privacy header escapes it"),
-        Family("facts-escapes-json", "onnx", edited(_payload_set("encoder.facts.name", "mini\x1b]0;x\x07\x85")),
-               args=("--info", "--json"), expect="classified", about="--info --json escapes C1 too"),
-        Family("output-name-escape", "onnx", edited(_payload_set("encoder.output", "sentence\x1b[2J")),
-               about="an output name with ESC"),
-        # the privacy facts
-        Family("epsilon-1-with-scales-of-8", "onnx", edited(_epsilon_claim(1.0)), fast=True,
-               about="claims epsilon 1, noised for 8"),
-        Family("noise-scale-zero", "onnx", edited(_headline_scale(0.0)), about="noise scale 0"),
-        Family("noise-scale-negative", "onnx", edited(_headline_scale(-5.0)), about="noise scale -5"),
-        Family("releases-overspent", "onnx", edited(_shares_overspent), about="shares sum to more than epsilon"),
-        Family("random-hashing-scale-mismatch", "random", edited(_payload_set("privacy.noise_scale", 0.5)),
-               about="1.2 bundle: scale not sensitivity / epsilon"),
+        F("check-text-40mb", "onnx", edited(set_path("encoder.check_text", "check " * 7_000_000)), fast=True,
+          about="a 40 MB check text (5.3 GiB once)"),
+        F("check-text-over-bound", "onnx", edited(set_path("encoder.check_text", "x" * (MAX_CHECK_TEXT_CHARS + 1))),
+          about=f"{MAX_CHECK_TEXT_CHARS + 1} characters"),
+        # ONNX graphs (runtime/bundle/model_family.py, then onnxruntime under its arena and watchdog)
+        F("onnx-loop-1e12", "onnx", with_model(onnx_loop), needs="onnx", fast=True,
+          about="Loop of 1e12 iterations (hung at load once)"),
+        F("onnx-if-subgraph", "onnx", with_model(onnx_if), needs="onnx", about="If with graph attributes"),
+        F("onnx-expand-1.5gib", "onnx", with_model(onnx_expand_constant), needs="onnx", fast=True,
+          about="Expand to 1.5 GiB (in the family; the arena refuses it)"),
+        F("onnx-expand-on-token", "onnx", with_model(lambda: onnx_expand_on_token(trigger)), needs="onnx",
+          expect="skipped", fast=True, about="4 GiB Expand only when the text holds 'jazz': that line skipped"),
+        F("onnx-matmul-square", "onnx", with_model(onnx_matmul_square), needs="onnx", about="[1e5, 1] x [1, 1e5]: 40 GB"),
+        F("onnx-constant-of-shape-1e10", "onnx", with_model(onnx_constant_of_shape), needs="onnx",
+          about="ConstantOfShape of 1e10 floats"),
+        F("onnx-slow-matmul-chain", "onnx", with_model(onnx_slow), needs="onnx",
+          about="12 products of 2896 x 2896 matrices: seconds per run"),
+        F("onnx-external-data-readme", "onnx", with_model(lambda: onnx_external_data("README.md")), needs="onnx",
+          fast=True, about="initializer bytes from ./README.md"),
+        F("onnx-external-data-absolute", "onnx", with_model(lambda: onnx_external_data("/etc/passwd")), needs="onnx",
+          about="initializer bytes from /etc/passwd"),
+        F("onnx-external-data-past-the-weights", "onnx", with_model(lambda m: _offset_past_weights(m), crafted=False),
+          about="the bundle's form, an offset past encoder.weights"),
+        F("onnx-custom-domain-op", "onnx", with_model(onnx_custom_op), needs="onnx",
+          about="an operator of domain com.example.evil"),
+        F("onnx-local-function", "onnx", with_model(onnx_function), needs="onnx", about="a model-local function"),
+        F("onnx-sparse-initializer", "onnx", with_model(onnx_sparse_initializer), needs="onnx",
+          about="a sparse initializer of 1e6 elements"),
+        F("onnx-training-info", "onnx", with_model(onnx_training_info), needs="onnx", about="training graphs"),
+        F("onnx-gather-out-of-range", "onnx", with_model(lambda: onnx_gather_table(10)), needs="onnx", fast=True,
+          about="Gather from a 10-row table"),
+        F("onnx-int32-input", "onnx", with_model(lambda: onnx_unit(extra="input_ids", input_type=6)), needs="onnx",
+          about="input_ids declared int32"),
+        F("onnx-wrong-output-shape", "onnx", with_model(lambda: onnx_output([0.1] * 10, (1, 10))), needs="onnx",
+          about="a (1, 10) output"),
+        F("onnx-nan-output", "onnx", with_model(lambda: onnx_output([math.nan] * DIM)), needs="onnx", fast=True,
+          about="NaN embeddings: the load-time check refuses them"),
+        F("onnx-nan-on-token-json", "onnx", with_model(lambda: onnx_nan_on_token(trigger)), needs="onnx",
+          expect="skipped", args=("--json",), fast=True, about="NaN only for texts with 'jazz', --json"),
+        F("onnx-node-names-escape-sequences", "onnx", with_model(onnx_escaped_names), needs="onnx", fast=True,
+          about="onnxruntime's error quotes node names holding ESC ] and CSI"),
+        F("onnx-garbage-bytes", "onnx", with_model(bytes(range(256)) * 64), about="not a protobuf"),
+        F("onnx-truncated", "onnx", with_model(lambda m: m[:len(m) // 2], crafted=False), about="the real model cut"),
+        F("onnx-harmless-graph", "onnx", with_model(lambda: onnx_unit(extra="attention_mask")), needs="onnx",
+          expect="classified", about="an in-family graph: classified, never crashes"),
+        # TFLite flatbuffers (model_family, then LiteRT)
+        F("tflite-while-1e12", "tflite", with_model(tf_model("while")), needs="tf", about="WHILE of 1e12 iterations"),
+        F("tflite-fill-input-dependent", "tflite", with_model(tf_model("fill")), needs="tf",
+          about="FILL sized by a token id"),
+        F("tflite-broadcast-input-dependent", "tflite", with_model(tf_model("broadcast")), needs="tf",
+          about="BROADCAST_TO sized by a token id (in the family; the process guard ends it)"),
+        F("tflite-matmul-square", "tflite", with_model(tf_model("square")), needs="tf",
+          about="RANGE x RANGE^T sized by a token id"),
+        F("tflite-wrong-output-shape", "tflite", with_model(tf_model("wrong-shape")), needs="tf", about="a (1, 10) output"),
+        F("tflite-nan-output", "tflite", with_model(tf_model("nan")), needs="tf", about="NaN embeddings"),
+        F("tflite-custom-op", "tflite", own_tflite(_tflite_custom), needs="litert", fast=True, about="a custom operator"),
+        F("tflite-while-op-code", "tflite", own_tflite(_tflite_op_code(119)), needs="litert",
+          about="an operator code rewritten to WHILE"),
+        F("tflite-two-subgraphs", "tflite", own_tflite(_tflite_two_subgraphs), needs="litert", about="a second subgraph"),
+        F("tflite-buffer-offset", "tflite", own_tflite(_tflite_buffer_offset), needs="litert",
+          about="a buffer stored outside the flatbuffer"),
+        F("tflite-non-utf8-tensor-name", "tflite", own_tflite(_tflite_bad_name), needs="litert", fast=True,
+          about="a tensor name of bytes ff fe"),
+        F("tflite-vector-length-2^31", "tflite", with_model(tflite_vector_length, crafted=False), needs="litert",
+          about="2^31 operators declared"),
+        F("tflite-shared-tensor-name", "tflite", with_model(tflite_shared_name), about="40,000 tensors, one table with "
+          "a 4 MiB name: the family check reads it 40,000 times"),
+        F("tflite-garbage-bytes", "tflite", with_model(b"\x10\x00\x00\x00TFL3" + bytes(range(256)) * 64),
+          about="a flatbuffer header and noise"),
+        # labels and text that reach a terminal (runtime/text.py)
+        F("labels-osc-title", "onnx", edited(_labels(0, "alarm\x1b]0;pwned\x07")), fast=True, about="OSC: retitles"),
+        F("labels-ansi-clear", "onnx", edited(_labels(1, "\x1b[2J\x1b[Hweather")), about="ANSI clear screen"),
+        F("labels-bidi-override", "onnx", edited(_labels(2, "music\u202eevil")), about="right-to-left override"),
+        F("labels-zero-width-twin", "onnx", edited(_labels(1, lambda ls: ls[0] + "\u200b")), fast=True,
+          about="label 1 is label 0 and a zero-width space"),
+        F("labels-nfkc-twin", "onnx", edited(_labels(1, _nfkc_twin)), about="label 1 is label 0 in fullwidth forms"),
+        F("labels-tag-characters", "onnx", edited(_labels(2, "music\U000e0069\U000e0067\U000e006e")),
+          about="invisible tag characters spell a hidden word"),
+        F("descriptions-carriage-return", "onnx", edited(_descriptions(0, "fine\r  music      spoofed line")),
+          args=("--info",), about="\\r overwrites a line of --info"),
+        F("exporter-name-osc", "onnx", edited(set_path("exporter.name", "dpedge\x1b]0;pwned\x07")), args=("--info",),
+          expect="classified", fast=True, about="free metadata: --info escapes it"),
+        F("facts-escapes-json", "onnx", edited(set_path("encoder.facts.name", "mini\x1b]0;x\x07\x85")),
+          args=("--info", "--json"), expect="classified", about="--info --json escapes C1 too"),
+        F("privacy-text-escapes", "onnx", edited(set_path("privacy.privacy_unit", "one record\x1b[2J\r\x9b31m")),
+          about="printable text only"),
+        F("output-name-escape", "onnx", edited(set_path("encoder.output", "sentence\x1b[2J")), about="an ESC output name"),
+        # privacy facts that contradict each other, overflow, or sit at their bounds
+        F("epsilon-1-with-scales-of-8", "onnx", edited(_epsilon_claim(1.0)), fast=True, about="claims 1, noised for 8"),
+        F("noise-scale-zero", "onnx", edited(set_path("releases.class_sums.noise_scale", 0.0)), about="scale 0"),
+        F("noise-scale-negative", "onnx", edited(set_path("releases.class_sums.noise_scale", -5.0)), about="scale -5"),
+        F("releases-overspent", "onnx", edited(_overspent), about="shares add up to more than epsilon"),
+        F("random-hashing-scale-mismatch", "random", edited(set_path("releases.votes.noise_scale", 0.5)),
+          about="votes-only: scale not sensitivity / epsilon"),
+        F("privacy-sensitivity-wraps-int32", "onnx", edited(_sums_sensitivity(**_WRAP, stated=2)), fast=True,
+          about="K x round(grid x clip) = 2^32 + 2, stated as its 32-bit wrap, 2"),
+        F("privacy-sensitivity-past-int32", "onnx", edited(_sums_sensitivity(**_WRAP, stated=2**32 + 2)),
+          about="the same, stated exactly: past 2^31 - 1"),
+        F("privacy-epsilon-below-bound", "onnx", edited(_epsilon_claim(1e-7)), about="epsilon 1e-7 (bound 1e-6)"),
+        F("privacy-every-fact-at-its-bound", "onnx", edited(_every_fact_at_its_bound), args=("--json",),
+          expect="classified", fast=True, about="consistent, every number at its bound: finite scores"),
+        # optional fields: present means checked in full (a malformed one never switches a check off)
+        F("optional-descriptions-empty", "onnx", edited(set_path("label_descriptions", [])), fast=True,
+          about="label_descriptions []"),
+        F("optional-offsets-nil", "random", edited(set_path("hashing.offsets", None)), about="hashing.offsets nil"),
+        F("optional-seed-negative", "random", edited(set_path("hashing.seed", -1)), about="hashing.seed -1"),
+        F("optional-facts-not-a-map", "onnx", edited(set_path("encoder.facts", "int8")), about="encoder.facts a string"),
+        F("optional-scoring-dropped", "onnx", edited(lambda d: d.__delitem__(Key.SCORING)), about="the blend without constants"),
+        F("optional-noise-library-number", "onnx", edited(set_path("privacy.noise_library", 5)), about="a number"),
+        # release kinds
+        F("release-unknown-kind", "onnx", edited(_unknown_release), fast=True, about="releases.histogram, consistent"),
+        F("release-counts-without-sums", "onnx", edited(_counts_without_sums), about="class_counts alone"),
+        F("pre-release-4.0-file", "onnx", _pre_release, about="the old container: rebuild"),
+        # keys a map says twice
+        F("repeated-key-privacy-epsilon", "onnx", edited(_repeated("privacy", Key.EPSILON, 1.0)), fast=True,
+          about="epsilon 1.0, then 8.0"),
+        F("repeated-key-labels", "onnx", edited(_repeated("", Key.LABELS, ["a", "b", "c", "d", "e", "f", "g"])),
+          about="two label lists"),
+        F("repeated-key-weights", "onnx", edited(_repeated("encoder", Key.WEIGHTS, b"\x00" * 64)),
+          about="encoder.weights twice"),
+        # huge declared shapes and memory bombs
+        F("array-2^24-buckets-declared", "random", edited(set_path("releases.votes.values.shape", [32, 2**24, 7])),
+          fast=True, about="votes declared [32, 2^24, 7] over the real bytes"),
+        F("array-projection-4096-squared-declared", "onnx", edited(set_path("subspace.projection.shape", [4096, 4096])),
+          about="a 64 MiB projection declared over 98 KiB"),
+        F("msgpack-declared-arrays-nested", "onnx", edited(lambda d: before_encoder(
+            d, "x", Raw(b"\xdd\x00\x01\x86\xa0" * 1000))), fast=True,
+          about="1,000 nested arrays declaring 100,000 entries each (5 KB)"),
+        F("labels-4096-every-text-at-its-bound", "onnx", edited(_tiled(schema.MAX_CLASSES)), expect="classified",
+          about="valid: 4096 labels of 200 chars, descriptions of 2000 (52 MB)"),
         # files
-        Family("file-2gib-corrupt", "onnx", lambda b: b"", sparse=lambda b, p: _sparse_2gib(b, p, valid_checksum=False),
-               about="2 GiB, checksum wrong (4.1 GiB RSS before)"),
-        Family("file-2gib-valid-checksum", "onnx", lambda b: b"",
-               sparse=lambda b, p: _sparse_2gib(b, p, valid_checksum=True),
-               expect="classified", about="2 GiB: a valid bundle with a 2 GiB unknown field"),
-        Family("max-length-8192-long-text", "onnx", edited(_payload_set("encoder.max_length", 8192)),
-               texts=[TEXTS[0], " ".join(["word"] * 3000), TEXTS[2]], expect="skipped",
-               about="positions past the model's 512: that line skipped"),
+        F("file-2gib-corrupt", "onnx", lambda b: b"", sparse=lambda b, p: _sparse_2gib(b, p, valid_checksum=False),
+          about="2 GiB, checksum wrong"),
+        F("file-2gib-valid-checksum", "onnx", lambda b: b"",
+          sparse=lambda b, p: _sparse_2gib(b, p, valid_checksum=True), expect="classified",
+          about="2 GiB: a 1.1 bundle with a 1.9 GiB unknown field"),
+        F("max-length-8192-long-text", "onnx", edited(set_path("encoder.max_length", 8192)),
+          texts=[TEXTS[0], " ".join(["word"] * 3000), TEXTS[2]], expect="skipped",
+          about="positions past the model's 512: that line skipped"),
     ]
-    return fams
+
+
+def _offset_past_weights(model: bytes) -> bytes:
+    """The bundle's own model with its last initializer's 20-digit offset set to 1e12."""
+    from runtime.bundle.model_family import check_onnx
+    last = max(check_onnx(model, 2**62), key=lambda r: r.offset)
+    return model[:last.offset_at] + b"%020d" % 10**12 + model[last.offset_at + schema.NUMBER_DIGITS:]
 
 
 # --------------------------------------------------------------------------- running
@@ -926,7 +1093,7 @@ def run(bases: dict[str, Path], names: list[str] | None = None, fast: bool = Fal
     loaded = {k: Base.read(v) for k, v in bases.items()}
     from runtime.tokenizer import TextTokenizer
 
-    tok = TextTokenizer(loaded["onnx"].payload[Payload.ENCODER][EncoderKey.TOKENIZER_JSON], 256)
+    tok = TextTokenizer(loaded["onnx"].doc[Key.ENCODER][Key.TOKENIZER_JSON], 256)
     ids = {"jazz": tok.encode(["jazz"])[0][1]}
     chosen = [f for f in families({}, ids) if (names is None or f.name in names) and (not fast or f.fast)]
     models: dict[str, bytes] = {}

@@ -93,7 +93,6 @@ from exporter.class_stats import ClassStatsRelease, choose_subspace, clip_to_l1 
 from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.noise import NoiseSource  # noqa: E402
-from exporter.options import DEFAULT_TABLES  # noqa: E402
 from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
 from exporter.public_basis import public_texts, task_basis  # noqa: E402
 from exporter.stages import PublicInputs, release_class_stats  # noqa: E402

@@ -35,13 +35,13 @@ Method:
 - Where the memory goes (section 5, skipped with --no-memory): a fresh process takes
   Classifier.load's steps one at a time (MEMORY_STAGES_CHILD) and reads VmRSS, VmHWM (the
   peak so far, so a transient inside a step shows), RssAnon and RssFile from
-  /proc/self/status after each; its last peak matches the cold-start figure. Then the bundle's
-  encoder is loaded by its engine in each way the engine offers (from bytes, as the runtime
-  does; from a file; for ONNX, from a file with the weights as external data), each in fresh
-  processes (ENGINE_WHATIF_CHILD), to show what the way of loading costs.
+  /proc/self/status after each; its last peak matches the cold-start figure. RssFile holds
+  what is mapped from files: the engine's libraries and, for an ONNX bundle, the weights
+  onnxruntime maps from the bundle file itself.
 - Where the scoring time goes (section 6): each part of `Scorer.scores` (hash, vote gather,
-  centroid projection/clip/logits/softmax, prior) timed alone on the short query's
-  embedding, beside the whole call and the cost of one numpy call on a tiny array.
+  the one product behind the centroid and prior logits, their softmax) timed alone on the
+  short query's embedding, beside the whole call and the cost of one numpy call on a tiny
+  array.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from runtime import bundle as bundle_format  # noqa: E402
-from runtime.bundle import Bundle, Encoder  # noqa: E402
+from runtime.bundle import Bundle, EncoderSpec  # noqa: E402
 from runtime.classifier import Classifier  # noqa: E402
 from runtime.describe import bundle_info  # noqa: E402
 from runtime.encoder import TextEncoder, choose_backend  # noqa: E402
@@ -101,7 +101,7 @@ TARGET_LOOKUP_US = 20.0
 TARGET_SHORT_TOTAL_MS = 5.0
 TARGET_COLD_S = 0.5
 TARGET_RSS_MIB = 150.0
-#: Issue 14's goal for a Pi 3 or Zero 2 W (512 MiB to 1 GiB): peak RSS of a one-text classify.
+#: The goal for a Raspberry Pi 3 or Zero 2 W (512 MiB to 1 GiB): peak RSS of a one-text classify.
 TARGET_SMALL_DEVICE_RSS_MIB = {"onnx": 110.0, "tflite": 90.0}
 TARGET_BUNDLE_MB = 25.0
 
@@ -170,12 +170,13 @@ emb = model.encode([text], show_progress_bar=False)
 print("embedded", emb.shape[-1], flush=True)
 """
 
-# Where the memory goes: a fresh process takes the load steps of Classifier._setup one at a
-# time, in the same order and through the same functions, and records its resident memory
-# (and the high-water mark so far, which shows a transient peak inside a step) after each.
-# Keep the order in step with runtime/classifier.py.
+# Where the memory goes: a fresh process takes the load steps of Classifier.load one at a
+# time, in the same order and through the same functions (runtime/classifier.py: read and
+# check the bundle, the Embedder's engine session then its tokenizer, the check text, the
+# Scorer), and records its resident memory (and the high-water mark so far, which shows a
+# transient peak inside a step) after each. Keep the order in step with runtime/classifier.py.
 MEMORY_STAGES_CHILD = r"""
-import dataclasses, json, sys
+import json, sys
 def mem(stage):
     d = {"stage": stage}
     with open("/proc/self/status") as f:
@@ -194,91 +195,27 @@ mem("+ msgpack, tokenizers")
 import hashlib
 mem("+ hashlib (OpenSSL, the bundle checksum)")
 from runtime import bundle as bundle_format
-from runtime.classifier import return_freed_memory
 from runtime.encoder import TextEncoder, choose_backend
 from runtime.scoring import Scorer
 from runtime.tokenizer import TextTokenizer
 mem("+ runtime package")
 b = bundle_format.load(path)
-mem("bundle read and checked (model bytes in memory)")
+mem("bundle read and checked" + (" (ONNX weights left in the file)" if b.encoder.weights_file else
+                                 " (model bytes in memory)"))
 import importlib
-chosen = choose_backend(b.encoder.format)
-if not chosen.copies_model:
-    tok = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
-    mem("+ tokenizer")
-importlib.import_module(chosen.module)
+importlib.import_module(choose_backend(b.encoder.format).module)
 mem("+ engine import")
 enc = TextEncoder(b.encoder, threads=threads)
 mem("+ engine session (model loaded)")
-if not enc.needs_model_bytes:
-    b = dataclasses.replace(b, encoder=dataclasses.replace(b.encoder, model=b""))
-    return_freed_memory()
-    mem("model bytes released (the engine has its own copy), freed heap returned")
-if chosen.copies_model:
-    tok = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length)
-    mem("+ tokenizer")
-if b.encoder.check_text is not None:
-    enc.verify(tok.encode([b.encoder.check_text])[0])
-scorer = Scorer.from_bundle(b)
-mem("+ check text embedded, scorer (end of Classifier.load)")
+tok = TextTokenizer(b.encoder.tokenizer_json, b.encoder.max_length, b.encoder.text_prefix)
+mem("+ tokenizer")
+enc.verify(tok.encode([b.encoder.check_text])[0])
+mem("+ check text embedded")
+scorer = Scorer(b)
+mem("+ scorer (end of Classifier.load)")
 scorer.scores(enc.embed_one(tok.encode([text])[0])[None])
 mem("first answer")
 print(json.dumps(stages))
-"""
-
-# What-if: the same encoder loaded by its engine in other ways the engine offers, each in a
-# fresh process, to show what the way the runtime loads it costs. "bytes" is what the runtime
-# does (the engine gets the bundle's model bytes); "file" writes the model to a temporary file
-# first and hands the engine its path (onnxruntime then parses it straight from the file,
-# LiteRT maps it); "file + external data" (ONNX, needs the onnx package) stores the weights
-# beside the graph, which onnxruntime maps instead of copying. Each reports the memory the
-# engine adds (high-water mark and resident after loading, above the process before it) and
-# whether the embedding of a fixed text is bit-identical to the "bytes" one.
-ENGINE_WHATIF_CHILD = r"""
-import ctypes, hashlib, json, os, sys, tempfile
-import numpy as np
-def rss():
-    d = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                d[key] = int(value.split()[0]) / 1024
-    return d
-fmt, model_file, way, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-ids = [101, 2097, 2009, 4542, 1999, 11929, 4826, 2851, 102]
-if fmt == "onnx":
-    import onnxruntime as ort
-    so = ort.SessionOptions(); so.intra_op_num_threads = threads; so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL; so.log_severity_level = 3
-else:
-    from ai_edge_litert.interpreter import Interpreter
-before = rss()  # before the model is read: the bytes' own copy counts as part of that way's cost
-source = model_file
-if way == "bytes":
-    with open(model_file, "rb") as f:
-        source = f.read()
-if fmt == "onnx":
-    engine = ort.InferenceSession(source, so, providers=["CPUExecutionProvider"])
-    if way == "bytes":
-        engine._model_bytes = None
-        del source
-else:
-    engine = (Interpreter(model_content=source, num_threads=threads) if way == "bytes"
-              else Interpreter(model_path=source, num_threads=threads))
-    runner = engine.get_signature_runner("serving_default")
-loaded = rss()
-ctypes.CDLL(None).malloc_trim(0)
-x = np.asarray([ids])
-if fmt == "onnx":
-    feeds = {"input_ids": x.astype(np.int64), "attention_mask": np.ones_like(x, dtype=np.int64),
-             "token_type_ids": np.zeros_like(x, dtype=np.int64)}
-    emb = engine.run(None, {i.name: feeds[i.name] for i in engine.get_inputs()})[0]
-else:
-    emb = runner(input_ids=x.astype(np.int32))["sentence_embedding"]
-after = rss()
-print(json.dumps({"before_mib": before["VmRSS"], "peak_mib": after["VmHWM"], "loaded_mib": loaded["VmRSS"],
-                  "after_first_mib": after["VmRSS"], "embedding_sha1": hashlib.sha1(np.ascontiguousarray(emb).tobytes()).hexdigest()}))
 """
 
 
@@ -561,7 +498,7 @@ def fp32_tflite_model() -> Path | None:
 class Baselines:
     """Everything the comparisons need, loaded lazily: only imported when baselines are asked for."""
 
-    spec: Encoder                      # a bundle's encoder spec (tokenizer, dim) to derive fp32 specs from
+    spec: EncoderSpec                  # a bundle's encoder spec (tokenizer, dim) to derive fp32 specs from
     onnx_path: Path
     onnx_inputs: tuple[str, ...]
     tflite_path: Path | None = None
@@ -571,7 +508,7 @@ class Baselines:
     _knn: tuple[np.ndarray, np.ndarray] | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
-    def prepare(cls, spec: Encoder, want_tflite: bool, train: Path | None) -> "Baselines":
+    def prepare(cls, spec: EncoderSpec, want_tflite: bool, train: Path | None) -> "Baselines":
         from exporter.encoder_export import default_source
 
         onnx_path, inputs = fp32_onnx_model()
@@ -581,15 +518,15 @@ class Baselines:
     def encoder(self, fmt: str, threads: int | None, workers: int = 1) -> TextEncoder:
         """An fp32 encoder behind the runtime's own TextEncoder: same engine, options and call path
         as the bundle's int8 one, so the ratio isolates the weights."""
+        # The fp32 models keep their weights inside the graph: no external data, in memory or in a file.
+        plain = dict(output="sentence_embedding", facts={}, weights=b"", weights_file=None)
         if fmt == "onnx":
             spec = dataclasses.replace(self.spec, format="onnx", model=self.onnx_path.read_bytes(),
-                                       inputs=self.onnx_inputs, output="sentence_embedding", facts={},
-                                       check_text=None, check_embedding=None)
+                                       inputs=self.onnx_inputs, **plain)
         else:
             assert self.tflite_path is not None
             spec = dataclasses.replace(self.spec, format="tflite", model=self.tflite_path.read_bytes(),
-                                       inputs=("input_ids",), output="sentence_embedding", facts={},
-                                       check_text=None, check_embedding=None)
+                                       inputs=("input_ids",), **plain)
         return TextEncoder(spec, threads=threads, workers=workers)
 
     def sentence_transformer(self, threads: int | None) -> Any:
@@ -684,57 +621,11 @@ def memory_stages(bundle: Path, threads: int) -> list[dict[str, Any]]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def onnx_external_data(model: bytes, folder: Path) -> Path | None:
-    """The ONNX model with its weights in a separate file beside it, or None without the onnx package."""
-    try:
-        import onnx
-    except ImportError:
-        return None
-    m = onnx.load_model_from_string(model)
-    path = folder / "external.onnx"
-    onnx.save_model(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="external.weights", size_threshold=1024)
-    return path
-
-
-def engine_whatif(b: Bundle, threads: int, runs: int) -> list[dict[str, Any]]:
-    """The bundle's encoder loaded by its engine from bytes (what the runtime does) and from a
-    file, each in fresh processes (ENGINE_WHATIF_CHILD); medians over ``runs``."""
-    fmt = b.encoder.format
-    out = []
-    with tempfile.TemporaryDirectory(prefix="dpedge-whatif-") as tmp:
-        folder = Path(tmp)
-        model = folder / f"model.{fmt}"
-        model.write_bytes(b.encoder.model)
-        ways = [("bytes", model, "bytes (what the runtime does)"), ("file", model, "file path")]
-        if fmt == "onnx":
-            ext = onnx_external_data(b.encoder.model, folder)
-            if ext is not None:
-                ways.append(("file", ext, "file path, weights as external data"))
-        for way, path, label in ways:
-            got = []
-            for _ in range(runs):
-                r = subprocess.run([sys.executable, "-c", ENGINE_WHATIF_CHILD, fmt, str(path), way, str(threads)],
-                                   capture_output=True, text=True, cwd=folder, check=False)
-                if r.returncode != 0:
-                    raise RuntimeError(f"engine what-if ({fmt}, {label}): {r.stderr.strip()[-2000:]}")
-                got.append(json.loads(r.stdout.strip().splitlines()[-1]))
-            med = {k: statistics.median(g[k] for g in got) for k in ("before_mib", "peak_mib", "loaded_mib", "after_first_mib")}
-            out.append({"way": label, **med, "peak_added_mib": med["peak_mib"] - med["before_mib"],
-                        "resident_added_mib": med["after_first_mib"] - med["before_mib"],
-                        "embedding_sha1": got[0]["embedding_sha1"]})
-    ref = out[0]["embedding_sha1"]
-    for row in out:
-        row["same_embedding"] = row["embedding_sha1"] == ref
-    return out
-
-
-def section_memory(entries: list[dict[str, Any]], runs: int) -> None:
-    """Fills each entry's "memory": load stages and the engine what-if, at one engine thread."""
+def section_memory(entries: list[dict[str, Any]]) -> None:
+    """Fills each entry's "memory": the load stages at one engine thread."""
     for e in entries:
-        log(f"memory: {e['name']} (load stages, then engine loading alternatives)")
-        e["memory"] = {"stages": memory_stages(Path(e["path"]), 1),
-                       "engine_whatif": engine_whatif(bundle_format.load(e["path"]), 1, runs)}
+        log(f"memory: {e['name']} (load stages)")
+        e["memory"] = {"stages": memory_stages(Path(e["path"]), 1)}
 
 
 # --------------------------------------------------------------------------- section 6: scoring
@@ -745,11 +636,11 @@ def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
 
     The parts follow runtime/scoring.py: the float64 copy; the one product of the query with the
     (dim, k + 2C) matrix (projection, class directions, prior) and the two components' logits
-    and fused softmax; with vote tables, the SimHash buckets and the vote gather and
-    normalisation. "whole" is the call itself; "rest" is whole minus the parts (the blend's
-    own arithmetic).
+    and fused softmax; with vote tables, the SimHash buckets and the vote gather (normalised
+    in the blend, summed raw by Algorithm 2). "whole" is the call itself; "rest" is whole minus
+    the parts (the blend's own arithmetic).
     """
-    from runtime.scoring import _rowwise, probed_vote_sums
+    from runtime.scoring import _rowwise, vote_sums
 
     scorer = clf.scorer
     emb = clf.encoder.embed_one(clf.tokenizer.encode([text])[0])[None, :]
@@ -759,12 +650,14 @@ def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
         parts["centroids + prior (all)"] = lambda: scorer._components(x)
         parts["  one product (dim x (k + 2C))"] = lambda: _rowwise(x, scorer._matrix)
     if scorer.votes is not None:
-        bits = scorer.hasher.bits
-        positive = np.maximum(scorer.votes, 0)
         buckets = scorer.hasher.buckets(x)
         parts["hash (SimHash buckets)"] = lambda: scorer.hasher.buckets(x)
-        parts["vote gather + normalise"] = lambda: (lambda v: v / np.maximum(v.sum(axis=1, keepdims=True), 1e-12))(
-            probed_vote_sums(buckets, positive, bits, scorer.probe_weight))
+        if scorer.plain_votes:
+            parts["vote gather (Algorithm 2)"] = lambda: vote_sums(buckets, scorer.votes)
+        else:
+            positive = np.maximum(scorer.votes, 0)
+            parts["vote gather + normalise"] = lambda: (lambda v: v / np.maximum(v.sum(axis=1, keepdims=True), 1e-12))(
+                vote_sums(buckets, positive).astype(np.float64))
     parts["numpy call floor (np.add on 1 element)"] = (lambda one=np.ones(1): np.add(one, one))
     parts["whole"] = lambda: scorer.scores(emb)
     # Every part once per round, round after round, so that a busy moment of a shared machine
@@ -813,8 +706,11 @@ def throughput(fn: Callable[[Sequence[str]], Any], texts: Sequence[str], repeats
 
 
 def bundle_sizes(b: Bundle, path: Path) -> dict[str, int]:
-    """Bytes per part as `python -m runtime.classify --info` reports them (metadata = the rest of the file)."""
-    return bundle_info(b, path)["sizes_bytes"]
+    """Bytes per part as `python -m runtime.classify --info` reports them, and metadata: the rest
+    of the file (so the parts add up to it)."""
+    sizes = dict(bundle_info(b, path)["sizes_bytes"])
+    sizes["metadata"] = sizes["file"] - sum(v for k, v in sizes.items() if k != "file")
+    return sizes
 
 
 def evaluate_targets(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -919,11 +815,12 @@ def print_sizes(entries: list[dict[str, Any]]) -> None:
     for e in entries:
         s = e["sizes_bytes"]
         rows.append([e["name"], e["format"], *(f"{s.get(k, 0) / MIB:.3f}" for k in (
-            "encoder", "class_stats", "prior", "votes", "hyperplanes", "metadata", "file")), f"{s['file'] / 1e6:.2f}"])
+            "encoder", "class_statistics", "prior", "vote_tables", "metadata", "file")), f"{s['file'] / 1e6:.2f}"])
     emit("4. Bundle size", md_table(
-        ["bundle", "encoder format", "encoder MiB", "class statistics MiB", "prior MiB", "tables (votes) MiB",
-         "hyperplanes MiB", "metadata MiB", "total MiB", "total MB"], rows),
-         "encoder includes its tokenizer.json; MB = 10^6 bytes, MiB = 2^20.")
+        ["bundle", "encoder format", "encoder MiB", "class statistics MiB", "prior MiB",
+         "vote tables + hyperplanes MiB", "metadata MiB", "total MiB", "total MB"], rows),
+         "encoder includes its tokenizer.json (and an ONNX model's weights); metadata = the rest of the file "
+         "(labels, privacy facts, check text, msgpack framing); MB = 10^6 bytes, MiB = 2^20.")
 
 
 def print_memory(entries: list[dict[str, Any]]) -> None:
@@ -942,14 +839,8 @@ def print_memory(entries: list[dict[str, Any]]) -> None:
              "file MiB"], rows),
             "One fresh process takes the load steps one at a time through the runtime's own functions. "
             "'peak so far' above RSS shows a transient inside a step; file = mapped libraries and files "
-            "(shared, reclaimable), anon = this process's own heap.")
-        rows = [[w["way"], f"{w['peak_added_mib']:.1f}", f"{w['loaded_mib'] - w['before_mib']:.1f}",
-                 f"{w['resident_added_mib']:.1f}", "yes" if w["same_embedding"] else "NO"] for w in mem["engine_whatif"]]
-        emit(f"5b. Loading the encoder other ways: {e['name']} ({e['backend']}, 1 thread)", md_table(
-            ["engine loads the model from", "peak added MiB", "resident after load MiB", "resident after 1st text MiB",
-             "same embedding"], rows),
-            "Each way in fresh processes (median), memory added above the process before the model was read "
-            "(the bytes' own copy included). Only the first row is what the runtime does today.")
+            "(shared, reclaimable; an ONNX bundle's weights, mapped by onnxruntime, are here), anon = this "
+            "process's own heap.")
 
 
 def print_scoring(entries: list[dict[str, Any]]) -> None:
@@ -993,7 +884,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, help="also write the results as JSON")
     ap.add_argument("--pin-core", type=int, metavar="N", help="run this process and its children on core N only")
     ap.add_argument("--no-baselines", action="store_true", help="skip fp32/PyTorch/kNN baselines (bare runtime only)")
-    ap.add_argument("--no-memory", action="store_true", help="skip section 5 (load stages, engine loading alternatives)")
+    ap.add_argument("--no-memory", action="store_true", help="skip section 5 (memory after each load step)")
     args = ap.parse_args(argv)
     for name in ("queries", "lookup_reps", "cold_runs", "batch_texts", "batch_repeats"):
         if getattr(args, name) < 1:
@@ -1034,7 +925,7 @@ def describe_bundles(bundles: list[tuple[Path, Bundle]]) -> list[dict[str, Any]]
         entries.append({"path": str(path), "name": path.name, "format": b.encoder.format, "labels": list(b.labels),
                         "backend": backend, "sizes_bytes": bundle_sizes(b, path), "cold_start": {}, "latency": {},
                         "ratios": {}, "throughput": [],
-                        "class_stats_dim": None if b.class_stats is None else int(b.class_stats.projection.shape[0])})
+                        "class_stats_dim": None if b.projection is None else int(b.projection.shape[0])})
     return entries
 
 
@@ -1134,7 +1025,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print_throughput(entries, base_tp)
     print_sizes(entries)
     if not args.no_memory:
-        section_memory(entries, args.cold_runs)
+        section_memory(entries)
         print_memory(entries)
     section_scoring(entries, args.lookup_reps)
     print_scoring(entries)

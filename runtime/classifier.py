@@ -58,7 +58,7 @@ def check_text(text: object) -> str:
 
 @dataclass(frozen=True)
 class Prediction:
-    """A label and the score of every label (summed noisy votes, higher is better)."""
+    """A label and the score of every label (higher is better; docs/bundle-format.md section 7)."""
 
     label: str
     scores: dict[str, float]

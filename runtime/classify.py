@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, TextIO
 from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
-from runtime.bundle.schema import QUERY_RUN_SECONDS, TIME_SCALE
+from runtime.limits import QUERY_RUN_SECONDS, TIME_SCALE
 from runtime.encoder import BACKEND_CHOICES, choose_backend
 from runtime.errors import BundleError, InputError
 from runtime.guard import ProcessGuard, resident_bytes

@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from runtime import onnx_backend, tflite_backend
-from runtime.bundle.schema import CHECK_MIN_COSINE, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, EncoderSpec
+from runtime.bundle.schema import CHECK_MIN_COSINE, EncoderSpec
+from runtime.limits import LOAD_RUN_SECONDS, QUERY_RUN_SECONDS
 from runtime.errors import BundleError, InputError
 
 

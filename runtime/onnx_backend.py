@@ -27,8 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from runtime.bundle.model_family import check_onnx
-from runtime.bundle.schema import (ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, NUMBER_DIGITS, QUERY_RUN_SECONDS,
-                                   WEIGHTS_LOCATION, EncoderSpec)
+from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderSpec
+from runtime.limits import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS
 from runtime.errors import BundleError
 from runtime.text import escape
 

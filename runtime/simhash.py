@@ -5,8 +5,8 @@ hyperplane h = 0..H-1 (the paper's h = 1..H), bit b_h = 1 iff <x, r_{t,h}> > 0, 
 bucket id is sum_h b_h * 2**h. Hyperplane 0 is the least significant bit. A dot product of
 exactly 0 gives bit 0 (the paper's Algorithm 1 uses a strict '>').
 
-Format 2 bundles may add an offset per hyperplane (aligned hashing puts the hyperplanes
-through the data's centre): bit b_h = 1 iff <x, r_{t,h}> > o_{t,h}; without offsets o = 0.
+A bundle may add an offset per hyperplane (aligned hashing puts the hyperplanes through the
+data's centre): bit b_h = 1 iff <x, r_{t,h}> > o_{t,h}; without offsets o = 0.
 
 Dot products are taken in float64 from the stored float32 values, so that an independent
 implementation summing in another order agrees on the sign except for projections within

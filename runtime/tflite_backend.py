@@ -23,7 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime.bundle.schema import QUERY_RUN_SECONDS, EncoderSpec
+from runtime.bundle.schema import EncoderSpec
+from runtime.limits import QUERY_RUN_SECONDS
 from runtime.errors import BundleError
 from runtime.text import escape
 

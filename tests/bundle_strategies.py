@@ -35,6 +35,7 @@ import json
 import math
 import random
 import struct
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -46,6 +47,20 @@ from hypothesis.extra import numpy as hnp
 from runtime.bundle import schema
 from runtime.bundle.schema import DIGEST_TAIL, FIELDS, FIELDS_BY_PATH, TAIL_BYTES, Key
 from runtime.text import fold, unprintable
+
+# --------------------------------------------------------------------------- known findings
+
+#: Findings in runtime/ that tests exploring at random may meet while they stay unfixed:
+#: (exception type, the runtime file and function that raises it). Each has an
+#: xfail(strict=True) case in tests/test_bundle_properties.py; remove the entry with the fix.
+KNOWN_FINDINGS = {("TypeError", "tokenizer_family.py", "_check_template")}
+
+
+def is_known_finding(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of `KNOWN_FINDINGS` (judged by where it was raised)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return (type(exc).__name__, frame.filename.rsplit("/", 1)[-1], frame.name) in KNOWN_FINDINGS
+
 
 # --------------------------------------------------------------------------- encoding
 
@@ -79,6 +94,8 @@ def encode(v: Any) -> bytes:
         return _PACKER.pack_map_header(len(items)) + b"".join(encode(k) + encode(x) for k, x in items)
     if isinstance(v, list):
         return _PACKER.pack_array_header(len(v)) + b"".join(encode(x) for x in v)
+    if type(v) is int and not -2**63 <= v < 2**64:  # a mutation overshot: the nearest msgpack integer
+        v = 2**64 - 1 if v > 0 else -2**63
     return _PACKER.pack(v)
 
 
@@ -260,7 +277,7 @@ def tiny_document(data: bytes, dim: int = 8, basis: int = 4, tables: int = 2, bi
     return doc
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EncoderBytes:
     """The parts of an encoder the reader's family checks parse (everything else is drawn)."""
 
@@ -268,6 +285,12 @@ class EncoderBytes:
     model: bytes
     weights: bytes | None
     tokenizer_json: str
+
+    def __repr__(self) -> str:  # Hypothesis shows strategies' arguments: keep it short
+        return f"EncoderBytes({self.format}, {len(self.model)} model bytes)"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # Hypothesis' pretty printer
+        printer.text(repr(self))
 
 
 def encoders_of(tiny: dict[str, Any]) -> list[EncoderBytes]:
@@ -396,15 +419,22 @@ def bounded_floats(lo: float, hi: float) -> st.SearchStrategy[float]:
 
 
 #: Every finite float32 (subnormals and +-3.4028235e38 included), favouring the extremes.
-F4 = st.one_of(st.floats(width=32, allow_nan=False, allow_infinity=False),
-               st.sampled_from([3.4028234663852886e38, -3.4028234663852886e38, 1e-45, -1e-45, 0.0, -0.0]))
-PRINTABLE = st.characters(codec="utf-8").filter(lambda c: unprintable(c) is None)
+_F4_MAX, _F4_TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).smallest_subnormal)
+F4 = st.one_of(st.floats(-_F4_MAX, _F4_MAX, width=32),
+               st.sampled_from([_F4_MAX, -_F4_MAX, _F4_TINY, -_F4_TINY, 0.0, -0.0]))
+#: Any character printable text may hold. The categories left out are unprintable but for a
+#: few (noncharacters are unassigned, some format characters are): the filter has the last word.
+PRINTABLE = st.characters(codec="utf-8", exclude_categories=("Cc", "Cs", "Co", "Zl", "Zp")).filter(
+    lambda c: unprintable(c) is None)
 
 
 def texts(lo: int, hi: int) -> st.SearchStrategy[str]:
-    """Printable text of lo to hi characters: short ones, and exactly ``hi`` characters."""
+    """Printable text of lo to hi characters: mostly short, sometimes exactly ``hi`` characters
+    (rarely: the reader's text rules cost microseconds a character)."""
     short = st.text(PRINTABLE, min_size=lo, max_size=min(hi, 24))
-    return short if hi <= 24 else st.one_of(short, st.builds(lambda c: c * hi, PRINTABLE))
+    if hi <= 24:
+        return short
+    return st.integers(0, 15).flatmap(lambda i: st.builds(lambda c: c * hi, PRINTABLE) if i == 0 else short)
 
 
 def visible(lo: int, hi: int) -> st.SearchStrategy[str]:
@@ -425,9 +455,10 @@ def field_values(path: str) -> st.SearchStrategy[Any]:
         if f.choices:
             return st.permutations(f.choices).flatmap(lambda c: st.integers(max(1, int(f.low or 1)), int(f.high)).map(
                 lambda n: list(c[:n])))
-        item = texts(0, schema.MAX_TEXT_CHARS)
         lo, hi = int(f.low or 0), int(f.high)
-        return st.one_of(st.lists(item, min_size=lo, max_size=min(hi, 4)), st.builds(lambda s: [s] * hi, item))
+        # a few items of any length, or exactly ``hi`` short ones
+        return st.one_of(st.lists(texts(0, schema.MAX_TEXT_CHARS), min_size=lo, max_size=min(hi, 3)),
+                         st.builds(lambda s: [s] * hi, texts(0, 8)))
     raise AssertionError(f"no generic values for {path} ({f.kind})")
 
 
@@ -463,7 +494,9 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
     has_stats, has_votes = draw(st.sampled_from([(True, False), (False, True), (True, True)]))
     # The symbols of DIMS, each within its bounds, the arrays' bytes within the budget.
     _, c_lo, c_hi = schema.DIMS["C"]
-    c = draw(st.one_of(st.integers(c_lo, 12), bounded_ints(c_lo, min(c_hi, budget // 8))))
+    # Mostly a few classes, now and then up to the bound (4096 labels cost the reader a second).
+    c = draw(st.integers(0, 15).flatmap(lambda i: bounded_ints(c_lo, min(c_hi, budget // 8)) if i == 0
+                                        else st.integers(c_lo, 12)))
     d = draw(bounded_ints(1, min(schema.DIMS["D"][2], budget // (4 * c))))
     k = draw(bounded_ints(1, min(d, budget // (4 * d), budget // (4 * c)))) if has_stats else None
     t = h = None
@@ -506,12 +539,15 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
         if f.parent == Key.PRIVACY and f.key not in privacy and (f.need == "required" or draw(st.booleans())):
             privacy[f.key] = draw(field_values(f.path))
     # Arrays: any finite float32, any integer of the dtype; the check embedding a unit vector.
+    # A fill value and a few drawn elements each (hnp.arrays with ``fill``): large arrays stay
+    # cheap to draw and to shrink.
     def f4(*shape: int) -> np.ndarray:
-        return draw(hnp.arrays(np.float32, shape, elements=F4))
+        return draw(hnp.arrays(np.float32, shape, elements=F4, fill=F4))
 
     def ints(dtype: Any, *shape: int) -> np.ndarray:
         info = np.iinfo(dtype)
-        return draw(hnp.arrays(dtype, shape, elements=bounded_ints(int(info.min), int(info.max))))
+        values = bounded_ints(int(info.min), int(info.max))
+        return draw(hnp.arrays(dtype, shape, elements=values, fill=values))
 
     p = Params(encoder=enc, labels=labels, descriptions=descriptions, privacy=privacy, releases=releases,
                check_embedding=np.zeros(d), encoder_fields={})
@@ -527,7 +563,7 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
         p.hyperplanes = f4(t, h, d)
         p.offsets = f4(t, h) if draw(st.booleans()) else None
         p.seed = draw(st.one_of(st.none(), field_values("hashing.seed")))
-    direction = unit_vector(draw(hnp.arrays(np.float64, d, elements=st.floats(-1, 1))))
+    direction = unit_vector(draw(hnp.arrays(np.float64, d, elements=st.floats(-1, 1), fill=st.floats(-1, 1))))
     p.check_embedding = (direction * draw(st.floats(0.95, 1.05))).astype(np.float32)
     p.encoder_fields = {k2: draw(field_values(f"encoder.{k2}"))
                         for k2 in (Key.MAX_LENGTH, Key.TEXT_PREFIX, Key.INPUTS, Key.OUTPUT, Key.CHECK_TEXT)}
@@ -587,10 +623,12 @@ Path = tuple[Any, ...]
 def paths(v: Any, prefix: Path = ()) -> list[Path]:
     """Every position in a document: map keys and array indices, depth first."""
     out: list[Path] = []
+    if isinstance(v, Pairs):  # already hostile: a leaf for later mutations
+        return out
     items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
     for k, x in items:
         out.append(prefix + (k,))
-        if isinstance(x, (dict, list)) and len(out) < 4000:
+        if isinstance(x, (dict, list)) and not isinstance(x, Pairs) and len(out) < 4000:
             out.extend(paths(x, prefix + (k,)))
     return out
 
@@ -825,7 +863,7 @@ DOCUMENT_MUTATIONS: dict[str, Callable[[dict, Chooser], None]] = {
     "look-alike": _lookalike, "privacy drift": _drift, "tokenizer json": _json, "model bytes": _model_bytes,
 }
 #: How the mutated document becomes bytes: sealed as the writer does, or damaged after.
-ENDINGS = ("seal", "seal", "seal", "truncate", "truncate and reseal", "flip", "flip and reseal", "trailing bytes")
+ENDINGS = ("seal", "seal", "seal", "seal", "seal", "seal", "truncate", "truncate and reseal", "flip", "flip and reseal", "trailing bytes")
 
 
 def mutate(doc: dict[str, Any], ch: Chooser) -> tuple[str, bytes]:
@@ -839,8 +877,8 @@ def mutate(doc: dict[str, Any], ch: Chooser) -> tuple[str, bytes]:
         name = ch.choice(list(DOCUMENT_MUTATIONS))
         try:
             new = DOCUMENT_MUTATIONS[name](doc, ch)
-        except Nothing:
-            continue
+        except (Nothing, LookupError, TypeError, AttributeError):
+            continue  # nothing of what it edits is left (an earlier mutation, or a fuzzer's document)
         doc = doc if new is None else new
         done.append(name)
     blob = seal(doc)

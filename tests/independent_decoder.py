@@ -269,10 +269,10 @@ class Decoder:
             if d != self.dim or self.votes.shape != (t, 2**h, c) or self.offsets.shape != (t, h):
                 raise Refused("the vote tables' shapes disagree with T, H, C and D")
         self._encoder = _get(doc, "encoder", dict)
-        if list(self._encoder)[-1:] != ["weights"] and self._encoder.get("format") == "onnx":
-            raise Refused("field 'encoder.weights' must be the last entry of encoder")
-        if list(doc)[-2] != "encoder":
-            raise Refused("field 'encoder' must be the last map before sha256")
+        # Section 6: an ONNX encoder's weights end 41 bytes before the end of the file.
+        if self._encoder.get("format") == "onnx" and (list(self._encoder)[-1:] != ["weights"]
+                                                       or list(doc)[-2] != "encoder"):
+            raise Refused("field 'encoder.weights' must be the last entry of encoder, the last map before sha256")
         self._session: Any = None
         self._tokenizer: Any = None
 

@@ -24,7 +24,7 @@ same words. A fuzzer can start from the same cases.
 The cases are made from a real bundle with every field (class statistics, vote tables with
 offsets, the prior: ``--votes-share 0.1``) whose encoder is replaced by the smallest encoder in
 the family (`small_base`: a one-node ONNX graph and a 13-token WordPiece vocabulary), so that
-about 300 cases take about 90 MB instead of 7 GB; the statistics, their shapes and the privacy
+about 490 cases take about 150 MB instead of 11 GB; the statistics, their shapes and the privacy
 facts stay the real ones. The two cases about the real encoder's external data
 (`real_encoder_cases`) are made from the whole real bundle.
 
@@ -42,7 +42,6 @@ import json
 import math
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import msgpack
@@ -578,6 +577,9 @@ def _family_cases(base: dict[str, Any]) -> Iterator[Case]:
     yield Case("onnx-external-data-past-the-weights", _edit(
         base, model(initializers=(external_tensor("w", 60, 8),)), weights),
         (onnx, "an initializer's external data ends at byte 68, past the 64 bytes of encoder.weights"))
+    yield Case("onnx-external-data-beyond-64-bits", _edit(
+        base, model(initializers=(external_tensor("w", 10**20 - 1, 10**20 - 1),)), weights),
+        (onnx, f"ends at byte {2 * (10**20 - 1)}, past the 64 bytes of encoder.weights"))
     yield Case("onnx-external-data-in-an-attribute", _edit(
         base, model(op="Constant", attribute_tensor=external_tensor("w", 0, 8)), weights),
         (onnx, "keeps its data outside the graph, which only initializers may"))
@@ -728,6 +730,7 @@ def valid(base: dict[str, Any]) -> list[tuple[str, bytes]]:
         ("float32-numbers", _edit(base, ("privacy.epsilon", _float32(privacy["epsilon"])),
                                   ("scoring.prior_temperature", _float32(0.5)))),
         ("seed-largest-uint64", _edit(base, ("hashing.seed", 2**64 - 1))),
+        ("negative-zeros", _edit(base, ("privacy.delta", -0.0), ("scoring.description_pull", -0.0))),
         ("scoring-at-its-bounds", _edit(base, ("scoring.centroid_temperature", 1e-3), ("scoring.prior_temperature", 1e3),
                                         ("scoring.description_pull", 1e3), ("scoring.prior_records_per_class", 1e6))),
         ("labels-with-invisible-joiners", _edit(base, ("labels", lambda ls: ["alarm\u200ctimer", "Ωmega\u200d"] + ls[2:]))),

@@ -1,17 +1,15 @@
 """The Java core (android_demo/core) against golden vectors from the Python runtime.
 
-android_demo/golden.py records, for four real bundles built in this test run (format 4.0 as
-the exporter writes it by default, without vote tables, with the ONNX and the TFLite encoder;
-format 4.0 with vote tables, --votes-share 0.1; format 1.2 with random hashing), what the
-Python runtime answers for a varied sample of texts: token ids, the encoder's embedding, the
-bucket id per table (none without vote tables), scores and label. It adds bundles derived from
-the default one and from the one with vote tables, each exercising one part of the scorer
-(among them bundles rewritten as formats 2.1 and 2.0 wrote them), with the Python scorer's
-prior boost, buckets, scores and label for a set of embeddings; malformed bundles, each with
-the phrase its error must contain (the Python reader is checked against the same phrases);
-and valid variants both readers must load. The Java tests (JDK 17, JUnit 4 and msgpack-java
-from Debian) must reproduce every token, bucket, score and label, reject every malformed
-bundle and load every variant.
+android_demo/golden.py records, for four real bundles built in this test run (the exporter's
+default without vote tables, with the ONNX and the TFLite encoder; one with vote tables too,
+--votes-share 0.1; one of vote tables alone, --hashing random), what the Python runtime
+answers for a varied sample of texts: token ids, the encoder's embedding, the bucket per table,
+scores and label. It adds bundles derived from the one with vote tables, one per branch of the
+scoring rule; the malformed bundles generated from the format's table (tests/schema_cases.py),
+each with the phrases its error must contain, which the Python reader is checked against first;
+valid variants; and the format's and the text rules' tables. The Java tests (JDK, JUnit 4 and
+msgpack-java from Debian) must reproduce every token, bucket, score and label, refuse every
+malformed bundle with Python's phrases, load every variant and hold the same tables.
 """
 
 import os
@@ -24,7 +22,10 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from conftest import ROOT, build_options
+import schema_cases
+from conftest import ROOT
+
+pytestmark = [pytest.mark.java, pytest.mark.tflite]
 
 JARS = [Path("/usr/share/java") / j for j in ("msgpack-core.jar", "junit4.jar", "hamcrest-core.jar")]
 sys.path.insert(0, str(ROOT / "android_demo"))
@@ -40,17 +41,7 @@ def _java_toolchain_or_skip() -> None:
 
 
 @pytest.fixture(scope="module")
-def random_bundle(exported_encoder, tmp_path_factory) -> Path:
-    """The assistant data with the paper's random hashing: a format-1.2 bundle (plain vote sums)."""
-    from exporter.build import build
-
-    out = tmp_path_factory.mktemp("bundles") / "assistant-random.dpedge"
-    build(build_options(out, hashing="random"))
-    return out
-
-
-@pytest.fixture(scope="module")
-def golden(dp_bundle, tables_bundle, tflite_bundle, random_bundle, tmp_path_factory):
+def golden(dp_bundle, tables_bundle, tflite_bundle, random_bundle, tmp_path_factory) -> Path:
     import golden as golden_script
 
     out = tmp_path_factory.mktemp("golden")
@@ -61,32 +52,24 @@ def golden(dp_bundle, tables_bundle, tflite_bundle, random_bundle, tmp_path_fact
     return out
 
 
-MALFORMED_SETS = ("MALFORMED", "MALFORMED_TABLES", "MALFORMED_HOSTILE", "MALFORMED_3", "MALFORMED_PLAIN",
-                  "MALFORMED_TFLITE")
-VARIANT_SETS = ("VARIANTS", "VARIANTS_TABLES", "VARIANTS_3")
-
-
-def _names(module, sets: tuple[str, ...]) -> list[str]:
-    return [name for s in sets for name in getattr(module, s)]
-
-
-def test_golden_data_covers_formats_1_and_3_with_and_without_tables(golden):
+def test_golden_data_covers_every_kind_of_bundle_and_case(golden, tables_bundle):
     import golden as golden_script
 
     data = msgpack.unpackb((golden / "golden.msgpack").read_bytes(), raw=False)
-    payloads = [msgpack.unpackb((golden / b["file"]).read_bytes(), raw=False) for b in data["bundles"]]
-    assert sorted(p["version"][0] for p in payloads) == [1, 4, 4, 4]
-    without_tables = [b for b in data["bundles"] if not any(c["buckets"] for c in b["cases"])]
-    assert len(without_tables) == 2  # the default bundle, with the ONNX and with the TFLite encoder
-    assert [s["file"] for s in data["scored"]] == [f"scored/{n}.dpedge"
-                                                   for n in (*golden_script.SCORED, *golden_script.SCORED_TABLES)]
-    assert all(len(s["cases"]) == len(golden_script.SAMPLE) + 4 for s in data["scored"])
-    # the derived bundles cover both boost rules and the formats 2.x wrote
-    boosts = {Path(s["file"]).stem: s["prior_boost"] for s in data["scored"]}
-    assert boosts[golden_script.BOOST_CAPPED] == 1e6 and boosts["linear-without-records-per-class"] == 0.0
-    assert {"format-2.1", "format-2.0"} <= boosts.keys()
-    assert [Path(m["file"]).stem for m in data["malformed"]] == _names(golden_script, MALFORMED_SETS)
-    assert [Path(v["file"]).stem for v in data["variants"]] == _names(golden_script, VARIANT_SETS)
+    docs = [schema_cases.document((golden / b["file"]).read_bytes()) for b in data["bundles"]]
+    kinds = sorted((d["encoder"]["format"], "class_sums" in d["releases"], "votes" in d["releases"]) for d in docs)
+    assert kinds == [("onnx", False, True), ("onnx", True, False), ("onnx", True, True), ("tflite", True, False)]
+    assert all(len(b["cases"]) == len(golden_script.SAMPLE) + 175 for b in data["bundles"])
+    scored = {Path(s["file"]).stem: s for s in data["scored"]}
+    assert list(scored) == list(golden_script.SCORED)
+    assert scored["boost-capped"]["prior_boost"] == 1e6 and scored["without-prior"]["prior_boost"] == 0.0
+    assert [s["plain_votes"] for s in scored.values()].count(True) == 2  # the votes alone, with and without offsets
+    expected = schema_cases.malformed(schema_cases.small_base(tables_bundle.read_bytes()))
+    expected += schema_cases.real_encoder_cases(tables_bundle.read_bytes())
+    assert [(m["file"], m["phrases"]) for m in data["malformed"]] == [
+        (f"malformed/{c.name}.dpedge", list(c.phrases)) for c in expected]
+    assert len(data["variants"]) == len(schema_cases.valid(schema_cases.small_base(tables_bundle.read_bytes())))
+    assert len(data["schema"]["fields"]) > 60 and data["text"]["unprintable"][0] == [0, 31]
 
 
 def test_java_core_reproduces_the_python_runtime(golden):
@@ -94,20 +77,21 @@ def test_java_core_reproduces_the_python_runtime(golden):
     import golden as golden_script
 
     r = subprocess.run(["bash", str(ROOT / "android_demo" / "core" / "run-tests.sh"), str(golden)],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=900)
     out = r.stdout + r.stderr
     print(out[-3000:])
     assert r.returncode == 0, out[-5000:]
     m = re.search(r"golden: (\d+) token cases, (\d+) bucket cases, (\d+) label cases passed; "
-                  r"(\d+) malformed bundles rejected; (\d+) valid variants loaded; "
+                  r"(\d+) malformed bundles refused; (\d+) valid variants loaded; "
                   r"(\d+) scored cases passed; (\d+) of (\d+) bundles have class statistics, "
                   r"(\d+) no vote tables", out)
     assert m, out[-3000:]
-    per_bundle = len(golden_script.SAMPLE) + 175  # sample + assistant test set
-    scored = len([*golden_script.SCORED, *golden_script.SCORED_TABLES]) * (len(golden_script.SAMPLE) + 4)
+    data = msgpack.unpackb((golden / "golden.msgpack").read_bytes(), raw=False)
+    per_bundle = len(golden_script.SAMPLE) + 175  # the sample and the assistant test set
     assert [int(g) for g in m.groups()] == [
         4 * per_bundle,          # tokens: four bundles
-        2 * per_bundle,          # buckets: the two with vote tables (format 3 with tables, format 1.2)
+        2 * per_bundle,          # buckets: the two with vote tables
         4 * per_bundle,          # scores and labels
-        len(_names(golden_script, MALFORMED_SETS)), len(_names(golden_script, VARIANT_SETS)), scored,
+        len(data["malformed"]), len(data["variants"]),
+        len(golden_script.SCORED) * (len(golden_script.SAMPLE) + 4),
         3, 4, 2]

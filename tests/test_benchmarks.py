@@ -4,8 +4,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import DATA, ROOT
 from exporter.stages import SCORING
+
+#: The releases need OpenDP; the peers, the attack and the plots the dev extra.
+pytestmark = [pytest.mark.exporter, pytest.mark.dev]
 
 
 def test_accuracy_benchmark_runs_and_writes_json(exported_encoder, tmp_path):

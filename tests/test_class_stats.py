@@ -22,6 +22,8 @@ from runtime import Classifier
 from runtime import bundle as fmt
 from runtime.scoring import Scorer
 
+pytestmark = pytest.mark.exporter
+
 RNG = np.random.default_rng(5)  # test data only; never noise
 
 

@@ -107,6 +107,7 @@ def exporter_build(tmp_path, train, *extra):
                 "--out", str(tmp_path / "out.dpedge"), "--models-dir", str(ROOT / "models"), "--quiet", *extra])
 
 
+@pytest.mark.exporter
 def test_exporter_build_and_inspect(tmp_path, exported_encoder):
     r = exporter_build(tmp_path, DATA / "train.jsonl", "--votes-share", "0.2", "--bits", "4", "--tables", "8",
                        "--seed", "5")
@@ -118,6 +119,7 @@ def test_exporter_build_and_inspect(tmp_path, exported_encoder):
     assert "votes: epsilon 0.8, L1 sensitivity 8, noise scale 10.0" in r.stdout.decode()
 
 
+@pytest.mark.exporter
 def test_exporter_reports_bad_records_with_file_and_line(tmp_path, exported_encoder):
     train = tmp_path / "t.jsonl"
     lines = (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines()[:20]
@@ -132,6 +134,7 @@ def test_exporter_reports_bad_records_with_file_and_line(tmp_path, exported_enco
     assert "records counted: 20, skipped (unknown label): 1" in r.stdout.decode() and "'food' x1" in r.stdout.decode()
 
 
+@pytest.mark.exporter
 @pytest.mark.parametrize("extra,message", [
     (["--votes-share", "0.1", "--bits", "20", "--tables", "128"], "= 1,792.0 MiB, over the limit of 64 MiB"),
     (["--hashing", "random", "--bits", "21"], "--bits must be between 1 and 20"),

@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import export_scale  # noqa: E402
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+#: Every build here releases with OpenDP noise.
+pytestmark = pytest.mark.exporter
 
 
 def _sha(path: Path) -> str:

@@ -235,6 +235,8 @@ MALFORMED: dict[str, Callable[[bytes], bytes]] = {
                                               for k, v in _entries(d)]),
     "requires a path this reader does not know": lambda d: _reseal(
         _insert_before_encoder(_with_version(_entries(d), 4), "requires", ["scoring.future_rule"])),
+    "the ONNX weights not just before the digest": lambda d: _reseal(
+        [(k, v) for k, v in _entries(d) if k != "labels"] + [("labels", dict(_entries(d))["labels"])]),
     "major version 2": lambda d: _reseal([(k, [2, 0] if k == "version" else v) for k, v in _entries(d)]),
     "an extension type": lambda d: _reseal(_insert_before_encoder(
         _with_version(_entries(d), 4), "future", msgpack.ExtType(5, b"x"))),

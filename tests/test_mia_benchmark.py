@@ -27,6 +27,9 @@ from runtime.simhash import SimHasher
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import mia  # noqa: E402
 
+#: The releases need OpenDP; the attack (scikit-learn) and the plot the dev extra.
+pytestmark = [pytest.mark.exporter, pytest.mark.dev]
+
 TABLES, BITS, DIM, CLASSES = 5, 6, 24, 4
 EXACT = [mia.Setting("inf", np.inf, sparse=False), mia.Setting("inf-sparse", np.inf, sparse=True)]
 

@@ -71,6 +71,7 @@ def test_bad_query_texts(clf):
     assert clf.predict([long_text])[0].label in clf.labels
 
 
+@pytest.mark.exporter
 def test_bundle_privacy_facts(dp_bundle, tables_bundle):
     b = fmt.load(dp_bundle)
     p = b.privacy
@@ -88,6 +89,7 @@ def test_bundle_privacy_facts(dp_bundle, tables_bundle):
     assert t.seed == 1234
 
 
+@pytest.mark.exporter
 def test_hashing_settings_are_checked_before_any_work(tmp_path):
     with pytest.raises(BuildError, match=r"--bits must be between 1 and 20"):
         check_shape(4, 21, 3)
@@ -101,6 +103,7 @@ def test_hashing_settings_are_checked_before_any_work(tmp_path):
     assert not (tmp_path / "x.dpedge").exists()
 
 
+@pytest.mark.exporter
 def test_empty_dataset_writes_nothing(tmp_path, exported_encoder):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")

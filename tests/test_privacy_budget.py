@@ -9,6 +9,8 @@ import pytest
 from exporter.privacy import BudgetError, NeighbourRelation, PrivacyBudget, default_shares
 from noise_hooks import ConstantNoise, OverspendingNoise
 
+pytestmark = pytest.mark.exporter
+
 ZEROS = np.zeros(6, np.int32)
 
 

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -27,6 +29,7 @@ def test_verdict_measures_after_the_warm_up():
     assert v.cpu_ms_trend == 2.0  # windows after warm-up: 2, 3, 4 ms; last third / first third
 
 
+@pytest.mark.tflite
 def test_soak_script_runs(tflite_bundle, tmp_path):
     out = tmp_path / "soak.json"
     r = subprocess.run([sys.executable, "benchmarks/soak.py", "--bundle", str(tflite_bundle), "--queries", "600",

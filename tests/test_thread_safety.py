@@ -36,7 +36,7 @@ def _texts() -> list[str]:
 TEXTS = _texts()
 
 
-@pytest.fixture(scope="module", params=["dp_bundle", "tflite_bundle"])
+@pytest.fixture(scope="module", params=["dp_bundle", pytest.param("tflite_bundle", marks=pytest.mark.tflite)])
 def bundle_path(request):
     return request.getfixturevalue(request.param)
 
@@ -122,6 +122,7 @@ def test_workers_pool_shared_by_application_threads(bundle_path):
         assert [out[k][i] for i in range(len(TEXTS))] == reference
 
 
+@pytest.mark.tflite
 def test_interpreters_of_finished_threads_are_released(tflite_bundle):
     """Short-lived application threads do not pile up TFLite interpreters."""
     clf = Classifier.load(tflite_bundle, threads=1)

@@ -74,6 +74,8 @@ from exporter.dataset import DatasetError  # noqa: E402
 from noise_hooks import ConstantNoise  # noqa: E402
 from runtime import bundle as fmt  # noqa: E402
 
+pytestmark = pytest.mark.exporter
+
 
 def _with_units(tmp_path, unit_of) -> "Path":
     rows = [json.loads(line) for line in (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines() if line]

@@ -37,6 +37,8 @@ from runtime.errors import BundleError
 from runtime.text import escape, fold, u_plus, unprintable
 
 _CORRUPTED = "checksum mismatch: the bundle is corrupted (its bytes changed after it was written)"
+_EXTENSION = "not a dpedge bundle: it holds a msgpack extension type, which no field may"
+_TOO_DEEP = f"not a dpedge bundle: containers nest deeper than {MAX_DEPTH}"
 
 
 def load(file: str | os.PathLike[str]) -> Bundle:
@@ -124,12 +126,17 @@ def parse(data: bytes) -> dict[str, Any]:
         spend(len(xs))
         return xs
 
+    def ext(code: int, _: bytes) -> Any:
+        raise BundleError(_EXTENSION)
+
     try:
-        doc = msgpack.unpackb(data, raw=False, object_pairs_hook=pairs, list_hook=items, max_bin_len=len(data),
-                              max_str_len=len(data), max_array_len=MAX_CONTAINER, max_map_len=MAX_CONTAINER,
-                              max_ext_len=0)
+        doc = msgpack.unpackb(data, raw=False, object_pairs_hook=pairs, list_hook=items, ext_hook=ext,
+                              max_bin_len=len(data), max_str_len=len(data), max_ext_len=len(data),
+                              max_array_len=MAX_CONTAINER, max_map_len=MAX_CONTAINER)
     except BundleError:
         raise
+    except msgpack.StackError:  # deeper than msgpack's own stack (1024): far past MAX_DEPTH
+        raise BundleError(_TOO_DEEP) from None
     except Exception as exc:  # msgpack's FormatError, ExtraData, ValueError, UnicodeDecodeError...
         raise BundleError(f"not valid msgpack ({type(exc).__name__}: {escape(str(exc))[:200]})") from None
     if not isinstance(doc, dict):
@@ -171,10 +178,10 @@ def _check_depth_and_types(doc: dict[str, Any]) -> None:
         v, depth = stack.pop()
         if isinstance(v, (dict, list)):
             if depth > MAX_DEPTH:
-                raise BundleError(f"not a dpedge bundle: containers nest deeper than {MAX_DEPTH}")
+                raise BundleError(_TOO_DEEP)
             stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
-        elif not isinstance(v, (str, bytes, int, float, bool)) and v is not None:
-            raise BundleError(f"not a dpedge bundle: it holds a msgpack {type(v).__name__}, which no field may")
+        elif not isinstance(v, (str, bytes, int, float, bool)) and v is not None:  # a timestamp
+            raise BundleError(_EXTENSION)
 
 
 def _version(doc: dict[str, Any]) -> tuple[int, int]:
@@ -337,18 +344,18 @@ def _array(f: Field, v: Any, dims: dict[str, int]) -> np.ndarray:
         raise _fail(f"{f.path}.{Key.SHAPE}", f"is {_show(shape)}, expected {len(f.shape)} integers "
                                              f"[{', '.join(f.shape)}]")
     for symbol, n in zip(f.shape, shape):
-        name = symbol[2:] if symbol.startswith("2^") else symbol
+        power = symbol.startswith("2^")
+        name = symbol[2:] if power else symbol
         if name not in dims:
+            if power and not (n >= 2 and n & (n - 1) == 0):
+                raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}: its {symbol} axis is not a power of two")
+            dims[name] = n.bit_length() - 1 if power else n
             _, low, high = DIMS[name]
-            if not low <= n <= high if not symbol.startswith("2^") else not (n >= 2 and n & (n - 1) == 0):
-                raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}: {symbol} must be {low} to {high}")
-            dims[name] = n if not symbol.startswith("2^") else n.bit_length() - 1
-            if not DIMS[name][1] <= dims[name] <= DIMS[name][2]:
-                raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}: {name} must be {DIMS[name][1]} to {DIMS[name][2]}")
-        expected = 2 ** dims[name] if symbol.startswith("2^") else dims[name]
-        if n != expected:
-            raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}, expected [{', '.join(f.shape)}] = "
-                                                 f"{[2 ** dims[s[2:]] if s.startswith('2^') else dims.get(s) for s in f.shape]}")
+            if not low <= dims[name] <= high:
+                raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}: {name} must be {low} to {high}")
+        if n != (2 ** dims[name] if power else dims[name]):
+            want = [2 ** dims[s[2:]] if s.startswith("2^") else dims[s] for s in f.shape if s.lstrip("2^") in dims]
+            raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}, expected [{', '.join(f.shape)}] = {want}")
     if type(data) is not bytes:
         raise _fail(f"{f.path}.{Key.DATA}", f"is {_kind(data)}, expected bin")
     dt = np.dtype(f.dtype)

@@ -15,8 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,41 +305,6 @@ TFLITE_OPS = {
     "RANGE": 96, "SQUARED_DIFFERENCE": 99, "BATCH_MATMUL": 126, "BROADCAST_TO": 130, "GELU": 150,
 }
 MAX_TFLITE_OPERATORS = 20_000
-
-#: onnxruntime allocates every tensor from an arena capped here (the exporter's encoder needs
-#: under 16 MiB at 256 tokens).
-ENGINE_ARENA_BYTES = 128 * 1024**2
-#: The user's environment (never the bundle) may stretch every time budget for a slow CPU (an
-#: emulator runs the encoder 10 to 50 times slower): 1 to 1000.
-TIME_SCALE_ENV = "DPEDGE_TIME_SCALE"
-MAX_TIME_SCALE = 1000.0
-
-
-def time_scale(environ: dict[str, str] | None = None) -> float:
-    """The factor from ``$DPEDGE_TIME_SCALE`` (unset, empty or invalid: 1, an invalid value
-    reported on stderr in one line).
-
-    Example:
-        >>> time_scale({}), time_scale({"DPEDGE_TIME_SCALE": "20"})
-        (1.0, 20.0)
-    """
-    raw = (os.environ if environ is None else environ).get(TIME_SCALE_ENV, "").strip()
-    if not raw:
-        return 1.0
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 1.0 <= value <= MAX_TIME_SCALE:
-        print(f"dpedge: ignoring {TIME_SCALE_ENV}={raw[:40]!r}: it must be a number from 1 to {MAX_TIME_SCALE:g}",
-              file=sys.stderr)
-        return 1.0
-    return value
-
-
-TIME_SCALE = time_scale()
-LOAD_RUN_SECONDS = 3.0 * TIME_SCALE
-QUERY_RUN_SECONDS = 10.0 * TIME_SCALE
 
 # --------------------------------------------------------------------------- decoded form
 

@@ -7,7 +7,7 @@ its unknown token fails on every unknown word. The runtime only ever needs what 
 ships (all-MiniLM-L6-v2's tokenizer.json: BertNormalizer, BertPreTokenizer, WordPiece,
 TemplateProcessing), so `check_tokenizer_json` accepts exactly that shape, with bounded sizes,
 and refuses anything else with one `BundleError` naming the field and the JSON path, before
-`tokenizers` parses a byte of it. docs/bundle-format.md section 10 states the same rules for
+`tokenizers` parses a byte of it. docs/bundle-format.md section 6 states the same rules for
 other readers (the Java core enforces them too).
 
 Example:

@@ -14,8 +14,9 @@ import java.util.Map;
  *
  * <p>The model has one signature, {@code serving_default}: int32 {@code input_ids} of shape
  * [1, n] with n dynamic (the interpreter resizes to each text's length, so a short text does
- * not pay for 128 tokens) and {@code sentence_embedding} [1, dim] out. The model bytes are
- * copied once into a direct buffer, which the interpreter requires and keeps.
+ * not pay for 128 tokens) and {@code sentence_embedding} [1, dim] out. A TFLite bundle has no
+ * {@code encoder.weights}: the flatbuffer holds every buffer. The model bytes are copied once
+ * into a direct buffer, which the interpreter requires and keeps.
  */
 final class LiteRtTextEncoder implements TextEncoder, AutoCloseable {
     private static final String SIGNATURE = "serving_default";

@@ -14,6 +14,8 @@ import android.widget.TextView;
 import org.dpedge.core.BundleReader;
 import org.dpedge.core.Classifier;
 import org.dpedge.core.Prediction;
+import org.dpedge.core.PrivacyFacts;
+import org.dpedge.core.Text;
 import org.dpedge.core.TextEncoder;
 
 import java.io.ByteArrayOutputStream;
@@ -28,7 +30,9 @@ import java.util.concurrent.Executors;
  *
  * <p>The bundle is read, the engine created and the check text verified on a background
  * thread (about a second on a phone), and every query runs there too: the UI thread only
- * shows results. The layout is built in code to keep the demo to a few files.
+ * shows results. Every text that comes from the bundle or an engine (labels, the privacy
+ * statements, an engine's error, which may quote the model's names) passes {@link Text#escape}
+ * before it is shown. The layout is built in code to keep the demo to a few files.
  */
 public final class MainActivity extends Activity {
     private static final String ASSET = "bundle.dpedge";
@@ -86,32 +90,36 @@ public final class MainActivity extends Activity {
             loaded.verify();  // refuses an engine that computes other embeddings than the exporter's
             classifier = loaded;
             Map<String, Object> p = bundle.privacy();
-            String facts = bundle.labels().size() + " labels, " + format + " encoder\n"
-                    + "epsilon = " + p.get("epsilon") + ", delta = " + p.get("delta") + " per "
-                    + p.get("privacy_unit") + "; " + p.get("mechanism");
+            StringBuilder facts = new StringBuilder().append(bundle.labels().size()).append(" labels, ").append(format)
+                    .append(" encoder\nepsilon = ").append(bundle.epsilon()).append(", delta = 0 (pure DP) per ")
+                    .append(Text.escape((String) p.get("privacy_unit")));
+            for (PrivacyFacts r : bundle.releases().values()) {
+                facts.append(String.format(java.util.Locale.ROOT, "%n%s: epsilon %.4g, sensitivity %d, noise scale %.4g",
+                        r.statistic(), r.epsilon(), r.sensitivityL1(), r.noiseScale()));
+            }
             ui.post(() -> {
                 status.setText(facts);
                 classify.setEnabled(true);
             });
         } catch (Exception e) {
-            show(status, "Cannot use " + ASSET + ": " + e.getMessage());
+            show(status, "Cannot use " + ASSET + ": " + Text.escape(String.valueOf(e.getMessage())));
         }
     }
 
     private String describe(String text) {
         try {
             Prediction prediction = classifier.predict(text);
-            StringBuilder out = new StringBuilder(prediction.label()).append('\n');
-            // Vote sums are whole numbers; the blended scores of formats 2 and 3 are small reals.
+            StringBuilder out = new StringBuilder(Text.escape(prediction.label())).append('\n');
+            // Vote sums (vote tables alone) are whole numbers; the blended scores are small reals.
             String row = classifier.scorer().plainVotes() ? "  %-24s %10.1f%n" : "  %-24s %10.4f%n";
             for (Map.Entry<String, Double> e : prediction.top(prediction.scores().size())) {
-                out.append(String.format(java.util.Locale.ROOT, row, e.getKey(), e.getValue()));
+                out.append(String.format(java.util.Locale.ROOT, row, Text.escape(e.getKey()), e.getValue()));
             }
             return out.toString();
         } catch (IllegalArgumentException e) {
             return e.getMessage();  // empty or oversized text
         } catch (Exception e) {
-            return "Encoder failed: " + e.getMessage();
+            return "Encoder failed: " + Text.escape(String.valueOf(e.getMessage()));
         }
     }
 

@@ -9,7 +9,7 @@ package org.dpedge.core;
  * makes every caller of {@link BundleReader} decide. It mirrors the Python reader's single
  * {@code runtime.BundleError}: every malformed input raises exactly this, never a
  * msgpack, buffer or index exception from deep inside, and the message names the field
- * (for example {@code missing field 'lsh.hyperplanes'}) with the same key phrases as Python.
+ * (for example {@code missing field 'privacy.epsilon'}) with the same key phrases as Python.
  */
 public class BundleException extends Exception {
     private static final long serialVersionUID = 1L;

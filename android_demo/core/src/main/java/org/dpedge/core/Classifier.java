@@ -1,19 +1,19 @@
 package org.dpedge.core;
 
+import java.util.Locale;
+
 /**
- * A loaded bundle, ready to classify texts offline: tokenize, embed, hash (when the bundle has
- * vote tables), score.
+ * A loaded bundle, ready to classify texts offline: prefix, tokenize, embed, score.
  *
- * <p>Why a facade: this is the one code path an app calls, the same steps in the same order
- * as the Python runtime's {@code Classifier.predict} (for formats 2 and 3: offsets in the
- * hashing, the blended score; a format-3 bundle without vote tables is not hashed at all), so a
- * phone and a laptop give a text the same label. Everything it does reads only the released bundle: it is post-processing, and
- * any number of queries costs no further privacy budget.
+ * <p>Why a facade: this is the one code path an app calls, the same steps in the same order as
+ * the Python runtime's {@code Classifier.predict}, so a phone and a laptop give a text the same
+ * label. It reads only the released bundle: post-processing, so any number of queries costs no
+ * further privacy budget.
  *
- * <p>After constructing it, call {@link #verify()} once (off the UI thread: it runs the
- * encoder) when the bundle has a check text; the Python runtime does this at load and refuses
- * an engine that computes a different embedding. Instances are immutable; whether
- * {@link #predict} may run on several threads at once depends on the {@link TextEncoder}.
+ * <p>After constructing it, call {@link #verify()} once (off the UI thread: it runs the encoder):
+ * the Python runtime does the same at load and refuses an engine that computes another
+ * embedding than the exporter's. Instances are immutable; whether {@link #predict} may run on
+ * several threads at once depends on the {@link TextEncoder}.
  */
 public final class Classifier {
     /** Texts longer than this many characters (code points) are refused, as in Python. */
@@ -24,38 +24,17 @@ public final class Classifier {
     private final Bundle bundle;
     private final TextEncoder encoder;
     private final WordPieceTokenizer tokenizer;
-    private final SimHasher hasher;
     private final Scorer scorer;
 
-    /**
-     * A classifier scoring as the bundle says (the blend for formats 2 and 3, Algorithm 2 for
-     * vote tables alone).
-     *
-     * @throws BundleException if the bundle's tokenizer cannot be loaded
-     * @throws IllegalArgumentException if the bundle's scoring map is one {@link Scorer.Weights#fromMap}
-     *     refuses (never for a bundle from {@link BundleReader}, which refuses such a map first)
-     */
+    /** @throws BundleException if the bundle's tokenizer cannot be loaded */
     public Classifier(Bundle bundle, TextEncoder encoder) throws BundleException {
-        this(bundle, encoder, Scorer.Mode.BLEND);
-    }
-
-    /**
-     * A classifier scoring in the given mode: the blend, or one component alone (Python's
-     * {@code Classifier.load(..., score=...)}).
-     *
-     * @throws BundleException if the bundle's tokenizer cannot be loaded
-     * @throws IllegalArgumentException if the mode needs a field the bundle lacks (Python's
-     *     messages: "this bundle has no vote tables to score with votes", ...)
-     */
-    public Classifier(Bundle bundle, TextEncoder encoder, Scorer.Mode mode) throws BundleException {
         if (bundle == null || encoder == null) {
             throw new NullPointerException("bundle and encoder are required");
         }
         this.bundle = bundle;
         this.encoder = encoder;
         this.tokenizer = new WordPieceTokenizer(bundle.encoder().tokenizerJson(), bundle.encoder().maxLength());
-        this.scorer = new Scorer(bundle, mode);
-        this.hasher = bundle.hasVotes() ? new SimHasher(bundle) : null;
+        this.scorer = new Scorer(bundle);
     }
 
     /**
@@ -75,29 +54,30 @@ public final class Classifier {
             throw new IllegalArgumentException("embedding must have " + bundle.dim() + " values, got "
                     + (embedding == null ? "null" : String.valueOf(embedding.length)));
         }
-        return new Prediction(bundle.labels(), scorer.scores(embedding,
-                hasher == null ? null : hasher.buckets(embedding)));
+        return new Prediction(bundle.labels(), scorer.scores(embedding));
     }
 
-    /** The embedding of one text (checked like {@link #predict}). */
+    /** The embedding of one text: the bundle's text prefix, then its tokenizer and encoder. */
     public float[] embed(String text) throws Exception {
-        return embedIds(tokenizer.encode(checkText(text)));
+        return embedIds(tokens(checkText(text)));
+    }
+
+    /** The token ids of one text as the encoder gets them ({@code encoder.text_prefix} prepended). */
+    public int[] tokens(String text) {
+        return tokenizer.encode(bundle.encoder().textPrefix() + text);
     }
 
     /**
      * Embeds the bundle's check text and compares it with the exporter's embedding of it.
      *
-     * @return the cosine, or null when the bundle has no check (format 1.0)
+     * @return the cosine
      * @throws BundleException when the cosine is below {@link #CHECK_MIN_COSINE}: the engine
      *     computes something else, so its answers would be wrong
      */
-    public Double verify() throws Exception {
+    public double verify() throws Exception {
         Bundle.Encoder spec = bundle.encoder();
-        if (spec.checkText() == null) {
-            return null;
-        }
-        float[] emb = embedIds(tokenizer.encode(spec.checkText()));
-        float[] ref = spec.checkEmbeddingRef();
+        float[] emb = embedIds(tokens(spec.checkText()));
+        float[] ref = spec.checkEmbedding;
         double dot = 0;
         double a = 0;
         double b = 0;
@@ -108,10 +88,9 @@ public final class Classifier {
         }
         double cos = dot / (Math.sqrt(a) * Math.sqrt(b) + 1e-12);
         if (!(cos >= CHECK_MIN_COSINE)) {
-            throw new BundleException(String.format(java.util.Locale.ROOT,
-                    "the %s encoder computes a different embedding than the exporter did for the bundle's check "
-                    + "text (cosine %.3f < %s): this engine cannot run the encoder correctly, so its answers "
-                    + "would be wrong.", spec.format(), cos, CHECK_MIN_COSINE));
+            throw new BundleException(String.format(Locale.ROOT, "the %s encoder computes a different embedding than "
+                    + "the exporter did for the bundle's check text (cosine %.3f < %s): this engine cannot run the "
+                    + "encoder correctly, so its answers would be wrong.", spec.format(), cos, CHECK_MIN_COSINE));
         }
         return cos;
     }
@@ -130,15 +109,20 @@ public final class Classifier {
         if (text == null) {
             throw new IllegalArgumentException("text must be a string, got null");
         }
-        if (PyText.isBlank(text)) {
+        if (Text.isBlank(text)) {
             throw new IllegalArgumentException("empty text: there is nothing to classify");
         }
-        if (text.length() > MAX_TEXT_CHARS) {  // UTF-16 units >= code points: count only when it matters
-            int n = PyText.length(text);
-            if (n > MAX_TEXT_CHARS) {
-                throw new IllegalArgumentException("text has " + n + " characters, over the limit of "
-                        + MAX_TEXT_CHARS);
+        if (text.length() > MAX_TEXT_CHARS && Text.length(text) > MAX_TEXT_CHARS) {
+            throw new IllegalArgumentException("text has " + Text.length(text) + " characters, over the limit of "
+                    + MAX_TEXT_CHARS);
+        }
+        for (int i = 0, n = 0; i < text.length(); n++) {  // a lone surrogate has no UTF-8 for the tokenizer
+            int cp = text.codePointAt(i);
+            if (cp >= 0xD800 && cp <= 0xDFFF) {
+                throw new IllegalArgumentException(String.format(Locale.ROOT, "not valid UTF-8 (lone surrogate U+%04X at "
+                        + "character %d)", cp, n));
             }
+            i += Character.charCount(cp);
         }
         return text;
     }
@@ -149,11 +133,6 @@ public final class Classifier {
 
     public WordPieceTokenizer tokenizer() {
         return tokenizer;
-    }
-
-    /** The bundle's hasher, or null when it has no vote tables (format 3's default). */
-    public SimHasher hasher() {
-        return hasher;
     }
 
     public Scorer scorer() {

@@ -279,8 +279,10 @@ public final class ModelFamily {
                         + ": the family's location is the weights placeholder and its offset and length "
                         + NUMBER_DIGITS + "-digit numbers");
             }
-            ends.add(new BigInteger(offset).add(new BigInteger(length)));
-            refs.add(describe(fs, Long.parseUnsignedLong(offset), Long.parseUnsignedLong(length)));
+            BigInteger start = new BigInteger(offset);
+            BigInteger size = new BigInteger(length);
+            ends.add(start.add(size));  // 20 digits may pass a long: the range check refuses those
+            refs.add(describe(fs, clamp(start), clamp(size)));
         }
 
         /** An external tensor's name, data type and dims, for an engine (never a reason to refuse). */
@@ -410,6 +412,10 @@ public final class ModelFamily {
             }
             return Collections.unmodifiableList(refs);
         }
+    }
+
+    private static long clamp(BigInteger n) {
+        return n.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue();
     }
 
     private static boolean isNumber(String s) {

@@ -30,8 +30,10 @@ import org.msgpack.value.ValueType;
  * order. Refused: a map that repeats a key or has a key that is not a string, any extension
  * type, containers nested deeper than {@link #MAX_DEPTH}, a container of more than
  * {@link #MAX_CONTAINER} entries, more entries in all than the value budget, strings that are
- * not UTF-8, bytes after the document. Every count is checked before anything is allocated for
- * it, and binary values are views of the input (a bundle is mostly its 23 MB encoder).
+ * not UTF-8, bytes after the document. A declared length is checked against the bytes left
+ * before anything is allocated for it, and binary values are views of the input (a bundle is
+ * mostly its 23 MB encoder). When a file breaks several rules, the one refused is the one the
+ * Python reader refuses, but for the depth (see {@link #container}).
  */
 final class Msgpack {
     static final int MAX_DEPTH = 32;
@@ -45,6 +47,7 @@ final class Msgpack {
     private final int length;
     private final MessageUnpacker in;
     private long budget;
+    private boolean extType;
 
     private Msgpack(byte[] data, int offset, int length, long budget) {
         this.data = data;
@@ -85,6 +88,9 @@ final class Msgpack {
             doc = p.value(1);
             if (p.in.hasNext()) {
                 throw invalid("ExtraData: bytes after the document");
+            }
+            if (p.extType) {  // the reader's check after msgpack's parse
+                throw new BundleException("not a dpedge bundle: it holds a msgpack ExtType, which no field may");
             }
         } catch (MessageInsufficientBufferException e) {
             throw invalid("ValueError: Unpack failed: incomplete input");
@@ -193,8 +199,13 @@ final class Msgpack {
             case ARRAY:
             case MAP:
                 return container(f.getValueType() == ValueType.MAP, depth);
-            case EXTENSION:
-                throw extension(f);
+            case EXTENSION: {
+                BundleException refused = extension(f);
+                if (refused != null) {
+                    throw refused;
+                }
+                return null;
+            }
             default:
                 throw invalid("FormatError: unknown format " + f);
         }
@@ -210,59 +221,76 @@ final class Msgpack {
         }
     }
 
-    /** An array or map: its length, depth and cost checked before its entries are read. */
+    /**
+     * An array or map, checked in msgpack-python's order (the reference reads with it): its
+     * length at the header; a key that is neither str nor bin once its pair is read; the value
+     * budget, a bin key and a repeated key once the container is complete (the reader's hooks).
+     * Only the depth is checked earlier than Python checks it, at the header, so that the parser
+     * never recurses past 33 levels (an Android thread's stack is small).
+     * Memory stays bounded all along: a container holds at most MAX_CONTAINER entries, its list
+     * never more slots than bytes are left, and the completed ones at most the budget.
+     */
     private Object container(boolean isMap, int depth) throws IOException, BundleException {
         long n = isMap ? in.unpackMapHeader() : in.unpackArrayHeader();
         if (n > MAX_CONTAINER) {
             throw invalid("ValueError: " + n + " exceeds max_" + (isMap ? "map" : "array") + "_len(" + MAX_CONTAINER + ")");
         }
-        if (depth > MAX_DEPTH) {
+        if (depth > MAX_DEPTH) {  // at once, so that parsing never recurses deeper (Python checks after the parse)
             throw new BundleException("not a dpedge bundle: containers nest deeper than " + MAX_DEPTH);
         }
-        budget -= n + 1;
-        if (budget < 0) {
-            throw new BundleException("not a dpedge bundle: it holds more msgpack values than " + length
-                    + " bytes may");
-        }
+        Object out;
+        String problem = null;
         if (!isMap) {
-            List<Object> list = new ArrayList<>((int) n);
+            List<Object> list = new ArrayList<>((int) Math.min(n, length - in.getTotalReadBytes()));
             for (long i = 0; i < n; i++) {
                 list.add(value(depth + 1));
             }
-            return Collections.unmodifiableList(list);
+            out = Collections.unmodifiableList(list);
+        } else {
+            Map<String, Object> map = new LinkedHashMap<>();
+            for (long i = 0; i < n; i++) {
+                Object key = value(depth + 1);
+                Object v = value(depth + 1);
+                if (!(key instanceof String) && !(key instanceof Bin)) {
+                    throw invalid("ValueError: " + pythonType(key) + " is not allowed for map key when strict_map_key=True");
+                }
+                if (problem != null) {
+                    continue;
+                }
+                if (key instanceof Bin) {
+                    problem = "a map has a key that is not a string: " + Text.show(key);
+                } else if (map.containsKey(key)) {
+                    problem = "a map repeats the key " + Text.show(key);
+                } else {
+                    map.put((String) key, v);
+                }
+            }
+            out = Collections.unmodifiableMap(map);
         }
-        Map<String, Object> map = new LinkedHashMap<>();
-        String problem = null;  // as Python's pairs hook: the first bad key, reported once the map is read
-        for (long i = 0; i < n; i++) {
-            Object key = value(depth + 1);
-            Object v = value(depth + 1);
-            if (problem != null) {
-                continue;
-            }
-            if (key instanceof Bin) {
-                problem = "a map has a key that is not a string: " + Text.show(key);
-            } else if (!(key instanceof String)) {
-                throw invalid("ValueError: " + pythonType(key) + " is not allowed for map key when strict_map_key=True");
-            } else if (map.containsKey(key)) {
-                problem = "a map repeats the key " + Text.show(key);
-            } else {
-                map.put((String) key, v);
-            }
+        budget -= n + 1;
+        if (budget < 0) {
+            throw new BundleException("not a dpedge bundle: it holds more msgpack values than " + length + " bytes may");
         }
         if (problem != null) {
             throw new BundleException(problem);
         }
-        return Collections.unmodifiableMap(map);
+        return out;
     }
 
-    /** Every extension is refused, with msgpack-python's words for each (it reads none: max_ext_len 0). */
+    /**
+     * An extension: refused with msgpack-python's words (it reads none: max_ext_len 0), except an
+     * empty one, which parses and is refused after the whole document (null here).
+     */
     private BundleException extension(MessageFormat f) throws IOException {
         ExtensionTypeHeader h = in.unpackExtensionTypeHeader();
         if (h.getLength() > 0) {
             return invalid("ValueError: " + (h.getLength() + 1) + " exceeds max_ext_len(0)");
         }
-        return h.getType() == -1 ? invalid("ValueError: invalid timestamp data (length 0)")
-                : new BundleException("not a dpedge bundle: it holds a msgpack ExtType, which no field may");
+        if (h.getType() == -1) {
+            return invalid("ValueError: invalid timestamp data (length 0)");
+        }
+        extType = true;  // an empty extension parses; the reader refuses it once the document is read
+        return null;
     }
 
     private static String pythonType(Object v) {

@@ -8,8 +8,8 @@ import java.util.Map;
 
 /**
  * The answer for one text: the label and every label's score (higher is better), in label
- * order: the summed noisy votes for a bundle of vote tables alone, the blend of {@link Scorer} for
- * formats 2 and 3.
+ * order: the summed noisy votes for a bundle of vote tables alone, else the blend of
+ * {@link Scorer}.
  *
  * <p>Why a value class: apps show more than the winner (a top-3, a confidence bar), and the
  * scores are the only thing that explains a label; keeping them with the label means an app

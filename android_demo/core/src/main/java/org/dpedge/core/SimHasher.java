@@ -1,17 +1,16 @@
 package org.dpedge.core;
 
 /**
- * SimHash bucket ids: one bucket per table from the sides of an embedding's projections.
+ * SimHash bucket ids: one bucket per vote table from the sides of an embedding's projections
+ * ({@code runtime/simhash.py}, {@code docs/bundle-format.md} section 7).
  *
- * <p>Why its own class: the bit rule is the normative contract between the exporter, which
- * filled the vote tables, and every reader (bundle format section 4, {@code runtime/simhash.py}).
- * For table t, bit h is 1 iff {@code dot(x, hyperplanes[t][h]) > offsets[t][h]} (strictly:
- * equality gives bit 0), and the bucket is {@code sum_h bit_h * 2^h}, so hyperplane 0 is the
- * least significant bit. The offsets come from format 2's {@code lsh.offsets} (aligned hashing
- * puts the hyperplanes through the data's centre); without them every offset is 0, the rule
- * of format 1. Dot products are accumulated in double from the stored float32 values and
- * compared with the float32 offset widened to double, as the reference does, so the two agree
- * on every bit except projections within about 1e-12 of the offset.
+ * <p>Why its own class: the bit rule is the contract between the exporter, which filled the vote
+ * tables, and every reader. For table t, bit h is 1 iff {@code hyperplanes[t][h] . x >
+ * offsets[t][h]} (strictly: equality gives 0; without {@code hashing.offsets} every offset is
+ * 0), and the bucket is {@code sum_h bit_h 2^h}, so hyperplane 0 is the least significant bit.
+ * Dot products are summed in double from the stored float32 values and compared with the
+ * float32 offset widened to double, as the reference does, so the two agree on every bit but
+ * for projections within about 1e-12 of their offset.
  */
 public final class SimHasher {
     private final float[] hyperplanes;
@@ -20,11 +19,7 @@ public final class SimHasher {
     private final int bits;
     private final int dim;
 
-    /**
-     * Hyperplanes through the origin (format 1).
-     *
-     * @param hyperplanes float32 {@code [tables][bits][dim]} flattened in C order (not copied)
-     */
+    /** Hyperplanes without offsets: every threshold 0. */
     public SimHasher(float[] hyperplanes, int tables, int bits, int dim) {
         this(hyperplanes, null, tables, bits, dim);
     }
@@ -49,23 +44,6 @@ public final class SimHasher {
         this.tables = tables;
         this.bits = bits;
         this.dim = dim;
-    }
-
-    /**
-     * The hasher of a bundle's hyperplanes (and offsets, when the bundle has them).
-     *
-     * @throws IllegalArgumentException if the bundle has no vote tables (format 3's default):
-     *     there is nothing to hash
-     */
-    public SimHasher(Bundle bundle) {
-        this(hyperplanesOf(bundle), bundle.offsetsRef(), bundle.tables(), bundle.bits(), bundle.dim());
-    }
-
-    private static float[] hyperplanesOf(Bundle bundle) {
-        if (!bundle.hasVotes()) {
-            throw new IllegalArgumentException("this bundle has no vote tables, so no hyperplanes to hash with");
-        }
-        return bundle.hyperplanesRef();
     }
 
     /** The bucket id of the embedding in each table, each in [0, 2^bits). */
@@ -105,7 +83,7 @@ public final class SimHasher {
         return dim;
     }
 
-    /** Whether the hyperplanes have offsets (format 2's aligned hashing). */
+    /** Whether the hyperplanes have offsets (hashing.offsets). */
     public boolean hasOffsets() {
         return offsets != null;
     }

@@ -323,10 +323,11 @@ public final class Text {
         return x == Math.rint(x) && Math.abs(x) < 1e15 ? BigDecimal.valueOf(x).toBigInteger().toString() : g(x, 6);
     }
 
-    /** Whether an integer value (Long or BigInteger) is below or above a double bound, exactly. */
+    /** A number from the file (Long, BigInteger or Double) against a bound: -1 below, 1 above, exactly. */
     static int compare(Object integerOrDouble, double bound) {
-        if (integerOrDouble instanceof Double) {
-            return Double.compare((Double) integerOrDouble, bound);
+        if (integerOrDouble instanceof Double) {  // as Python compares: -0.0 is not below 0
+            double x = (Double) integerOrDouble;
+            return x < bound ? -1 : x > bound ? 1 : 0;
         }
         BigInteger v = integerOrDouble instanceof BigInteger ? (BigInteger) integerOrDouble
                 : BigInteger.valueOf((Long) integerOrDouble);

@@ -14,11 +14,11 @@ import java.util.TreeSet;
  * <p>A port of the Python runtime's {@code runtime/bundle/tokenizer_family.py}, with the same
  * rules, in the same order, and the same messages: a tokenizer.json can describe normalizers
  * that grow a query exponentially or regexes that hang, and a phone must refuse exactly the
- * documents a laptop refuses (docs/bundle-format.md section 10).
+ * documents a laptop refuses (docs/bundle-format.md section 6).
  */
 final class TokenizerFamily {
     static final String FIELD = "encoder.tokenizer_json";
-    static final int MAX_TOKENIZER_JSON_CHARS = 4_000_000;
+    static final int MAX_TOKENIZER_JSON_CHARS = 16_000_000;
     static final int MAX_VOCAB_SIZE = 250_000;
     static final int MAX_TOKEN_CHARS = 100;
     static final int MAX_ADDED_TOKENS = 1000;
@@ -56,12 +56,13 @@ final class TokenizerFamily {
             throw new BundleException("field '" + FIELD + "' is outside the tokenizer family: key " + show(e.key)
                     + " appears twice in one object");
         } catch (IllegalArgumentException e) {
-            throw new BundleException("field '" + FIELD + "' is not valid JSON: " + e.getMessage());
+            throw new BundleException("field '" + FIELD + "' is not valid JSON: " + Text.escape(e.getMessage()));
         }
         try {
             checkDocument(doc);
         } catch (Refused e) {
-            throw new BundleException("field '" + FIELD + "' is outside the tokenizer family: " + e.getMessage());
+            throw new BundleException("field '" + FIELD + "' is outside the tokenizer family: "
+                    + Text.escape(e.getMessage()));
         }
     }
 
@@ -332,7 +333,7 @@ final class TokenizerFamily {
         } else if (v instanceof Double) {
             double d = (Double) v;
             return Double.isNaN(d) ? "NaN" : Double.isInfinite(d) ? (d > 0 ? "Infinity" : "-Infinity")
-                    : Msgpack.pyFloat(d);
+                    : Text.pyFloat(d);
         } else if (v instanceof String) {
             StringBuilder sb = new StringBuilder("\"");
             String s = (String) v;

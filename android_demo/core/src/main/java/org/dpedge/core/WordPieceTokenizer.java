@@ -35,7 +35,7 @@ import java.util.Map;
  * </ol>
  * Everything works on code points, not UTF-16 units, so emoji and supplementary-plane CJK
  * are counted and matched like Rust counts {@code char}s. Character classes come from
- * {@link LegacyUnicode}, which matches the Rust library's (older) Unicode tables.
+ * {@link RustUnicode}, which matches the Rust library's (older) Unicode tables.
  *
  * <p>Only the components of BERT-family tokenizers are supported (BertNormalizer,
  * BertPreTokenizer, WordPiece, TemplateProcessing or BertProcessing); any other component
@@ -131,7 +131,8 @@ public final class WordPieceTokenizer {
                         + (prefixIds.length + suffixIds.length) + " special tokens");
             }
         } catch (IllegalArgumentException | ClassCastException e) {
-            throw new BundleException("the bundle's tokenizer cannot be loaded: " + e.getMessage(), e);
+            throw new BundleException("the bundle's tokenizer cannot be loaded: " + Text.escape(String.valueOf(e.getMessage())),
+                    e);
         }
     }
 
@@ -261,7 +262,7 @@ public final class WordPieceTokenizer {
             for (int i = 0; i < nfd.length(); ) {
                 int cp = nfd.codePointAt(i);
                 i += Character.charCount(cp);
-                if (!LegacyUnicode.isNonspacingMark(cp)) {
+                if (!RustUnicode.isNonspacingMark(cp)) {
                     sb.appendCodePoint(cp);
                 }
             }
@@ -297,7 +298,7 @@ public final class WordPieceTokenizer {
 
     /** BertNormalizer's control test: an "other" code point (Cc, Cf, Co, Cs) but \t \n \r. */
     static boolean isControl(int cp) {
-        return cp != '\t' && cp != '\n' && cp != '\r' && LegacyUnicode.isOther(cp);
+        return cp != '\t' && cp != '\n' && cp != '\r' && RustUnicode.isOther(cp);
     }
 
     /**
@@ -321,7 +322,7 @@ public final class WordPieceTokenizer {
     /** ASCII punctuation or a Unicode P* category, as BertPreTokenizer isolates it. */
     static boolean isPunctuation(int cp) {
         return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126)
-                || LegacyUnicode.isPunctuation(cp);
+                || RustUnicode.isPunctuation(cp);
     }
 
     /** Pre-tokenizes {@code s} and appends each word's pieces until {@code limit} ids exist. */

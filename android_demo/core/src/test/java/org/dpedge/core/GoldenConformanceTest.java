@@ -1,7 +1,6 @@
 package org.dpedge.core;
 
 import static org.junit.Assert.assertEquals;
-import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -12,7 +11,6 @@ import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -22,25 +20,19 @@ import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
- * Conformance with the Python runtime, on golden data written by {@code android_demo/golden.py}.
+ * Conformance with the Python runtime, on golden data written by {@code android_demo/golden.py}
+ * (folder given by the system property {@code dpedge.golden}; skipped when it is not set).
  *
  * <p>Why: the Java core is a port, and only the Python runtime's own answers can show that a
- * phone tokenizes, hashes, scores and refuses bundles exactly as a laptop does. The golden
- * folder is given by the system property {@code dpedge.golden} (run-tests.sh passes it); the
- * tests are skipped when it is not set, and fail when it is set but unreadable.
- *
- * <p>For every case: the token ids must be equal; the buckets computed from the golden
- * embedding must be equal (a bundle without vote tables, format 3's default, has none: Python
- * records none and the Java classifier does not hash); the scores must agree within 1e-9
- * relative (integer sums for a bundle of vote tables alone, the blend of centroids, prior and,
- * when there are tables, votes otherwise) and the label must be equal, both from the golden
- * embedding and through the full {@link Classifier#predict} with a {@link TextEncoder} stub
- * that returns the golden embedding for the golden token ids (the native encoder cannot run on
- * the JVM here). The "scored" bundles (derived from a real default bundle and a real bundle
- * with vote tables, each exercising one part of the scorer, among them bundles rewritten as
- * formats 2.1 and 2.0 wrote them) must give the same prior boost, and the same buckets, scores
- * and label for each golden embedding. Every malformed bundle must be refused with a
- * {@link BundleException} containing the given phrase, and every valid variant must load.
+ * phone reads, tokenizes, hashes, scores and refuses bundles exactly as a laptop does. For each
+ * real bundle and text: the token ids and buckets must be equal, the scores agree within 1e-9
+ * relative and the label be equal, from the golden embedding and through
+ * {@link Classifier#predict} with a {@link TextEncoder} that returns the golden embedding for
+ * the golden token ids (the native encoders cannot run on the JVM here). The derived "scored"
+ * bundles (each another branch of the scoring rule) must give Python's prior boost, buckets,
+ * scores and label. Every malformed bundle (generated from the format's table) must be refused
+ * with each of its phrases, every variant must load, and the format's table and the text
+ * tables must be Python's.
  */
 public class GoldenConformanceTest {
     private static final int MAX_REPORTED = 20;
@@ -48,89 +40,60 @@ public class GoldenConformanceTest {
     private static final double TOLERANCE = 1e-9;
 
     private static File dir;
-    private static final List<GoldenBundle> bundles = new ArrayList<>();
-    private static List<?> malformed;
-    private static List<?> variants;
-    private static List<?> scored;
+    private static Map<String, Object> golden;
+    private static final Map<String, Bundle> bundles = new HashMap<>();
 
     private static int tokenCases;
     private static int bucketCases;
     private static int labelCases;
-    private static int malformedRejected;
+    private static int malformedRefused;
     private static int variantsLoaded;
     private static int scoredCases;
-    private static int classStatsBundles;
+    private static int classStatisticsBundles;
     private static int bundlesWithoutVotes;
-    private static double maxScoreDifference;
-
-    /** One bundle of the golden set with its cases. */
-    private static final class GoldenBundle {
-        final String file;
-        final Bundle bundle;
-        final List<Map<?, ?>> cases = new ArrayList<>();
-
-        GoldenBundle(String file, Bundle bundle) {
-            this.file = file;
-            this.bundle = bundle;
-        }
-    }
+    private static double largestDifference;
 
     @BeforeClass
+    @SuppressWarnings("unchecked")
     public static void load() throws Exception {
         String prop = System.getProperty("dpedge.golden");
         Assume.assumeTrue("golden data not given (-Ddpedge.golden=DIR)", prop != null && !prop.isEmpty());
         dir = new File(prop);
         File index = new File(dir, "golden.msgpack");
         assertTrue("no golden data at " + index + " (run android_demo/golden.py --out " + dir + ")", index.isFile());
-        byte[] data = Files.readAllBytes(index.toPath());
-        Map<String, Object> golden = Msgpack.parseMap(data, 0, data.length, "golden.msgpack");
-        for (Object b : (List<?>) golden.get("bundles")) {
-            Map<?, ?> entry = (Map<?, ?>) b;
-            String file = (String) entry.get("file");
-            GoldenBundle gb = new GoldenBundle(file, BundleReader.read(new File(dir, file)));
-            if (gb.bundle.classStats() != null) {
-                classStatsBundles++;
-            }
-            if (!gb.bundle.hasVotes()) {
-                bundlesWithoutVotes++;
-            }
-            for (Object c : (List<?>) entry.get("cases")) {
-                gb.cases.add((Map<?, ?>) c);
-            }
-            bundles.add(gb);
+        golden = (Map<String, Object>) TestBundles.unpack(Files.readAllBytes(index.toPath()));
+        for (Map<String, Object> entry : maps(golden.get("bundles"))) {
+            Bundle b = BundleReader.read(new File(dir, (String) entry.get("file")));
+            bundles.put((String) entry.get("file"), b);
+            classStatisticsBundles += b.hasClassStatistics() ? 1 : 0;
+            bundlesWithoutVotes += b.hasVotes() ? 0 : 1;
         }
-        malformed = (List<?>) golden.get("malformed");
-        variants = golden.containsKey("variants") ? (List<?>) golden.get("variants") : new ArrayList<>();
-        scored = golden.containsKey("scored") ? (List<?>) golden.get("scored") : new ArrayList<>();
-        assertTrue("golden data has no bundles", !bundles.isEmpty());
-        assertNotNull("golden data has no malformed list", malformed);
     }
 
     @AfterClass
     public static void summary() {
         if (dir != null) {
-            System.out.println("golden: " + tokenCases + " token cases, " + bucketCases + " bucket cases, "
-                    + labelCases + " label cases passed; " + malformedRejected + " malformed bundles rejected; "
-                    + variantsLoaded + " valid variants loaded; " + scoredCases + " scored cases passed; "
-                    + classStatsBundles + " of " + bundles.size() + " bundles have class statistics, "
-                    + bundlesWithoutVotes + " no vote tables; largest score difference " + maxScoreDifference);
+            System.out.println("golden: " + tokenCases + " token cases, " + bucketCases + " bucket cases, " + labelCases
+                    + " label cases passed; " + malformedRefused + " malformed bundles refused; " + variantsLoaded
+                    + " valid variants loaded; " + scoredCases + " scored cases passed; " + classStatisticsBundles
+                    + " of " + bundles.size() + " bundles have class statistics, " + bundlesWithoutVotes
+                    + " no vote tables; largest score difference " + largestDifference);
         }
     }
 
     @Test
     public void tokenIdsMatchPython() throws Exception {
         List<String> failures = new ArrayList<>();
-        for (GoldenBundle gb : bundles) {
-            WordPieceTokenizer tok = new WordPieceTokenizer(gb.bundle.encoder().tokenizerJson(),
-                    gb.bundle.encoder().maxLength());
-            for (Map<?, ?> c : gb.cases) {
-                int[] expected = ints((List<?>) c.get("token_ids"));
-                int[] actual = tok.encode((String) c.get("text"));
+        for (Map<String, Object> entry : maps(golden.get("bundles"))) {
+            Classifier clf = new Classifier(bundles.get(entry.get("file")), ids -> null);
+            for (Map<String, Object> c : maps(entry.get("cases"))) {
+                int[] expected = ints(c.get("token_ids"));
+                int[] actual = clf.tokens((String) c.get("text"));
                 if (Arrays.equals(expected, actual)) {
                     tokenCases++;
                 } else {
-                    failures.add(gb.file + " " + describe(c) + ": python " + Arrays.toString(expected) + ", java "
-                            + Arrays.toString(actual));
+                    failures.add(entry.get("file") + " " + describe(c) + ": python " + Arrays.toString(expected)
+                            + ", java " + Arrays.toString(actual));
                 }
             }
         }
@@ -138,24 +101,18 @@ public class GoldenConformanceTest {
     }
 
     @Test
-    public void bucketsMatchPython() {
+    public void bucketsMatchPython() throws Exception {
         List<String> failures = new ArrayList<>();
-        for (GoldenBundle gb : bundles) {
-            SimHasher hasher = gb.bundle.hasVotes() ? new SimHasher(gb.bundle) : null;
-            for (Map<?, ?> c : gb.cases) {
-                int[] expected = ints((List<?>) c.get("buckets"));
-                if (hasher == null) {  // nothing to hash: Python has no buckets either
-                    if (expected.length != 0) {
-                        failures.add(gb.file + " " + describe(c) + ": python has buckets, java has no vote tables");
-                    }
-                    continue;
-                }
-                int[] actual = hasher.buckets(embedding(c));
-                if (Arrays.equals(expected, actual)) {
+        for (Map<String, Object> entry : maps(golden.get("bundles"))) {
+            SimHasher hasher = new Scorer(bundles.get(entry.get("file"))).hasher();
+            for (Map<String, Object> c : maps(entry.get("cases"))) {
+                int[] expected = ints(c.get("buckets"));
+                int[] actual = hasher == null ? new int[0] : hasher.buckets(embedding(c));
+                if (!Arrays.equals(expected, actual)) {
+                    failures.add(entry.get("file") + " " + describe(c) + ": python " + Arrays.toString(expected)
+                            + ", java " + Arrays.toString(actual));
+                } else if (hasher != null) {
                     bucketCases++;
-                } else {
-                    failures.add(gb.file + " " + describe(c) + ": python " + Arrays.toString(expected) + ", java "
-                            + Arrays.toString(actual));
                 }
             }
         }
@@ -165,121 +122,71 @@ public class GoldenConformanceTest {
     @Test
     public void scoresAndLabelsMatchPython() throws Exception {
         List<String> failures = new ArrayList<>();
-        for (GoldenBundle gb : bundles) {
+        for (Map<String, Object> entry : maps(golden.get("bundles"))) {
             Map<List<Integer>, float[]> lookup = new HashMap<>();
-            for (Map<?, ?> c : gb.cases) {
-                lookup.put(boxed(ints((List<?>) c.get("token_ids"))), embedding(c));
+            for (Map<String, Object> c : maps(entry.get("cases"))) {
+                lookup.put(boxed(ints(c.get("token_ids"))), embedding(c));
             }
-            Classifier clf = new Classifier(gb.bundle, stub(lookup));
-            for (Map<?, ?> c : gb.cases) {
-                String label = (String) c.get("label");
-                List<?> scores = (List<?>) c.get("scores");
-                Prediction fromEmbedding = clf.predictEmbedding(embedding(c));
-                String problem = compareScores(gb.bundle.labels(), scores, fromEmbedding);
-                if (problem == null && !label.equals(fromEmbedding.label())) {
-                    problem = "label from embedding " + fromEmbedding.label() + ", python " + label;
+            Bundle bundle = bundles.get(entry.get("file"));
+            Classifier clf = new Classifier(bundle, ids -> {
+                float[] emb = lookup.get(boxed(ids));
+                if (emb == null) {
+                    throw new AssertionError("no golden embedding for token ids " + Arrays.toString(ids));
                 }
-                if (problem == null) {
-                    Prediction full = clf.predict((String) c.get("text"));
-                    if (!label.equals(full.label())) {
-                        problem = "predict(text) label " + full.label() + ", python " + label;
-                    }
+                return emb.clone();
+            });
+            for (Map<String, Object> c : maps(entry.get("cases"))) {
+                String label = (String) c.get("label");
+                Prediction p = clf.predictEmbedding(embedding(c));
+                String problem = compare(bundle.labels(), c, p);
+                if (problem == null && !label.equals(clf.predict((String) c.get("text")).label())) {
+                    problem = "predict(text) gives another label than python's " + label;
                 }
                 if (problem == null) {
                     labelCases++;
                 } else {
-                    failures.add(gb.file + " " + describe(c) + ": " + problem);
+                    failures.add(entry.get("file") + " " + describe(c) + ": " + problem);
                 }
             }
         }
         report("scores or labels differ", failures);
     }
 
+    /** The check passes with the exporter's own embedding (the stand-in engine returns it). */
     @Test
     public void checkTextPassesWithTheExportersEmbedding() throws Exception {
-        for (GoldenBundle gb : bundles) {
-            Bundle.Encoder enc = gb.bundle.encoder();
-            if (enc.checkText() == null) {
-                continue;
-            }
-            Classifier clf = new Classifier(gb.bundle, ids -> enc.checkEmbedding());
-            Double cos = clf.verify();
-            assertNotNull(cos);
-            assertEquals(gb.file + " check cosine", 1.0, cos, 1e-6);
+        for (Map.Entry<String, Bundle> e : bundles.entrySet()) {
+            Classifier clf = new Classifier(e.getValue(), ids -> e.getValue().encoder().checkEmbedding());
+            assertEquals(e.getKey() + " check cosine", 1.0, clf.verify(), 1e-6);
         }
     }
 
-    @Test
-    public void malformedBundlesAreRejected() throws Exception {
-        List<String> failures = new ArrayList<>();
-        for (Object o : malformed) {
-            Map<?, ?> m = (Map<?, ?>) o;
-            File file = new File(dir, (String) m.get("file"));
-            String phrase = (String) m.get("message");
-            String fromFile = rejection(() -> BundleReader.read(file));
-            String fromBytes = rejection(() -> BundleReader.read(Files.readAllBytes(file.toPath())));
-            if (fromFile == null || fromBytes == null) {
-                failures.add(m.get("file") + ": accepted, expected an error containing '" + phrase + "'");
-            } else if (!fromFile.contains(phrase) || !fromBytes.contains(phrase)) {
-                failures.add(m.get("file") + ": message '" + fromFile + "' lacks '" + phrase + "'");
-            } else {
-                malformedRejected++;
-            }
-        }
-        report("malformed bundles not rejected as expected", failures);
-    }
-
-    /**
-     * Bundles derived from a real default bundle and a real one with vote tables (other weights
-     * and temperatures, small epsilon, records per person, no prior, no class statistics, offsets
-     * alone, counts below the floor, a zero class sum, stripped to 1.2, every centroid rule:
-     * format 3.0's "cosine_public", format 2.1's Gaussian rule, also with a small clip, and
-     * format 2.0's cosine rule, in bundles rewritten as formats 2.1 and 2.0 wrote them; both
-     * prior boost rules, 3.0's linear one up to its cap and 2.x's with and without its count
-     * term): the prior's boost, and the buckets, scores and label of each golden embedding, must
-     * be Python's.
-     */
     @Test
     public void scoredBundlesMatchPython() throws Exception {
         List<String> failures = new ArrayList<>();
-        for (Object o : scored) {
-            Map<?, ?> m = (Map<?, ?>) o;
+        for (Map<String, Object> m : maps(golden.get("scored"))) {
             String file = (String) m.get("file");
             Bundle bundle = BundleReader.read(new File(dir, file));
-            SimHasher hasher = bundle.hasVotes() ? new SimHasher(bundle) : null;
             Classifier clf = new Classifier(bundle, ids -> {
                 throw new AssertionError("the scored cases give embeddings, not texts");
             });
-            boolean plain = (Boolean) m.get("plain_votes");
-            if (clf.scorer().plainVotes() != plain) {
-                failures.add(file + ": plain votes " + clf.scorer().plainVotes() + ", python " + plain);
+            Scorer scorer = clf.scorer();
+            if (scorer.plainVotes() != (Boolean) m.get("plain_votes")) {
+                failures.add(file + ": plain votes " + scorer.plainVotes() + ", python " + m.get("plain_votes"));
                 continue;
             }
-            if (m.containsKey("prior_boost")) {  // golden data from before the count term has none
-                double expected = (Double) m.get("prior_boost");
-                double actual = clf.scorer().priorBoost();
-                if (!(Math.abs(actual - expected) <= TOLERANCE * Math.max(1.0, Math.abs(expected)))) {
-                    failures.add(file + ": prior boost " + actual + ", python " + expected);
-                    continue;
-                }
+            double boost = (Double) m.get("prior_boost");
+            if (!(Math.abs(scorer.priorBoost() - boost) <= TOLERANCE * Math.max(1.0, Math.abs(boost)))) {
+                failures.add(file + ": prior boost " + scorer.priorBoost() + ", python " + boost);
+                continue;
             }
             int i = 0;
-            for (Object c : (List<?>) m.get("cases")) {
-                Map<?, ?> cm = (Map<?, ?>) c;
-                float[] emb = embedding(cm);
-                int[] expected = ints((List<?>) cm.get("buckets"));
-                int[] actual = hasher == null ? new int[0] : hasher.buckets(emb);
-                String problem = null;
-                if (!Arrays.equals(expected, actual)) {
-                    problem = "buckets: python " + Arrays.toString(expected) + ", java " + Arrays.toString(actual);
-                }
-                Prediction p = clf.predictEmbedding(emb);
-                if (problem == null) {
-                    problem = compareScores(bundle.labels(), (List<?>) cm.get("scores"), p);
-                }
-                if (problem == null && !cm.get("label").equals(p.label())) {
-                    problem = "label " + p.label() + ", python " + cm.get("label");
-                }
+            for (Map<String, Object> c : maps(m.get("cases"))) {
+                float[] emb = embedding(c);
+                int[] expected = ints(c.get("buckets"));
+                int[] actual = scorer.hasher() == null ? new int[0] : scorer.hasher().buckets(emb);
+                String problem = Arrays.equals(expected, actual) ? compare(bundle.labels(), c, clf.predictEmbedding(emb))
+                        : "buckets: python " + Arrays.toString(expected) + ", java " + Arrays.toString(actual);
                 if (problem == null) {
                     scoredCases++;
                 } else {
@@ -291,95 +198,159 @@ public class GoldenConformanceTest {
         report("scored cases differ", failures);
     }
 
-    /** Valid bundles in other shapes the format allows (per-person privacy, format 1.0, 2.x, 3.x): they must load. */
+    @Test
+    public void malformedBundlesAreRefusedWithPythonsPhrases() throws Exception {
+        List<String> failures = new ArrayList<>();
+        for (Map<String, Object> m : maps(golden.get("malformed"))) {
+            File file = new File(dir, (String) m.get("file"));
+            String fromBytes = refusal(Files.readAllBytes(file.toPath()));
+            List<String> missing = new ArrayList<>();
+            for (Object phrase : (List<?>) m.get("phrases")) {
+                if (fromBytes == null || !fromBytes.contains((String) phrase)) {
+                    missing.add((String) phrase);
+                }
+            }
+            if (fromBytes == null) {
+                failures.add(m.get("file") + ": accepted, expected " + missing);
+            } else if (!missing.isEmpty()) {
+                failures.add(m.get("file") + ": '" + fromBytes + "' lacks " + missing);
+            } else {
+                malformedRefused++;
+            }
+        }
+        report("malformed bundles not refused as Python refuses them", failures);
+    }
+
+    /** A file's refusal names its path before the reason. */
+    @Test
+    public void refusingAFileNamesIt() throws Exception {
+        Map<String, Object> first = maps(golden.get("malformed")).get(0);
+        File file = new File(dir, (String) first.get("file"));
+        try {
+            BundleReader.read(file);
+            fail("accepted " + file);
+        } catch (BundleException e) {
+            assertTrue(e.getMessage(), e.getMessage().startsWith(file + ": "));
+        }
+    }
+
     @Test
     public void validVariantsLoad() throws Exception {
         List<String> failures = new ArrayList<>();
-        for (Object o : variants) {
-            Map<?, ?> m = (Map<?, ?>) o;
-            File file = new File(dir, (String) m.get("file"));
-            String error = rejection(() -> BundleReader.read(file));
+        for (Map<String, Object> m : maps(golden.get("variants"))) {
+            String error = refusal(Files.readAllBytes(new File(dir, (String) m.get("file")).toPath()));
             if (error != null) {
-                failures.add(m.get("file") + ": rejected: " + error);
+                failures.add(m.get("file") + ": refused: " + error);
             } else {
                 variantsLoaded++;
             }
         }
-        report("valid variants rejected", failures);
+        report("valid variants refused", failures);
+    }
+
+    /** Fields is runtime/bundle/schema.py's table, row for row, with its DIMS and CONDITIONS. */
+    @Test
+    @SuppressWarnings("unchecked")
+    public void theFormatsTableIsPythons() {
+        Map<String, Object> schema = (Map<String, Object>) golden.get("schema");
+        List<String> python = new ArrayList<>();
+        for (Object row : (List<?>) schema.get("fields")) {
+            List<Object> r = new ArrayList<>((List<?>) row);
+            for (int i : new int[] {3, 4}) {  // bounds as doubles: Python writes some as integers
+                r.set(i, r.get(i) == null ? null : ((Number) r.get(i)).doubleValue());
+            }
+            python.add(r.toString());
+        }
+        List<String> java = new ArrayList<>();
+        for (Fields.Field f : Fields.FIELDS) {
+            java.add(Arrays.asList(f.path, f.kind, f.need, f.low, f.high, f.dtype, f.shape, f.choices, f.text, f.open)
+                    .toString());
+        }
+        assertEquals(String.join("\n", python), String.join("\n", java));
+        Map<String, Object> dims = (Map<String, Object>) schema.get("dims");
+        assertEquals(dims.keySet(), Fields.DIMS.keySet());
+        for (Map.Entry<String, Object[]> d : Fields.DIMS.entrySet()) {
+            List<?> p = (List<?>) dims.get(d.getKey());
+            assertEquals(Arrays.asList(p.get(0), ((Long) p.get(1)).intValue(), ((Long) p.get(2)).intValue()),
+                    Arrays.asList(d.getValue()));
+        }
+        assertEquals(schema.get("conditions"), Fields.CONDITIONS);
+    }
+
+    /** Text's UNPRINTABLE and INVISIBLE are runtime/text.py's, and escape and fold answer as Python's. */
+    @Test
+    @SuppressWarnings("unchecked")
+    public void theTextRulesArePythons() {
+        Map<String, Object> text = (Map<String, Object>) golden.get("text");
+        assertEquals(text.get("unprintable").toString(), Arrays.deepToString(Text.UNPRINTABLE));
+        assertEquals(text.get("invisible").toString(), Arrays.deepToString(Text.INVISIBLE));
+        List<String> failures = new ArrayList<>();
+        for (Map<String, Object> c : maps(text.get("cases"))) {
+            String s = (String) c.get("text");
+            List<Object> python = Arrays.asList(c.get("escaped"), c.get("folded"), ((Long) c.get("unprintable")).intValue());
+            List<Object> java = Arrays.asList(Text.escape(s), Text.fold(s), Text.unprintable(s));
+            if (!python.equals(java)) {
+                failures.add(Text.escape(s) + ": python " + python + ", java " + java);
+            }
+        }
+        report("texts escaped or folded otherwise", failures);
     }
 
     // ------------------------------------------------------------------ helpers
 
-    private interface Read {
-        Bundle run() throws Exception;
-    }
-
-    /** The BundleException message, or null if the bundle was accepted; anything else fails. */
-    private static String rejection(Read read) throws Exception {
+    /** The refusal's message, or null if the bytes were accepted (anything else is a failure). */
+    private static String refusal(byte[] data) {
         try {
-            read.run();
+            BundleReader.read(data);
             return null;
         } catch (BundleException e) {
             return e.getMessage();
         }
     }
 
-    private static TextEncoder stub(Map<List<Integer>, float[]> lookup) {
-        return ids -> {
-            float[] emb = lookup.get(boxed(ids));
-            if (emb == null) {
-                throw new AssertionError("no golden embedding for token ids " + Arrays.toString(ids));
-            }
-            return emb.clone();
-        };
-    }
-
-    private static String compareScores(List<String> labels, List<?> expected, Prediction p) {
-        LinkedHashMap<String, Double> actual = p.scores();
-        if (expected.size() != actual.size()) {
-            return "python has " + expected.size() + " scores, java " + actual.size();
-        }
+    private static String compare(List<String> labels, Map<String, Object> c, Prediction p) {
+        List<?> expected = (List<?>) c.get("scores");
+        List<Double> actual = new ArrayList<>(p.scores().values());
         for (int i = 0; i < expected.size(); i++) {
-            double e = ((Number) expected.get(i)).doubleValue();
-            double a = actual.get(labels.get(i));
-            double diff = Math.abs(e - a) / Math.max(1.0, Math.abs(e));
+            double e = (Double) expected.get(i);
+            double diff = Math.abs(e - actual.get(i)) / Math.max(1.0, Math.abs(e));
             synchronized (GoldenConformanceTest.class) {
-                maxScoreDifference = Math.max(maxScoreDifference, diff);
+                largestDifference = Math.max(largestDifference, diff);
             }
             if (!(diff <= TOLERANCE)) {
-                return "score of " + labels.get(i) + ": python " + e + ", java " + a;
+                return "score of " + labels.get(i) + ": python " + e + ", java " + actual.get(i);
             }
         }
-        return null;
+        return c.get("label").equals(p.label()) ? null : "label " + p.label() + ", python " + c.get("label");
     }
 
-    private static float[] embedding(Map<?, ?> c) {
-        Msgpack.Bin bin = (Msgpack.Bin) c.get("embedding");
+    @SuppressWarnings("unchecked")
+    private static List<Map<String, Object>> maps(Object list) {
+        return (List<Map<String, Object>>) list;
+    }
+
+    private static float[] embedding(Map<String, Object> c) {
+        byte[] bin = (byte[]) c.get("embedding");
         float[] out = new float[bin.length / 4];
-        ByteBuffer.wrap(bin.array, bin.offset, bin.length).slice().order(ByteOrder.LITTLE_ENDIAN)
-                .asFloatBuffer().get(out);
+        ByteBuffer.wrap(bin).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(out);
         return out;
     }
 
-    private static int[] ints(List<?> list) {
-        int[] out = new int[list.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = (int) (long) (Long) list.get(i);
-        }
-        return out;
+    private static int[] ints(Object list) {
+        return ((List<?>) list).stream().mapToInt(x -> ((Long) x).intValue()).toArray();
     }
 
     private static List<Integer> boxed(int[] ids) {
-        List<Integer> out = new ArrayList<>(ids.length);
+        List<Integer> out = new ArrayList<>();
         for (int id : ids) {
             out.add(id);
         }
         return out;
     }
 
-    private static String describe(Map<?, ?> c) {
+    private static String describe(Map<String, Object> c) {
         String text = (String) c.get("text");
-        return "text " + Msgpack.repr(text.length() > 60 ? text.substring(0, 60) + "..." : text);
+        return "text " + Text.show(text);
     }
 
     private static void report(String what, List<String> failures) {

@@ -47,7 +47,7 @@ public class SimHasherTest {
         assertArrayEquals(new int[] {1}, h.buckets(new float[] {1, 1, 1}));
     }
 
-    /** Format 2: bit h is 1 iff dot > offset_h (strictly); offsets are per table and bit. */
+    /** With hashing.offsets: bit h is 1 iff dot > offset_h (strictly); offsets are per table and bit. */
     @Test
     public void offsetsMoveTheThreshold() {
         float[] planes = {1, 0, 0, 1};  // 1 table, 2 bits, 2-d

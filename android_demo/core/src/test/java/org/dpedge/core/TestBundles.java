@@ -1,10 +1,9 @@
 package org.dpedge.core;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,12 +11,16 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
-import org.msgpack.core.MessagePacker;
+import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.Value;
 
 /**
- * Builds small synthetic bundles for the unit tests: a payload as nested Java maps that a
- * test can edit, then sealed (checksum) and packed the way the Python exporter packs them.
+ * Small bundles of format 1.0 for the unit tests: a document as nested Java maps that a test can
+ * edit, then packed and sealed as runtime/bundle/writer.py does (the digest entry last, over
+ * every byte before it). The golden tests use real bundles; these keep each unit test to the one
+ * thing it checks.
  */
 final class TestBundles {
     private TestBundles() {
@@ -49,301 +52,301 @@ final class TestBundles {
             + "\"un\":13,\"##believ\":14,\"##able\":15,\"##s\":16,\"a\":17,\"##a\":18}}}";
 
     /**
-     * The smallest ONNX model inside the encoder family (ModelFamily): IR 8, opset 18, a graph
-     * of one Cast node (input_ids to sentence_embedding). The reader checks its structure; the
-     * tests' encoders are stand-ins, so nothing runs it.
+     * The smallest ONNX model inside the encoder family (ModelFamily): IR 8, opset 18, a graph of
+     * one Cast node (input_ids to sentence_embedding), and the given initializers. The reader
+     * checks its structure; the tests' encoders are stand-ins, so nothing runs it.
      */
-    static final byte[] TINY_ONNX = {
-        0x08, 0x08, 0x42, 0x02, 0x10, 0x12, 0x3a, 0x27, 0x0a, 0x25,
-        0x0a, 0x09, 'i', 'n', 'p', 'u', 't', '_', 'i', 'd', 's',
-        0x12, 0x12, 's', 'e', 'n', 't', 'e', 'n', 'c', 'e', '_', 'e', 'm', 'b', 'e', 'd', 'd', 'i', 'n', 'g',
-        0x22, 0x04, 'C', 'a', 's', 't'};
+    static byte[] tinyOnnx(byte[]... initializers) {
+        byte[] node = concat(pb(1, "input_ids"), pb(2, "sentence_embedding"), pb(4, "Cast"));
+        byte[] graph = pb(1, node);
+        for (byte[] tensor : initializers) {
+            graph = concat(graph, pb(5, tensor));
+        }
+        return concat(pb(1, 8), pb(8, pb(2, 18)), pb(7, graph));
+    }
+
+    static final byte[] TINY_ONNX = tinyOnnx();
+
+    /** A uint8 TensorProto [length] whose data is {@code length} bytes at {@code offset} of encoder.weights. */
+    static byte[] externalTensor(String name, long offset, long length) {
+        byte[][] entries = new byte[3][];
+        String[][] kv = {{"location", Bundle.Encoder.WEIGHTS_LOCATION}, {"offset", String.format("%020d", offset)},
+            {"length", String.format("%020d", length)}};
+        for (int i = 0; i < 3; i++) {
+            entries[i] = pb(13, concat(pb(1, kv[i][0]), pb(2, kv[i][1])));
+        }
+        return concat(pb(1, length), pb(2, 2), pb(8, name), concat(entries), pb(14, 1));
+    }
+
+    private static byte[] varint(long n) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        do {
+            out.write((int) (n & 0x7f) | (n > 0x7f ? 0x80 : 0));
+            n >>>= 7;
+        } while (n != 0);
+        return out.toByteArray();
+    }
+
+    /** A protobuf field: a varint, or a length-delimited string or message. */
+    static byte[] pb(int number, Object value) {
+        if (value instanceof Number) {
+            return concat(varint((long) number << 3), varint(((Number) value).longValue()));
+        }
+        byte[] raw = value instanceof String ? ((String) value).getBytes(StandardCharsets.UTF_8) : (byte[]) value;
+        return concat(varint((long) number << 3 | 2), varint(raw.length), raw);
+    }
+
+    static byte[] concat(byte[]... parts) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (byte[] p : parts) {
+            out.write(p, 0, p.length);
+        }
+        return out.toByteArray();
+    }
 
     static final int TABLES = 2;
     static final int BITS = 2;
     static final int DIM = 3;
+    static final int K = 2;
 
-    /** A valid payload: 3 labels, 2 tables of 2 bits over 3-d embeddings, with a check text. */
-    static Map<String, Object> payload() {
-        Map<String, Object> p = new LinkedHashMap<>();
-        p.put("labels", list("alarm", "music", "weather"));
-        p.put("label_descriptions", list("alarms and timers", "play music", "the weather"));
-        Map<String, Object> privacy = new LinkedHashMap<>();
-        privacy.put("epsilon", 8.0);
-        privacy.put("delta", 0.0);
-        privacy.put("mechanism", "discrete Laplace noise on every cell");
-        privacy.put("sensitivity_l1", (long) TABLES);
-        privacy.put("noise_scale", TABLES / 8.0);
-        privacy.put("neighbour_relation", "add or remove one record");
-        privacy.put("privacy_unit", "one record");
-        privacy.put("noise_source", "test");
-        privacy.put("released_statistics", list("votes"));
-        p.put("privacy", privacy);
-        Map<String, Object> lsh = new LinkedHashMap<>();
-        lsh.put("family", "simhash");
-        lsh.put("tables", (long) TABLES);
-        lsh.put("bits", (long) BITS);
-        lsh.put("dim", (long) DIM);
-        lsh.put("seed", new BigInteger("18446744073709551615"));  // uint64 max: must still load
-        lsh.put("distribution", "gaussian");
-        // table 0: axes x, y; table 1: axes z, -x
-        lsh.put("hyperplanes", array("<f4", floats(1, 0, 0, 0, 1, 0, 0, 0, 1, -1, 0, 0), TABLES, BITS, DIM));
-        p.put("lsh", lsh);
+    /**
+     * A valid document: 3 labels with descriptions, epsilon 8 spent as 1 (counts), 6 (sums) and 1
+     * (votes), a 2-d subspace of 3-d embeddings, 2 vote tables of 2 bits with offsets, the prior,
+     * the scoring constants, and the tiny ONNX encoder (no external data, empty weights).
+     */
+    static Map<String, Object> document() {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("format", "dpedge");
+        d.put("version", list(1L, 0L));
+        d.put("labels", list("alarm", "music", "weather"));
+        d.put("label_descriptions", list("alarms and timers", "play music", "the weather"));
+        d.put("privacy", map("epsilon", 8.0, "delta", 0.0, "max_records_per_unit", 1L,
+                "neighbour_relation", "add or remove one record", "privacy_unit", "one record",
+                "noise_source", "test", "public_inputs", list("hyperplanes")));
+        Map<String, Object> releases = new LinkedHashMap<>();
+        releases.put("class_counts", release(1.0, 1, array("<i4", ints(5, 3, 2), 3)));
+        Map<String, Object> sums = release(6.0, 200, array("<i4", ints(100, 0, 0, 100, -100, -100), 3, K));
+        sums.put("grid", 100L);
+        sums.put("clip_l1", 2.0);
+        sums.put("values", sums.remove("values"));
+        releases.put("class_sums", sums);
         short[] votes = new short[TABLES * 4 * 3];
         for (int i = 0; i < votes.length; i++) {
             votes[i] = (short) (i % 7 - 3);
         }
-        votes[5] = -32768;
-        votes[6] = 32767;
-        p.put("votes", array("<i2", shorts(votes), TABLES, 4, 3));
-        Map<String, Object> enc = new LinkedHashMap<>();
-        enc.put("format", "onnx");
-        enc.put("model", TINY_ONNX.clone());
-        enc.put("tokenizer_json", TOKENIZER_JSON);
-        enc.put("max_length", 16L);
-        enc.put("dim", (long) DIM);
-        enc.put("pooling", "mean");
-        enc.put("normalized", true);
-        enc.put("inputs", list("input_ids", "attention_mask"));
-        enc.put("output", "sentence_embedding");
-        enc.put("facts", new LinkedHashMap<String, Object>());
-        Map<String, Object> check = new LinkedHashMap<>();
-        check.put("text", "wake me up");
-        check.put("embedding", array("<f4", floats(0.6f, 0.8f, 0f), DIM));
-        enc.put("check", check);
-        p.put("encoder", enc);
-        Map<String, Object> exporter = new LinkedHashMap<>();
-        exporter.put("name", "dpedge");
-        exporter.put("version", "0.1.0");
-        exporter.put("created", "2026-01-01T00:00:00+00:00");
-        p.put("exporter", exporter);
-        return p;
+        releases.put("votes", release(1.0, TABLES, array("<i2", shorts(votes), TABLES, 4, 3)));
+        d.put("releases", releases);
+        d.put("subspace", map("origin", array("<f4", floats(0.1f, 0, 0), DIM),
+                "projection", array("<f4", floats(1, 0, 0, 0, 1, 0), K, DIM)));
+        // table 0: axes x, y; table 1: axes z, -x
+        d.put("hashing", map("hyperplanes", array("<f4", floats(1, 0, 0, 0, 1, 0, 0, 0, 1, -1, 0, 0), TABLES, BITS, DIM),
+                "offsets", array("<f4", floats(0, 0.1f, 0, 0), TABLES, BITS), "seed", 7L));
+        d.put("prior", array("<f4", floats(1, 0, 0, 0, 1, 0, 0, 0, 1), 3, DIM));
+        d.put("scoring", map("centroid_temperature", 0.04, "prior_temperature", 0.05,
+                "prior_records_per_class", 100.0, "description_pull", 0.5));
+        d.put("exporter", map("name", "dpedge", "version", "0.1.0"));
+        d.put("encoder", map("format", "onnx", "model", TINY_ONNX.clone(), "tokenizer_json", TOKENIZER_JSON,
+                "max_length", 16L, "dim", (long) DIM, "text_prefix", "", "inputs", list("input_ids", "attention_mask"),
+                "output", "sentence_embedding", "check_text", "wake me up",
+                "check_embedding", array("<f4", floats(0.6f, 0.8f, 0f), DIM), "weights", new byte[0]));
+        return d;
     }
 
-    /**
-     * A valid format-2 payload: {@link #payload()} plus offsets, class statistics in a 2-d
-     * subspace (the x and y axes), a prior, a scoring map and the releases.
-     */
-    static Map<String, Object> payload2() {
-        Map<String, Object> p = payload();
-        sub(p, "lsh").put("offsets", array("<f4", floats(0.1f, -0.2f, 0f, 0.3f), TABLES, BITS));
-        Map<String, Object> cs = new LinkedHashMap<>();
-        cs.put("origin", array("<f4", floats(0.05f, 0f, -0.05f), DIM));
-        cs.put("projection", array("<f4", floats(1, 0, 0, 0, 1, 0), 2, DIM));
-        cs.put("sums", array("<f4", floats(8f, 1f, -2f, 6f, 0.5f, -4f), 3, 2));
-        cs.put("counts", array("<f4", floats(10f, 7f, 0.4f), 3));
-        p.put("class_stats", cs);
-        Map<String, Object> prior = new LinkedHashMap<>();
-        prior.put("embeddings", array("<f4", floats(1, 0, 0, 0, 1, 0, 0, 0.6f, 0.8f), 3, DIM));
-        prior.put("source", "the label descriptions");
-        p.put("prior", prior);
-        Map<String, Object> scoring = new LinkedHashMap<>();
-        scoring.put("votes", 1.0);
-        scoring.put("centroids", 1.0);
-        scoring.put("prior", 1.0);
-        scoring.put("centroid_temperature", 0.05);
-        scoring.put("prior_temperature", 0.05);
-        scoring.put("rule", "see runtime/scoring.py");
-        p.put("scoring", scoring);
-        Map<String, Object> stats = new LinkedHashMap<>();
-        stats.put("statistic", "class_stats");
-        stats.put("epsilon", 6.4);
-        stats.put("mechanism", "discrete Laplace");
-        stats.put("sensitivity_l1", 400L);
-        stats.put("noise_scale", 62.5);
-        Map<String, Object> votes = new LinkedHashMap<>();
-        votes.put("statistic", "votes");
-        votes.put("epsilon", 1.6);
-        votes.put("mechanism", "discrete Laplace");
-        votes.put("sensitivity_l1", (long) TABLES);
-        votes.put("noise_scale", TABLES / 1.6);
-        sub(p, "privacy").put("releases", list(stats, votes));
-        sub(p, "privacy").put("noise_scale", TABLES / 1.6);  // the top level states the votes release's facts
-        return p;
+    private static Map<String, Object> release(double epsilon, long sensitivity, Map<String, Object> values) {
+        return map("epsilon", epsilon, "sensitivity_l1", sensitivity, "noise_scale", sensitivity / epsilon,
+                "mechanism", "discrete Laplace noise", "values", values);
     }
 
-    /**
-     * A valid format-3.0 payload without vote tables, as the exporter writes by default:
-     * {@link #payload2()} without {@code lsh} and {@code votes}, the class statistics released as
-     * class counts (epsilon 0.4, sensitivity 1) then class sums (epsilon 7.6, sensitivity 400),
-     * the top level stating the sums release's facts, and format 3.0's scoring map (the
-     * "cosine_public" rule at 0.04, the "linear" boost with R = 100).
-     */
-    static Map<String, Object> payload3() {
-        Map<String, Object> p = payload2();
-        p.remove("lsh");
-        p.remove("votes");
-        Map<String, Object> privacy = sub(p, "privacy");
-        privacy.put("released_statistics", list("class_counts", "class_sums"));
-        privacy.put("releases", list(release("class_counts", 0.4, 1L), release("class_sums", 7.6, 400L)));
-        privacy.put("sensitivity_l1", 400L);
-        privacy.put("noise_scale", 400 / 7.6);
-        privacy.put("max_records_per_unit", 1L);
-        Map<String, Object> scoring = sub(p, "scoring");
-        scoring.put("centroid_temperature", 0.04);
-        scoring.put("centroid_rule", "cosine_public");
-        scoring.put("centroid_clip_l1", 0.0);
-        scoring.put("prior_records_per_class", 100.0);
-        scoring.put("prior_boost_rule", "linear");
-        return p;
+    /** A document's file: its entries, then the digest entry over every byte before it. */
+    static byte[] seal(Map<String, Object> doc) {
+        try {
+            MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+            p.packMapHeader(doc.size() + 1);
+            for (Map.Entry<String, Object> e : doc.entrySet()) {
+                write(p, e.getKey());
+                write(p, e.getValue());
+            }
+            byte[] head = p.toByteArray();
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(head);
+            byte[] out = Arrays.copyOf(head, head.length + 41);
+            byte[] tail = {(byte) 0xa6, 's', 'h', 'a', '2', '5', '6', (byte) 0xc4, 0x20};
+            System.arraycopy(tail, 0, out, head.length, tail.length);
+            System.arraycopy(digest, 0, out, head.length + tail.length, 32);
+            return out;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
-    /**
-     * A valid format-3.0 payload with vote tables ({@code --votes-share}): {@link #payload3()}
-     * plus {@link #payload()}'s hashing and votes with {@link #payload2()}'s offsets, and a third
-     * release, the votes' (epsilon 0.8: the sums keep 6.8), whose facts the top level states.
-     */
-    static Map<String, Object> payload3Tables() {
-        Map<String, Object> p = payload3();
-        Map<String, Object> plain = payload2();
-        p.put("lsh", plain.get("lsh"));
-        p.put("votes", plain.get("votes"));
-        Map<String, Object> privacy = sub(p, "privacy");
-        privacy.put("released_statistics", list("class_counts", "class_sums", "votes"));
-        privacy.put("releases", list(release("class_counts", 0.4, 1L), release("class_sums", 6.8, 400L),
-                release("votes", 0.8, (long) TABLES)));
-        privacy.put("sensitivity_l1", (long) TABLES);
-        privacy.put("noise_scale", TABLES / 0.8);
-        return p;
+    /** msgpack of a value: a Float as float32, a Double as float64, an Object[][] as a map of pairs (keys may repeat). */
+    static byte[] pack(Object v) {
+        try {
+            MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+            write(p, v);
+            return p.toByteArray();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
-    /** One {@code privacy.releases} entry with a consistent noise scale (sensitivity / epsilon). */
-    static Map<String, Object> release(String statistic, double epsilon, long sensitivity) {
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("statistic", statistic);
-        r.put("epsilon", epsilon);
-        r.put("mechanism", "discrete Laplace");
-        r.put("sensitivity_l1", sensitivity);
-        r.put("noise_scale", sensitivity / epsilon);
-        return r;
+    private static void write(MessageBufferPacker p, Object v) throws IOException {
+        if (v == null) {
+            p.packNil();
+        } else if (v instanceof String) {
+            p.packString((String) v);
+        } else if (v instanceof byte[]) {
+            p.packBinaryHeader(((byte[]) v).length).writePayload((byte[]) v);
+        } else if (v instanceof Boolean) {
+            p.packBoolean((Boolean) v);
+        } else if (v instanceof Float) {
+            p.packFloat((Float) v);
+        } else if (v instanceof Double) {
+            p.packDouble((Double) v);
+        } else if (v instanceof Number) {
+            p.packLong(((Number) v).longValue());
+        } else if (v instanceof List) {
+            p.packArrayHeader(((List<?>) v).size());
+            for (Object x : (List<?>) v) {
+                write(p, x);
+            }
+        } else if (v instanceof Object[][]) {
+            p.packMapHeader(((Object[][]) v).length);
+            for (Object[] pair : (Object[][]) v) {
+                write(p, pair[0]);
+                write(p, pair[1]);
+            }
+        } else {
+            Map<?, ?> m = (Map<?, ?>) v;
+            p.packMapHeader(m.size());
+            for (Map.Entry<?, ?> e : m.entrySet()) {
+                write(p, e.getKey());
+                write(p, e.getValue());
+            }
+        }
     }
 
-    /** A sealed format-3 bundle (version [3, 0]) of a payload. */
-    static byte[] seal3(Map<String, Object> payload) {
-        Map<String, Object> o = outer(pack(payload));
-        o.put("version", list(3L, 0L));
-        return pack(o);
+    /** Any msgpack file (golden.msgpack) as Java values: maps, lists, String, byte[], Long, Double, Boolean. */
+    static Object unpack(byte[] data) throws IOException {
+        try (MessageUnpacker u = MessagePack.newDefaultUnpacker(data)) {
+            return plain(u.unpackValue());
+        }
     }
 
-    /** A sealed format-2 bundle (version [2, 0]) of a payload. */
-    static byte[] seal2(Map<String, Object> payload) {
-        Map<String, Object> o = outer(pack(payload));
-        o.put("version", list(2L, 0L));
-        return pack(o);
+    private static Object plain(Value v) {
+        switch (v.getValueType()) {
+            case NIL: return null;
+            case BOOLEAN: return v.asBooleanValue().getBoolean();
+            case INTEGER: return v.asIntegerValue().isInLongRange() ? (Object) v.asIntegerValue().toLong()
+                    : v.asIntegerValue().toBigInteger();
+            case FLOAT: return v.asFloatValue().toDouble();
+            case STRING: return v.asStringValue().asString();
+            case BINARY: return v.asBinaryValue().asByteArray();
+            case ARRAY: {
+                List<Object> out = new ArrayList<>();
+                for (Value x : v.asArrayValue()) {
+                    out.add(plain(x));
+                }
+                return out;
+            }
+            default: {
+                Map<String, Object> out = new LinkedHashMap<>();
+                for (Map.Entry<Value, Value> e : v.asMapValue().entrySet()) {
+                    out.put(e.getKey().asStringValue().asString(), plain(e.getValue()));
+                }
+                return out;
+            }
+        }
     }
 
-    /** The outer map around a payload, with a correct checksum. */
-    static Map<String, Object> outer(byte[] body) {
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("format", "dpedge-bundle");
-        o.put("version", list(1L, 1L));
-        Map<String, Object> checksum = new LinkedHashMap<>();
-        checksum.put("algorithm", "sha256");
-        checksum.put("digest", sha256(body));
-        o.put("checksum", checksum);
-        o.put("payload", body);
-        return o;
+    // ------------------------------------------------------------------ editing documents
+
+    @SuppressWarnings("unchecked")
+    static Object get(Map<String, Object> doc, String path) {
+        Object node = doc;
+        for (String key : path.split("\\.")) {
+            node = ((Map<String, Object>) node).get(key);
+        }
+        return node;
     }
 
-    static byte[] seal(Map<String, Object> payload) {
-        return pack(outer(pack(payload)));
-    }
-
-    static byte[] validBundle() {
-        return seal(payload());
+    /** Sets a field (a new key goes last in its map). */
+    @SuppressWarnings("unchecked")
+    static void put(Map<String, Object> doc, String path, Object value) {
+        int dot = path.lastIndexOf('.');
+        Map<String, Object> parent = dot < 0 ? doc : (Map<String, Object>) get(doc, path.substring(0, dot));
+        parent.put(path.substring(dot + 1), value);
     }
 
     @SuppressWarnings("unchecked")
-    static Map<String, Object> sub(Map<String, Object> m, String dotted) {
-        for (String key : dotted.split("\\.")) {
-            m = (Map<String, Object>) m.get(key);
+    static void drop(Map<String, Object> doc, String path) {
+        int dot = path.lastIndexOf('.');
+        Map<String, Object> parent = dot < 0 ? doc : (Map<String, Object>) get(doc, path.substring(0, dot));
+        parent.remove(path.substring(dot + 1));
+    }
+
+    /** The encoder map moved back to the end of the document (put adds keys last). */
+    static Map<String, Object> encoderLast(Map<String, Object> doc) {
+        doc.put("encoder", doc.remove("encoder"));
+        return doc;
+    }
+
+    static Bundle read(Map<String, Object> doc) throws BundleException {
+        return BundleReader.read(seal(doc));
+    }
+
+    /** The message of the reader's refusal of a document (fails if it is accepted). */
+    static String refusal(Map<String, Object> doc) {
+        try {
+            read(doc);
+        } catch (BundleException e) {
+            return e.getMessage();
+        }
+        throw new AssertionError("the reader accepted the document");
+    }
+
+    // ------------------------------------------------------------------ values
+
+    static Map<String, Object> map(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
         }
         return m;
-    }
-
-    static Map<String, Object> array(String dtype, byte[] data, long... shape) {
-        Map<String, Object> a = new LinkedHashMap<>();
-        a.put("dtype", dtype);
-        List<Object> s = new ArrayList<>();
-        for (long d : shape) {
-            s.add(d);
-        }
-        a.put("shape", s);
-        a.put("data", data);
-        return a;
-    }
-
-    static byte[] floats(float... v) {
-        ByteBuffer b = ByteBuffer.allocate(v.length * 4).order(ByteOrder.LITTLE_ENDIAN);
-        for (float x : v) {
-            b.putFloat(x);
-        }
-        return b.array();
-    }
-
-    static byte[] shorts(short... v) {
-        ByteBuffer b = ByteBuffer.allocate(v.length * 2).order(ByteOrder.LITTLE_ENDIAN);
-        for (short x : v) {
-            b.putShort(x);
-        }
-        return b.array();
     }
 
     static List<Object> list(Object... items) {
         return new ArrayList<>(Arrays.asList(items));
     }
 
-    static byte[] sha256(byte[] data) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(data);
-        } catch (Exception e) {
-            throw new AssertionError(e);
+    static Map<String, Object> array(String dtype, byte[] data, long... shape) {
+        List<Object> s = new ArrayList<>();
+        for (long n : shape) {
+            s.add(n);
         }
+        return map("dtype", dtype, "shape", s, "data", data);
     }
 
-    /** Packs nested Maps, Lists, Strings, byte[], Long/Integer, BigInteger, Double, Boolean and null. */
-    static byte[] pack(Object value) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (MessagePacker p = MessagePack.newDefaultPacker(out)) {
-            pack(p, value);
-        } catch (IOException e) {
-            throw new AssertionError(e);
+    static byte[] floats(float... v) {
+        ByteBuffer b = ByteBuffer.allocate(4 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (float x : v) {
+            b.putFloat(x);
         }
-        return out.toByteArray();
+        return b.array();
     }
 
-    private static void pack(MessagePacker p, Object v) throws IOException {
-        if (v == null) {
-            p.packNil();
-        } else if (v instanceof Boolean) {
-            p.packBoolean((Boolean) v);
-        } else if (v instanceof Long || v instanceof Integer) {
-            p.packLong(((Number) v).longValue());
-        } else if (v instanceof BigInteger) {
-            p.packBigInteger((BigInteger) v);
-        } else if (v instanceof Double) {
-            p.packDouble((Double) v);
-        } else if (v instanceof String) {
-            p.packString((String) v);
-        } else if (v instanceof byte[]) {
-            byte[] b = (byte[]) v;
-            p.packBinaryHeader(b.length);
-            p.writePayload(b);
-        } else if (v instanceof List) {
-            List<?> l = (List<?>) v;
-            p.packArrayHeader(l.size());
-            for (Object x : l) {
-                pack(p, x);
-            }
-        } else if (v instanceof Map) {
-            Map<?, ?> m = (Map<?, ?>) v;
-            p.packMapHeader(m.size());
-            for (Map.Entry<?, ?> e : m.entrySet()) {
-                pack(p, e.getKey());
-                pack(p, e.getValue());
-            }
-        } else {
-            throw new IllegalArgumentException("cannot pack " + v.getClass());
+    static byte[] ints(int... v) {
+        ByteBuffer b = ByteBuffer.allocate(4 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (int x : v) {
+            b.putInt(x);
         }
+        return b.array();
+    }
+
+    static byte[] shorts(short... v) {
+        ByteBuffer b = ByteBuffer.allocate(2 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (short x : v) {
+            b.putShort(x);
+        }
+        return b.array();
     }
 }

@@ -22,8 +22,8 @@ package org.dpedge.core;
  * Characters added after Unicode 14 are not covered: on a platform whose Unicode is newer,
  * a text with such a mark or punctuation may still tokenize differently.
  */
-final class LegacyUnicode {
-    private LegacyUnicode() {
+final class RustUnicode {
+    private RustUnicode() {
     }
 
     private static final int[] NOT_OTHER = {
