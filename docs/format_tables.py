@@ -26,11 +26,13 @@ _KINDS = {"map": "map", "str": "string", "int": "integer", "float": "float", "bo
 
 
 def _num(x: float) -> str:
+    """A bound exactly, as people read it (2^31 - 1, 1 000 000, 1e-06)."""
+    for value, name in ((2**64 - 1, "2^64 - 1"), (2**31 - 1, "2^31 - 1"), (2**31, "2^31"),
+                        ((2**31 - 1) / 1e-6, "(2^31 - 1) / 1e-6")):
+        if x == value:
+            return name
     if float(x).is_integer() and abs(x) < 1e15:
         n = int(x)
-        for base, name in ((2**64 - 1, "2^64 - 1"), (2**31 - 1, "2^31 - 1"), (2**31, "2^31")):
-            if n == base:
-                return name
         return f"{n:,}".replace(",", " ") if n >= 100_000 else str(n)
     return f"{x:g}"
 

@@ -86,9 +86,15 @@ def _rowwise(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.stack([row @ m for row in x]) if len(x) else np.zeros((0, m.shape[1]))
 
 
-def _norms(a: np.ndarray) -> np.ndarray:
-    """Row norms, shape (n, 1), at least 1e-12 (a zero row gives zeros, not NaN), row by row."""
-    return np.array([[max(math.sqrt(float(row @ row)), 1e-12)] for row in a]).reshape(len(a), 1)
+#: A query whose |z| (or |x|) is at most this has no direction worth the name: its cosines
+#: would be rounding noise that two readers compute differently, so they are 0 (a uniform softmax).
+NEAR_ZERO = 1e-6
+
+
+def _cosines(a: np.ndarray, dots: np.ndarray) -> np.ndarray:
+    """dots / |a| row by row (each row's norm on its own, like `_rowwise`), 0 where |a| <= NEAR_ZERO."""
+    norms = np.array([math.sqrt(float(row @ row)) for row in a]).reshape(len(a), 1)
+    return np.where(norms > NEAR_ZERO, dots / np.maximum(norms, NEAR_ZERO), 0.0)
 
 
 class Scorer:
@@ -138,9 +144,9 @@ class Scorer:
         h = _rowwise(x, self._matrix)
         k, c = self._k, self.classes
         logits = np.zeros((len(x), 2, c))
-        logits[:, 0] = (h[:, k:k + c] - self._shift_dirs) / _norms(h[:, :k] - self._shift)
+        logits[:, 0] = _cosines(h[:, :k] - self._shift, h[:, k:k + c] - self._shift_dirs)
         if self._has_prior:
-            logits[:, 1] = h[:, -c:] / _norms(x)
+            logits[:, 1] = _cosines(x, h[:, -c:])
         probs = _softmax(logits)
         if not self._has_prior:
             probs[:, 1] = 0.0

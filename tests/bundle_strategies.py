@@ -24,7 +24,7 @@ Example:
     >>> doc = {"format": "dpedge", "version": [1, 0]}
     >>> blob = seal(doc)
     >>> blob[:1], blob[-41:-32] == schema.DIGEST_TAIL, len(blob)
-    (b'\\x83', True, 70)
+    (b'\\x83', True, 67)
 """
 
 from __future__ import annotations

@@ -356,12 +356,14 @@ class Decoder:
             m = max(1.0, s)
             e = self.prior.astype(np.float64)
             s_rows = np.array([s_rows[c] / m + (s / m) * _unit(p @ e[c] - p @ o) for c in range(len(self.labels))])
-        z_norm = max(float(np.linalg.norm(z)), 1e-12)
-        centroid = np.array([float(z @ _unit(row)) / z_norm / self.tau_c for row in s_rows])   # step 3
+        z_norm = float(np.linalg.norm(z))
+        centroid = np.array([float(z @ _unit(row)) / z_norm / self.tau_c if z_norm > 1e-6 else 0.0
+                             for row in s_rows])                                                  # step 3
         score = _softmax(centroid)
         if self.prior is not None:                                         # step 4
-            x_norm = max(float(np.linalg.norm(x)), 1e-12)
-            prior = np.array([float(x @ _unit(e_c)) / x_norm / self.tau_p for e_c in self.prior.astype(np.float64)])
+            x_norm = float(np.linalg.norm(x))
+            prior = np.array([float(x @ _unit(e_c)) / x_norm / self.tau_p if x_norm > 1e-6 else 0.0
+                              for e_c in self.prior.astype(np.float64)])
             score = score + self.boost() * _softmax(prior)
         if cells is not None:                                              # step 5
             pos = np.maximum(cells, 0).sum(axis=0).astype(np.float64)

@@ -650,11 +650,11 @@ def container_cases(base: dict[str, Any]) -> Iterator[Case]:
     yield Case("key-not-a-string", _edit(base, ("exporter", Pairs([(b"name", "a")]))),
                ("a map has a key that is not a string",))
     yield Case("key-an-integer", _edit(base, ("exporter", Pairs([(1, "a")]))), ("not valid msgpack",))
-    ext = {"fixext": Raw(b"\xd4\x05\x00"), "timestamp": Raw(b"\xd6\xff" + bytes(4)), "ext8": Raw(b"\xc7\x03\x05abc")}
+    ext = {"fixext": Raw(b"\xd4\x05\x00"), "timestamp": Raw(b"\xd6\xff" + bytes(4)), "ext8": Raw(b"\xc7\x03\x05abc"),
+           "empty": Raw(b"\xc7\x00\x05"), "bad-timestamp": Raw(b"\xd4\xff\x00")}
     for name, value in ext.items():
-        yield Case(f"extension-{name}", _edit(base, ("exporter", {"x": value})), ("not valid msgpack",))
-    yield Case("extension-empty", _edit(base, ("exporter", {"x": Raw(b"\xc7\x00\x05")})),
-               ("not a dpedge bundle: it holds a msgpack ExtType, which no field may",))
+        yield Case(f"extension-{name}", _edit(base, ("exporter", {"x": value})),
+                   ("not a dpedge bundle: it holds a msgpack extension type, which no field may",))
     yield Case("float32-where-an-integer-is-meant", _edit(base, ("encoder.max_length", _float32(256.0))),
                ("field 'encoder.max_length' is float, expected integer",))
     yield Case("nested-too-deep", _edit(base, ("exporter", {"x": _nested(MAX_DEPTH - 1)})),

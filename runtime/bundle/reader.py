@@ -137,6 +137,10 @@ def parse(data: bytes) -> dict[str, Any]:
         raise
     except msgpack.StackError:  # deeper than msgpack's own stack (1024): far past MAX_DEPTH
         raise BundleError(_TOO_DEEP) from None
+    except ValueError as exc:
+        if "timestamp" in str(exc):  # type -1, which msgpack decodes itself: an extension like any other
+            raise BundleError(_EXTENSION) from None
+        raise BundleError(f"not valid msgpack (ValueError: {escape(str(exc))[:200]})") from None
     except Exception as exc:  # msgpack's FormatError, ExtraData, ValueError, UnicodeDecodeError...
         raise BundleError(f"not valid msgpack ({type(exc).__name__}: {escape(str(exc))[:200]})") from None
     if not isinstance(doc, dict):

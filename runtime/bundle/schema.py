@@ -245,7 +245,8 @@ DIMS = {
 
 #: The conditions of ``need = "iff X"``.
 CONDITIONS = {
-    "class statistics": "releases.class_sums or releases.class_counts is present (the three come together)",
+    "class statistics": "releases.class_sums or releases.class_counts is present (they and subspace come "
+                        "together)",
     "votes": "releases.votes is present",
     "prior": "label_descriptions and releases.class_sums are present",
     "blend": "releases.class_sums is present",

@@ -47,7 +47,8 @@ final class Msgpack {
     private final int length;
     private final MessageUnpacker in;
     private long budget;
-    private boolean extType;
+    /** The reader's phrase for any extension type (Python: runtime/bundle/reader.py). */
+    static final String EXTENSION = "not a dpedge bundle: it holds a msgpack extension type, which no field may";
 
     private Msgpack(byte[] data, int offset, int length, long budget) {
         this.data = data;
@@ -88,9 +89,6 @@ final class Msgpack {
             doc = p.value(1);
             if (p.in.hasNext()) {
                 throw invalid("ExtraData: bytes after the document");
-            }
-            if (p.extType) {  // the reader's check after msgpack's parse
-                throw new BundleException("not a dpedge bundle: it holds a msgpack ExtType, which no field may");
             }
         } catch (MessageInsufficientBufferException e) {
             throw invalid("ValueError: Unpack failed: incomplete input");
@@ -199,13 +197,8 @@ final class Msgpack {
             case ARRAY:
             case MAP:
                 return container(f.getValueType() == ValueType.MAP, depth);
-            case EXTENSION: {
-                BundleException refused = extension(f);
-                if (refused != null) {
-                    throw refused;
-                }
-                return null;
-            }
+            case EXTENSION:
+                throw extension();
             default:
                 throw invalid("FormatError: unknown format " + f);
         }
@@ -277,20 +270,10 @@ final class Msgpack {
         return out;
     }
 
-    /**
-     * An extension: refused with msgpack-python's words (it reads none: max_ext_len 0), except an
-     * empty one, which parses and is refused after the whole document (null here).
-     */
-    private BundleException extension(MessageFormat f) throws IOException {
-        ExtensionTypeHeader h = in.unpackExtensionTypeHeader();
-        if (h.getLength() > 0) {
-            return invalid("ValueError: " + (h.getLength() + 1) + " exceeds max_ext_len(0)");
-        }
-        if (h.getType() == -1) {
-            return invalid("ValueError: invalid timestamp data (length 0)");
-        }
-        extType = true;  // an empty extension parses; the reader refuses it once the document is read
-        return null;
+    /** Any extension, the timestamp (type -1) included: no field holds one. */
+    private BundleException extension() throws IOException {
+        in.unpackExtensionTypeHeader();
+        return new BundleException(EXTENSION);
     }
 
     private static String pythonType(Object v) {

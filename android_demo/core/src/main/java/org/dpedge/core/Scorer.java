@@ -14,8 +14,8 @@ package org.dpedge.core;
  *       rows, z = P x - P o; the sums are first pulled toward their descriptions,
  *       {@code S_c / m + (s / m) unit(P e_c - P o)} with {@code s = description_pull x nu},
  *       {@code nu = sqrt(2k) x noise_scale / grid} the noise's root-mean-square norm on one row
- *       and {@code m = max(1, s)}; centroid_c = {@code z . unit(S_c) / max(|z|, 1e-12) / tau_c};
- *       prior_c = {@code x . unit(e_c) / max(|x|, 1e-12) / tau_p}; boost =
+ *       and {@code m = max(1, s)}; centroid_c = {@code z . unit(S_c) / |z| / tau_c} (0 when |z| <= 1e-6);
+ *       prior_c = {@code x . unit(e_c) / |x| / tau_p} (0 when |x| <= 1e-6); boost =
  *       {@code min(R C K / (epsilon N), 1e6)}, N the released record count (at least 1); pos_c
  *       the query's votes with negative cells read as 0. The prior terms (boost, pull) only with
  *       a prior, the votes term only with vote tables.</li>
@@ -26,6 +26,8 @@ package org.dpedge.core;
  */
 public final class Scorer {
     private static final double TINY = 1e-12;
+    /** |z| or |x| at most this: the cosine is rounding noise, and every reader scores it as 0. */
+    private static final double NEAR_ZERO = 1e-6;
     static final double BOOST_MAX = 1e6;
 
     private final int classes;
@@ -119,17 +121,17 @@ public final class Scorer {
             return out;
         }
         double[] z = project(x, 0, shift);
-        double zNorm = Math.max(norm(z, 0, k), TINY);
+        double zNorm = norm(z, 0, k);
         double[] logits = new double[classes];
-        for (int c = 0; c < classes; c++) {
-            logits[c] = dot(z, 0, directions, c * k, k) / zNorm;
+        for (int c = 0; c < classes; c++) {  // a query at the origin has no direction: uniform
+            logits[c] = zNorm > NEAR_ZERO ? dot(z, 0, directions, c * k, k) / zNorm : 0.0;
         }
         double[] out = softmax(logits);
         if (prior != null) {
             double[] xd = toDoubles(x);
-            double xNorm = Math.max(norm(xd, 0, dim), TINY);
+            double xNorm = norm(xd, 0, dim);
             for (int c = 0; c < classes; c++) {
-                logits[c] = dot(xd, 0, prior, c * dim, dim) / xNorm;
+                logits[c] = xNorm > NEAR_ZERO ? dot(xd, 0, prior, c * dim, dim) / xNorm : 0.0;
             }
             double[] p = softmax(logits);
             for (int c = 0; c < classes; c++) {
