@@ -242,7 +242,7 @@ def tiny_document(data: bytes, dim: int = 8, basis: int = 4, tables: int = 2, bi
     """A real bundle (bytes) shrunk to a few KiB and still valid: the first ``dim`` coordinates
     of every D-sized array (the check embedding renormalised), the first ``basis`` directions of
     the subspace, ``tables`` tables of ``bits`` bits (the votes release's sensitivity and scale
-    follow), the shrunk model, weights and tokenizer."""
+    follow), the shrunk ONNX model, weights and tokenizer (a TFLite model becomes TINY_TFLITE)."""
     doc = decode(data)
     enc, releases = doc[Key.ENCODER], doc[Key.RELEASES]
     d = min(dim, enc[Key.DIM])
@@ -327,7 +327,7 @@ class Params:
     requires: list[str] | None = None
 
 
-def privacy_facts(params_k: int, shares: dict[str, float], sums_steps: tuple[int, float] | None,
+def privacy_facts(per_unit: int, shares: dict[str, float], sums_steps: tuple[int, float] | None,
                   tables: int) -> dict[str, dict[str, Any]]:
     """Each release's epsilon, sensitivity and scale, consistent (relations 2 to 4): counts K,
     sums K x round(grid x clip_l1), votes K x T; scale = sensitivity / epsilon."""
@@ -335,13 +335,13 @@ def privacy_facts(params_k: int, shares: dict[str, float], sums_steps: tuple[int
     for name, eps in shares.items():
         facts: dict[str, Any] = {Key.EPSILON: eps}
         if name == Key.CLASS_COUNTS:
-            sens = params_k
+            sens = per_unit
         elif name == Key.CLASS_SUMS:
             grid, clip = sums_steps
-            sens = params_k * round(grid * clip)
+            sens = per_unit * round(grid * clip)
             facts.update({Key.GRID: grid, Key.CLIP_L1: clip})
         else:
-            sens = params_k * tables
+            sens = per_unit * tables
         facts.update({Key.SENSITIVITY_L1: sens, Key.NOISE_SCALE: sens / eps})
         out[name] = facts
     return out
@@ -692,7 +692,8 @@ def _out_of_bounds(doc: dict, ch: Chooser) -> None:
     candidates = [p for p in paths(doc) if _schema_path(p) in FIELDS_BY_PATH and isinstance(p[-1], str)]
     p = ch.choice(candidates)
     f, v = FIELDS_BY_PATH[_schema_path(p)], _at(doc, p)
-    if f.kind == "ndarray" and isinstance(v, dict) and isinstance(v.get(Key.SHAPE), list):
+    if f.kind == "ndarray" and isinstance(v, dict) and isinstance(v.get(Key.SHAPE), list) \
+            and isinstance(v.get(Key.DATA), bytes):  # (bytes(n) of an integer n would allocate n bytes)
         shape = list(v[Key.SHAPE])
         how = ch.integer(0, 5)
         if how == 0 and shape:
@@ -728,8 +729,11 @@ def _out_of_bounds(doc: dict, ch: Chooser) -> None:
 
 def _non_finite(doc: dict, ch: Chooser) -> None:
     """NaN or an infinity in a float field or inside a float32 array."""
+    # (an array record only if its data is still bytes: bytearray(n) of an integer n would
+    # allocate n bytes)
     spots = [p for p in paths(doc) if isinstance(_at(doc, p), float)
-             or (isinstance(_at(doc, p), dict) and _at(doc, p).get(Key.DTYPE) == "<f4")]
+             or (isinstance(_at(doc, p), dict) and _at(doc, p).get(Key.DTYPE) == "<f4"
+                 and isinstance(_at(doc, p).get(Key.DATA), bytes))]
     if not spots:
         return
     p = ch.choice(spots)
@@ -896,12 +900,3 @@ def mutate(doc: dict[str, Any], ch: Chooser) -> tuple[str, bytes]:
     elif ending == "trailing bytes":
         blob = blob + ch.choice([b"\x00", b"\xc0", blob[-TAIL_BYTES:]])
     return f"{' + '.join(done)}; {ending}", blob
-
-
-@st.composite
-def mutated(draw, bases: Sequence[dict[str, Any]]) -> tuple[str, bytes]:
-    """A Hypothesis strategy of `mutate` on one of ``bases``."""
-    base = draw(st.sampled_from(list(bases)))
-    return mutate(base, Draws(draw))
-
-

@@ -368,12 +368,13 @@ def _array(f: Field, record: dict[str, Any], defined: list[str]) -> Iterator[tup
         else:  # the array defines the symbol: outside its bounds (for 2^H, not a power of two first)
             _, _, high = DIMS[name]
             if symbol.startswith("2^"):
-                outside = ((0, symbol), (3, symbol), (2**(high + 1), name))
+                outside = ((0, f"its {symbol} axis is not a power of two"), (3, f"its {symbol} axis is not a power of two"),
+                           (2**(high + 1), f"{name} must be"))
             else:
-                outside = ((0, name), (high + 1, name))
+                outside = ((0, f"{name} must be"), (high + 1, f"{name} must be"))
             for value, says in outside:
                 wrong = shape[:axis] + [value] + shape[axis + 1:]
-                yield f"shape-{name}-{value}", edited(shape=wrong), (f"field '{p}.shape' is {wrong}: {says} must be",)
+                yield f"shape-{name}-{value}", edited(shape=wrong), (f"field '{p}.shape' is {wrong}: {says}",)
     yield "data-short", edited(data=record["data"][:-item]), (
         f"field '{p}.data' has {len(record['data']) - item} bytes, but {f.dtype} {shape} needs {len(record['data'])}",)
     yield "data-not-bin", edited(data="x"), (f"field '{p}.data' is string, expected bin",)

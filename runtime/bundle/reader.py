@@ -358,7 +358,8 @@ def _array(f: Field, v: Any, dims: dict[str, int]) -> np.ndarray:
             if not low <= dims[name] <= high:
                 raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}: {name} must be {low} to {high}")
         if n != (2 ** dims[name] if power else dims[name]):
-            want = [2 ** dims[s[2:]] if s.startswith("2^") else dims[s] for s in f.shape if s.lstrip("2^") in dims]
+            want = [None if s.removeprefix("2^") not in dims else 2 ** dims[s[2:]] if s.startswith("2^") else dims[s]
+                    for s in f.shape]
             raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}, expected [{', '.join(f.shape)}] = {want}")
     if type(data) is not bytes:
         raise _fail(f"{f.path}.{Key.DATA}", f"is {_kind(data)}, expected bin")

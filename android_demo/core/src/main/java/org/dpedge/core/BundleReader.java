@@ -365,8 +365,11 @@ public final class BundleReader {
                 Object[] bounds = Fields.DIMS.get(name);
                 int low = (Integer) bounds[1];
                 int high = (Integer) bounds[2];
-                if (power ? !(value >= 2 && (value & (value - 1)) == 0) : !(value >= low && value <= high)) {
-                    throw fail(f.path + ".shape", "is " + shown + ": " + symbol + " must be " + low + " to " + high);
+                if (power && !(value >= 2 && (value & (value - 1)) == 0)) {
+                    throw fail(f.path + ".shape", "is " + shown + ": its " + symbol + " axis is not a power of two");
+                }
+                if (!power && !(value >= low && value <= high)) {
+                    throw fail(f.path + ".shape", "is " + shown + ": " + name + " must be " + low + " to " + high);
                 }
                 int defined = power ? 63 - Long.numberOfLeadingZeros(value) : (int) value;
                 if (defined < low || defined > high) {

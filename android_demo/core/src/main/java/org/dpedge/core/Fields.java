@@ -174,7 +174,7 @@ final class Fields {
         DIMS.put("T", new Object[] {"tables: hashing.hyperplanes' first axis", 1, 1024});
         DIMS.put("H", new Object[] {"bits: hashing.hyperplanes' second axis", 1, 24});
         CONDITIONS.put("class statistics",
-                "releases.class_sums or releases.class_counts is present (the three come together)");
+                "releases.class_sums or releases.class_counts is present (they and subspace come together)");
         CONDITIONS.put("votes", "releases.votes is present");
         CONDITIONS.put("prior", "label_descriptions and releases.class_sums are present");
         CONDITIONS.put("blend", "releases.class_sums is present");
