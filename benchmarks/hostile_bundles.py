@@ -698,7 +698,7 @@ def _sparse_2gib(base: Base, path: Path, *, valid_checksum: bool) -> None:
     doc = before_encoder(base.copy(), "padding", Raw(b"\xc6" + struct.pack(">I", size)))
     doc[Key.VERSION] = [1, 1]
     blob = seal(doc)
-    at = blob.index(b"\xa7padding\xc6") + 9
+    at = blob.index(b"\xa7padding\xc6") + 8 + 5  # the key, then the bin32 header (type and length)
     head, tail = blob[:at], blob[at:-schema.TAIL_BYTES]  # the zeros go between them
     digest = hashlib.sha256(head)
     if valid_checksum:
