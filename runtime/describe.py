@@ -77,7 +77,7 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
         "subspace_dim": None if b.projection is None else int(b.projection.shape[0]),
         "scoring": None if b.scoring is None else dict(vars(b.scoring)),
         "encoder": {"format": e.format, "dim": e.dim, "max_length": e.max_length, "text_prefix": e.text_prefix,
-                    **plain(e.facts)},
+                    **plain(e.facts or {})},
         "exporter": plain(b.exporter),
         "components": [n for n, there in (("centroids", b.class_sums is not None), ("votes", b.votes is not None),
                                           ("prior", b.prior is not None)) if there],

@@ -160,8 +160,9 @@ def _identity(path: str) -> tuple[int, int, int, int] | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> bytes:
-    """The model bytes to give onnxruntime, with ``so`` set up to find the initializers' data.
+def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> tuple[bytes, Any]:
+    """The model bytes to give onnxruntime, with ``so`` set up to find the initializers' data,
+    and the in-memory weights it was given (None when it maps them), which must outlive it.
 
     Left in the bundle file (`bundle.load`): the external-data entries are rewritten in place,
     at the same length, to name the bundle file (as "././...name", relative to its folder,
@@ -172,7 +173,7 @@ def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> bytes:
     """
     refs = check_onnx(encoder.model, encoder.weights_file.length if encoder.weights_file else len(encoder.weights))
     if not refs:
-        return encoder.model
+        return encoder.model, None
     where = encoder.weights_file
     name = os.path.basename(where.path).encode() if where else b""
     pad = len(WEIGHTS_LOCATION) - len(name)
@@ -184,7 +185,7 @@ def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> bytes:
             model[r.offset_at:r.offset_at + NUMBER_DIGITS] = b"%0*d" % (NUMBER_DIGITS, where.offset + r.offset)
         so.add_session_config_entry("session.model_external_initializers_file_folder_path",
                                     os.path.dirname(where.path))
-        return bytes(model)
+        return bytes(model), None
     weights = encoder.weights
     if where is not None:  # the name does not fit: read the weights into memory after all
         with open(where.path, "rb") as f:
@@ -192,9 +193,9 @@ def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> bytes:
             weights = f.read(where.length)
         if len(weights) != where.length or _identity(where.path) != where.identity:
             raise BundleError(f"{escape(where.path)}: the bundle file changed while it was being loaded")
-    so.add_external_initializers_from_files_in_memory([WEIGHTS_LOCATION], [np.frombuffer(weights, np.uint8)],
-                                                      [len(weights)])
-    return encoder.model
+    buffer = np.frombuffer(weights, np.uint8)
+    so.add_external_initializers_from_files_in_memory([WEIGHTS_LOCATION], [buffer], [len(weights)])
+    return encoder.model, buffer
 
 
 class OnnxRuntimeBackend:
@@ -208,7 +209,8 @@ class OnnxRuntimeBackend:
     def __init__(self, encoder: EncoderSpec, threads: int | None):
         ort = _onnxruntime()
         so = _session_options(threads)
-        model = _with_weights(ort, so, encoder)
+        # onnxruntime reads in-memory weights through a pointer: the buffer lives as long as the session.
+        model, self._weights = _with_weights(ort, so, encoder)
         key = _watchdog.start(LOAD_RUN_SECONDS, lambda: so.set_load_cancellation_flag(True))
         try:
             self._session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])

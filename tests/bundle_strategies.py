@@ -53,7 +53,7 @@ from runtime.text import fold, unprintable
 #: Findings in runtime/ that tests exploring at random may meet while they stay unfixed:
 #: (exception type, the runtime file and function that raises it). Each has an
 #: xfail(strict=True) case in tests/test_bundle_properties.py; remove the entry with the fix.
-KNOWN_FINDINGS = {("TypeError", "tokenizer_family.py", "_check_template")}
+KNOWN_FINDINGS: set[tuple[str, str, str]] = set()
 
 
 def is_known_finding(exc: BaseException) -> bool:

@@ -414,11 +414,6 @@ def test_load_leaves_the_weights_in_the_file_and_embeds_bit_identically(dp_bundl
 
 #: File names around the placeholder's 256 bytes: the name is written as "./" x n + name (an
 #: odd pad starts ".//"); from 254 bytes on it cannot fit and the weights are read into memory.
-_UAF = pytest.mark.xfail(strict=True, reason=(
-    "runtime/onnx_backend.py _with_weights, in-memory fallback: the weights read from the file into a local "
-    "bytes object are handed to add_external_initializers_from_files_in_memory as a numpy view, onnxruntime "
-    "keeps only the pointer, and the bytes are freed when _with_weights returns, before InferenceSession reads "
-    "them: the session is built from freed memory (NaN embeddings; bit-identical when a reference is held)"))
 NAMES = {
     "even pad": "b.dpedge", "odd pad": "ab.dpedge", "non-ASCII": "bündel-ß-€-データ.dpedge",
     "250 bytes": "n" * 243 + ".dpedge", "252 bytes (pad 4)": "n" * 245 + ".dpedge",
@@ -443,7 +438,7 @@ print(json.dumps([mapped, out]))
 """
 
 
-@pytest.mark.parametrize("label", [pytest.param(k, marks=_UAF) if "too long" in k else k for k in NAMES])
+@pytest.mark.parametrize("label", list(NAMES))
 def test_a_renamed_bundle_file_loads_and_embeds_identically(dp_bundle, tmp_path, in_memory_embeddings, label):
     """Any name a file system allows: mapped in place when it fits the placeholder's 256 bytes,
     read into memory when it does not; either way the same embeddings, bit for bit."""

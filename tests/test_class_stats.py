@@ -3,7 +3,6 @@ grid sensitivity, the public task basis, the aligned hyperplanes and the bundles
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest

@@ -274,6 +274,9 @@ class _Flat:
     def __init__(self, data: bytes):
         self.b = data
         self.n = len(data)
+        #: Bytes of strings read so far: flatbuffers let many tables share one string, so a small
+        #: model could make the walk read gigabytes; it reads at most its own size.
+        self.read = 0
 
     def _u(self, fmt: str, pos: int) -> int:
         size = struct.calcsize(fmt)
@@ -327,6 +330,9 @@ class _Flat:
             return None
         s = self.ref(at)
         length = self._u("<I", s)
+        self.read += length
+        if self.read > self.n:
+            raise _Refused("its names add up to more bytes than the model has (strings shared many times)")
         if length > self.n - s - 4:
             raise _Bad(f"string at {s} declares {length} bytes, more than there are")
         return bytes(self.b[s + 4:s + 4 + length])

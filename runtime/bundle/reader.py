@@ -27,7 +27,7 @@ import msgpack
 import numpy as np
 
 from runtime.bundle.model_family import check_model
-from runtime.bundle.schema import (BYTES_PER_VALUE, CHECK_MIN_COSINE, CONDITIONS, DIGEST_BYTES, DIGEST_TAIL, DIMS,
+from runtime.bundle.schema import (BYTES_PER_VALUE, CONDITIONS, DIGEST_BYTES, DIGEST_TAIL, DIMS,
                                    FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION, MAX_BUNDLE_BYTES,
                                    MAX_CONTAINER, MAX_DEPTH, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_TEXT_CHARS,
                                    PRE_RELEASE_NAME, PRIVACY_RTOL, STATISTICS, TAIL_BYTES, VALUE_ALLOWANCE, Bundle,
@@ -104,15 +104,9 @@ def parse(data: bytes) -> dict[str, Any]:
         raise BundleError(_unsealed(data))
     if hashlib.sha256(memoryview(data)[:-TAIL_BYTES]).digest() != data[-DIGEST_BYTES:]:
         raise BundleError(_CORRUPTED)
-    left = [len(data) // BYTES_PER_VALUE + VALUE_ALLOWANCE]
-
-    def spend(n: int) -> None:
-        left[0] -= n + 1
-        if left[0] < 0:
-            raise BundleError(f"not a dpedge bundle: it holds more msgpack values than {len(data)} bytes may")
+    _prescan(data)
 
     def pairs(items: list[tuple[Any, Any]]) -> dict[str, Any]:
-        spend(len(items))
         out: dict[str, Any] = {}
         for k, v in items:
             if not isinstance(k, str):
@@ -122,30 +116,15 @@ def parse(data: bytes) -> dict[str, Any]:
             out[k] = v
         return out
 
-    def items(xs: list[Any]) -> list[Any]:
-        spend(len(xs))
-        return xs
-
-    def ext(code: int, _: bytes) -> Any:
-        raise BundleError(_EXTENSION)
-
     try:
-        doc = msgpack.unpackb(data, raw=False, object_pairs_hook=pairs, list_hook=items, ext_hook=ext,
-                              max_bin_len=len(data), max_str_len=len(data), max_ext_len=len(data),
+        doc = msgpack.unpackb(data, raw=False, object_pairs_hook=pairs, max_bin_len=len(data), max_str_len=len(data),
                               max_array_len=MAX_CONTAINER, max_map_len=MAX_CONTAINER)
     except BundleError:
         raise
-    except msgpack.StackError:  # deeper than msgpack's own stack (1024): far past MAX_DEPTH
-        raise BundleError(_TOO_DEEP) from None
-    except ValueError as exc:
-        if "timestamp" in str(exc):  # type -1, which msgpack decodes itself: an extension like any other
-            raise BundleError(_EXTENSION) from None
-        raise BundleError(f"not valid msgpack (ValueError: {escape(str(exc))[:200]})") from None
     except Exception as exc:  # msgpack's FormatError, ExtraData, ValueError, UnicodeDecodeError...
         raise BundleError(f"not valid msgpack ({type(exc).__name__}: {escape(str(exc))[:200]})") from None
     if not isinstance(doc, dict):
         raise BundleError(f"not a dpedge bundle (its top level is {_kind(doc)}, expected a map)")
-    _check_depth_and_types(doc)
     keys = list(doc)
     if keys[:2] != [Key.FORMAT, Key.VERSION] or keys[-1] != Key.SHA256:
         raise BundleError(f"a bundle's map starts with '{Key.FORMAT}' and '{Key.VERSION}' and ends with "
@@ -174,18 +153,59 @@ def _unsealed(data: bytes) -> str:
     return "not a dpedge bundle (its first entry is not format: dpedge)"
 
 
-def _check_depth_and_types(doc: dict[str, Any]) -> None:
-    """Containers at most MAX_DEPTH deep, and only the types a bundle uses (no extension, no
-    timestamp): one iterative pass, so no later recursion can overflow."""
-    stack: list[tuple[Any, int]] = [(doc, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, (dict, list)):
-            if depth > MAX_DEPTH:
-                raise BundleError(_TOO_DEEP)
-            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
-        elif not isinstance(v, (str, bytes, int, float, bool)) and v is not None:  # a timestamp
+# msgpack header byte -> (kind, bytes of its length field or fixed size); "fix" kinds carry the
+# length in the byte itself.
+_HEADS: dict[int, tuple[str, int]] = {
+    0xC0: ("raw", 0), 0xC2: ("raw", 0), 0xC3: ("raw", 0), 0xCA: ("raw", 4), 0xCB: ("raw", 8),
+    **{b: ("raw", 1 << (b & 3)) for b in range(0xCC, 0xD4)},
+    0xC4: ("bytes", 1), 0xC5: ("bytes", 2), 0xC6: ("bytes", 4), 0xD9: ("bytes", 1), 0xDA: ("bytes", 2),
+    0xDB: ("bytes", 4), 0xDC: ("array", 2), 0xDD: ("array", 4), 0xDE: ("map", 2), 0xDF: ("map", 4),
+    **{b: ("ext", 0) for b in (*range(0xC7, 0xCA), *range(0xD4, 0xD9))},
+}
+
+
+def _prescan(data: bytes) -> None:
+    """The container rules, from the headers alone, before msgpack builds anything: msgpack
+    allocates a container's declared length before it reads a single entry (a 5 KB file of
+    nested headers would cost 76 MiB), so depth, lengths and the value budget are checked here
+    first, and no extension type is let through (written by hand: no msgpack library reads
+    headers without building values). Malformed bytes are left for msgpack to report."""
+    n, pos = len(data), 0
+    left = n // BYTES_PER_VALUE + VALUE_ALLOWANCE
+    todo = [1]  # values still to read at each open level
+    while todo:
+        if todo[-1] == 0:
+            todo.pop()
+            continue
+        todo[-1] -= 1
+        if pos >= n:
+            return
+        b = data[pos]
+        pos += 1
+        if b <= 0x7F or b >= 0xE0:
+            continue
+        kind, size = ("map", 0) if b <= 0x8F else ("array", 0) if b <= 0x9F else ("bytes", 0) if b <= 0xBF \
+            else _HEADS.get(b, ("invalid", 0))
+        if kind == "invalid":
+            return
+        if kind == "ext":
             raise BundleError(_EXTENSION)
+        if kind == "raw":
+            pos += size
+            continue
+        count = b & (0x0F if b <= 0x9F else 0x1F) if size == 0 else int.from_bytes(data[pos:pos + size], "big")
+        pos += size
+        if kind == "bytes":
+            pos += count
+            continue
+        if count > MAX_CONTAINER:
+            raise BundleError(f"not valid msgpack (ValueError: {count} exceeds max_{kind}_len({MAX_CONTAINER}))")
+        left -= count + 1
+        if left < 0:
+            raise BundleError(f"not a dpedge bundle: it holds more msgpack values than {n} bytes may")
+        if len(todo) > MAX_DEPTH:
+            raise BundleError(_TOO_DEEP)
+        todo.append(2 * count if kind == "map" else count)
 
 
 def _version(doc: dict[str, Any]) -> tuple[int, int]:
@@ -429,7 +449,7 @@ def _decode(doc: dict[str, Any], version: tuple[int, int]) -> Bundle:
     check_model(v["encoder.format"], v["encoder.model"], len(weights))
     encoder = EncoderSpec(**{k: v[f"encoder.{k}"] for k in (
         Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH, Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT,
-        Key.CHECK_TEXT, Key.CHECK_EMBEDDING)}, inputs=tuple(v["encoder.inputs"]), facts=v.get("encoder.facts", {}),
+        Key.CHECK_TEXT, Key.CHECK_EMBEDDING)}, inputs=tuple(v["encoder.inputs"]), facts=v.get("encoder.facts"),
         weights=weights)
     scoring = None if Key.SCORING not in v else Scoring(**{k.split(".")[1]: v[k] for k in v if k.startswith("scoring.")})
     return Bundle(
@@ -439,7 +459,8 @@ def _decode(doc: dict[str, Any], version: tuple[int, int]) -> Bundle:
         origin=v.get("subspace.origin"), projection=v.get("subspace.projection"),
         votes=v.get("releases.votes.values"), hyperplanes=v.get("hashing.hyperplanes"),
         offsets=v.get("hashing.offsets"), seed=v.get("hashing.seed"), prior=v.get(Key.PRIOR), scoring=scoring,
-        exporter=v.get(Key.EXPORTER, {}) if isinstance(v.get(Key.EXPORTER, {}), dict) else {}, version=version)
+        exporter=v.get(Key.EXPORTER), requires=None if Key.REQUIRES not in v else tuple(v[Key.REQUIRES]),
+        version=version)
 
 
 def _release(v: dict[str, Any], name: str) -> ReleaseFacts:

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -341,7 +341,7 @@ class EncoderSpec:
     output: str
     check_text: str
     check_embedding: np.ndarray
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] | None = None
     weights: bytes = b""
     weights_file: WeightsFile | None = None
 
@@ -395,7 +395,9 @@ class Bundle:
     seed: int | None = None
     prior: np.ndarray | None = None
     scoring: Scoring | None = None
-    exporter: dict[str, Any] = field(default_factory=dict)
+    exporter: dict[str, Any] | None = None
+    #: Paths a reader must know to answer as the writer meant (absent: None).
+    requires: tuple[str, ...] | None = None
     version: tuple[int, int] = FORMAT_VERSION
 
     @property

@@ -165,7 +165,7 @@ def _check_template(items: Any, where: str, specials: dict[str, Any], single: bo
         (kind, body), = piece.items()
         if kind == "SpecialToken":
             b = _map(body, f"{at}.SpecialToken", ("id", "type_id"), ("id", "type_id"))
-            if b["id"] not in specials:
+            if not isinstance(b["id"], str) or b["id"] not in specials:
                 _fail(f"{at}.SpecialToken.id {_show(b['id'])} is not in post_processor.special_tokens")
         elif kind == "Sequence":
             b = _map(body, f"{at}.Sequence", ("id", "type_id"), ("id", "type_id"))
@@ -200,7 +200,7 @@ def _check_post_processor(v: Any, vocab: dict[str, int]) -> None:
 
 def _check_settings(doc: dict[str, Any]) -> None:
     """Truncation and padding: the runtime overrides both, but they must be what they claim."""
-    low, high = int(_LENGTH.low), int(_LENGTH.high)
+    high = int(_LENGTH.high)
     t = doc.get("truncation")
     if t is not None:
         t = _map(t, "truncation", ("direction", "max_length", "strategy", "stride"), ("max_length",))
@@ -256,7 +256,7 @@ def check_tokenizer_json(text: str) -> None:
         >>> check_tokenizer_json("x" * (MAX_TOKENIZER_JSON_CHARS + 1))
         Traceback (most recent call last):
         ...
-        runtime.errors.BundleError: field 'encoder.tokenizer_json' has 4000001 characters, more than 4000000
+        runtime.errors.BundleError: field 'encoder.tokenizer_json' has 16000001 characters, more than 16000000
     """
     if len(text) > MAX_TOKENIZER_JSON_CHARS:
         raise BundleError(f"field '{FIELD}' has {len(text)} characters, more than {MAX_TOKENIZER_JSON_CHARS}")

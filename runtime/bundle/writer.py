@@ -35,8 +35,8 @@ def document(b: Bundle) -> dict[str, Any]:
     flat: dict[str, Any] = {
         "format": FORMAT_NAME, "version": list(FORMAT_VERSION), "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
-        "privacy": dict(b.privacy), "releases": {}, "hashing.seed": b.seed, "exporter": b.exporter or None,
-        "encoder": {}, "encoder.facts": e.facts or None,
+        "requires": None if b.requires is None else list(b.requires), "privacy": dict(b.privacy), "releases": {},
+        "hashing.seed": b.seed, "exporter": b.exporter, "encoder": {}, "encoder.facts": e.facts,
         "encoder.weights": _weights(e) if e.format == "onnx" else None,
         **{f"encoder.{k}": getattr(e, k) for k in (Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH,
                                                   Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT, Key.CHECK_TEXT)},
