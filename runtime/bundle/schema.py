@@ -27,40 +27,8 @@ FORMAT_VERSION = (1, 0)
 PRE_RELEASE_NAME = "dpedge-bundle"
 
 
-class Key:
-    """Every key of the format, named once (a key used in several maps is one constant)."""
-
-    FORMAT, VERSION, REQUIRES = "format", "version", "requires"
-    LABELS, LABEL_DESCRIPTIONS = "labels", "label_descriptions"
-    PRIVACY, RELEASES, SUBSPACE, HASHING, PRIOR, SCORING = "privacy", "releases", "subspace", "hashing", "prior", "scoring"
-    ENCODER, EXPORTER, SHA256 = "encoder", "exporter", "sha256"
-    # privacy
-    EPSILON, DELTA, MAX_RECORDS_PER_UNIT = "epsilon", "delta", "max_records_per_unit"
-    NEIGHBOUR_RELATION, PRIVACY_UNIT, NOISE_SOURCE = "neighbour_relation", "privacy_unit", "noise_source"
-    NOISE_LIBRARY, NOISE_LIBRARY_VERSION = "noise_library", "noise_library_version"
-    COMPOSITION, POST_PROCESSING, PUBLIC_INPUTS = "composition", "post_processing", "public_inputs"
-    # releases: one map per released statistic, named by the statistic
-    CLASS_COUNTS, CLASS_SUMS, VOTES = "class_counts", "class_sums", "votes"
-    MECHANISM, SENSITIVITY_L1, NOISE_SCALE, GRID, CLIP_L1, VALUES = (
-        "mechanism", "sensitivity_l1", "noise_scale", "grid", "clip_l1", "values")
-    # an array record
-    DTYPE, SHAPE, DATA = "dtype", "shape", "data"
-    # subspace, hashing, prior, scoring
-    ORIGIN, PROJECTION = "origin", "projection"
-    HYPERPLANES, OFFSETS, SEED = "hyperplanes", "offsets", "seed"
-    EMBEDDINGS = "embeddings"
-    CENTROID_TEMPERATURE, PRIOR_TEMPERATURE = "centroid_temperature", "prior_temperature"
-    PRIOR_RECORDS_PER_CLASS, DESCRIPTION_PULL = "prior_records_per_class", "description_pull"
-    # encoder
-    MODEL, WEIGHTS, TOKENIZER_JSON, MAX_LENGTH, DIM = "model", "weights", "tokenizer_json", "max_length", "dim"
-    TEXT_PREFIX, INPUTS, OUTPUT, CHECK_TEXT, CHECK_EMBEDDING, FACTS = (
-        "text_prefix", "inputs", "output", "check_text", "check_embedding", "facts")
-    # exporter
-    NAME, CREATED = "name", "created"
-
-
 #: The statistics a bundle can release, in release order.
-STATISTICS = (Key.CLASS_COUNTS, Key.CLASS_SUMS, Key.VOTES)
+STATISTICS = ("class_counts", "class_sums", "votes")
 ENCODER_FORMATS = ("onnx", "tflite")
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -178,11 +146,11 @@ FIELDS: tuple[Field, ...] = (
     Field("privacy.post_processing", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
     Field("releases", "map", R, "one entry per released statistic; no other keys"),
     *(f for name, values_doc, dtype, shape in (
-        (Key.CLASS_COUNTS, "noisy record count per class", _I4, ("C",)),
-        (Key.CLASS_SUMS, "noisy per-class sums in the subspace, in grid units", _I4, ("C", "k")),
-        (Key.VOTES, "noisy vote tables, clipped to int16", _I2, ("T", "2^H", "C")))
+        ("class_counts", "noisy record count per class", _I4, ("C",)),
+        ("class_sums", "noisy per-class sums in the subspace, in grid units", _I4, ("C", "k")),
+        ("votes", "noisy vote tables, clipped to int16", _I2, ("T", "2^H", "C")))
       for f in (
-        Field(f"releases.{name}", "map", O if name == Key.VOTES else ("iff class statistics"),
+        Field(f"releases.{name}", "map", O if name == "votes" else "iff class statistics",
               f"the {name} release"),
         Field(f"releases.{name}.epsilon", "float", R, "its share of epsilon", low=EPSILON_MIN, high=EPSILON_MAX),
         Field(f"releases.{name}.sensitivity_l1", "int", R, "L1 distance one privacy unit can move the values",
@@ -192,7 +160,7 @@ FIELDS: tuple[Field, ...] = (
         Field(f"releases.{name}.mechanism", "str", R, "what was noised, in words", high=MAX_TEXT_CHARS, text="printable"),
         *((Field("releases.class_sums.grid", "int", R, "grid steps per embedding unit", low=1, high=2**31),
            Field("releases.class_sums.clip_l1", "float", R, "each record's L1 clip in the subspace, in "
-                 "embedding units", low=0.0, high=2**31)) if name == Key.CLASS_SUMS else ()),
+                 "embedding units", low=0.0, high=2**31)) if name == "class_sums" else ()),
         Field(f"releases.{name}.values", "ndarray", R, values_doc, dtype=dtype, shape=shape),
       )),
     Field("subspace", "map", "iff class statistics", "the public basis of the class sums: z = P (x - origin)"),
@@ -233,6 +201,21 @@ FIELDS: tuple[Field, ...] = (
           low=DIGEST_BYTES, high=DIGEST_BYTES),
 )
 FIELDS_BY_PATH: dict[str, Field] = {f.path: f for f in FIELDS}
+
+
+class _Keys:
+    """Every key of the format as a constant (``Key.EPSILON == "epsilon"``), made from the table
+    itself so that a key is spelt once: the table's keys, an array record's, and the informational
+    ones the exporter writes. A key used in several maps is one constant."""
+
+    def __init__(self, names: set[str]):
+        self.__dict__.update({n.upper(): n for n in names})
+
+    def __getattr__(self, name: str) -> str:  # for type checkers: every attribute is a key
+        raise AttributeError(f"the format has no key {name.lower()!r}")
+
+
+Key = _Keys({f.key for f in FIELDS} | {"dtype", "shape", "data", "name", "created"})
 
 #: The symbols of array shapes, where each is defined, and its bounds.
 DIMS = {
