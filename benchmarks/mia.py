@@ -91,7 +91,7 @@ from common import Dataset, Embedder  # noqa: E402
 
 from exporter.class_stats import ClassStatsRelease, choose_subspace, clip_to_l1  # noqa: E402
 from exporter.engine import MemoryEngine  # noqa: E402
-from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
+from exporter.hyperplanes import centred_means, draw_hyperplanes  # noqa: E402
 from exporter.noise import NoiseSource  # noqa: E402
 from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
 from exporter.public_basis import public_texts, task_basis  # noqa: E402
@@ -316,25 +316,6 @@ def release_default(train_emb: np.ndarray, train_labels: np.ndarray, public: Pub
     basis = public.basis.first(k)
     sums_grid = MemoryEngine(train_emb, train_labels).class_sums(basis, classes, clip).sums
     return DefaultRelease(ClassStatsRelease(sums_grid, counts, basis), clip)
-
-
-#: A noisy count below this is read as this: a class whose noise drove its count to zero or
-#: below gets a small mean, not a huge one.
-MIN_COUNT = 1.0
-
-
-def centred_means(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(class means minus the overall mean, overall mean) in the public subspace.
-
-    Example:
-        >>> c, mu = centred_means(np.array([[4.0, 0.0], [0.0, 2.0]]), np.array([2.0, 2.0]))
-        >>> c.tolist(), mu.tolist()
-        ([[1.0, -0.5], [-1.0, 0.5]], [1.0, 0.5])
-    """
-    sums = np.asarray(sums, np.float64)
-    counts = np.maximum(np.asarray(counts, np.float64), MIN_COUNT)
-    mu = sums.sum(axis=0) / max(float(counts.sum()), MIN_COUNT)
-    return sums / counts[:, None] - mu, mu
 
 
 def centroid_features(stats: ClassStatsRelease, clip: float, query_emb: np.ndarray,

@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from runtime.bundle import schema
+from runtime.bundle import model_family
 from runtime.bundle.schema import DIGEST_TAIL, FIELDS, FIELDS_BY_PATH, TAIL_BYTES, Key
 from runtime.text import fold, unprintable
 
@@ -146,14 +147,7 @@ TINY_TFLITE = struct.pack("<I4sHHHHHHiIIIIHHi", 20, b"TFL3", 10, 12, 4, 0, 8, 0,
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
+    return model_family._varint(memoryview(buf), pos, len(buf))  # the reader's own varint
 
 
 def _varint_bytes(n: int) -> bytes:

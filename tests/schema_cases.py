@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 import numpy as np
 
+from runtime.bundle.reader import has_path
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH,
                                    MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_TEXT_CHARS, NUMBER_DIGITS,
                                    PRE_RELEASE_NAME, STATISTICS, WEIGHTS_LOCATION, Field)
@@ -202,12 +203,7 @@ def _rank(path: str) -> int:
 
 
 def has(doc: dict[str, Any], path: str) -> bool:
-    node: Any = doc
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return False
-        node = node[key]
-    return True
+    return has_path(doc, path)  # the reader's own rule
 
 
 def get(doc: dict[str, Any], path: str) -> Any:

@@ -323,26 +323,12 @@ def test_special_token_id_of_the_wrong_type_is_refused(tiny_docs, bad_id):
         bundle.unpack(_tokenizer_edit(tiny_docs[0], change))
 
 
-def shared_name_tflite(tensors: int, name_bytes: int) -> bytes:
-    """A flatbuffer within the TFLite family's structure whose one subgraph lists ``tensors``
-    tensors that are all the same table, whose name is one string of ``name_bytes`` bytes
-    (flatbuffers may share any table or string). Layout: root -> model table at 16 (vtable at
-    4, field 2 = subgraphs) -> vector at 24 -> subgraph at 40 (vtable at 32, field 0 = tensors)
-    -> vector at 48 of ``tensors`` offsets -> one tensor (field 3 = name) -> the string."""
-    import struct
-
-    head = (struct.pack("<I", 16) + struct.pack("<HHHHH", 10, 8, 0, 0, 4) + b"\0\0" + struct.pack("<iI", 12, 4)
-            + struct.pack("<II", 1, 12) + struct.pack("<HHH", 6, 8, 4) + b"\0\0" + struct.pack("<iI", 8, 4))
-    vtable = 52 + 4 * tensors
-    offsets = b"".join(struct.pack("<I", vtable + 12 - (52 + 4 * i)) for i in range(tensors))
-    return (head + struct.pack("<I", tensors) + offsets + struct.pack("<HHHHHH", 12, 8, 0, 0, 0, 4)
-            + struct.pack("<iI", 12, 4) + struct.pack("<I", name_bytes) + b"n" * name_bytes)
-
-
 def test_a_tflite_model_that_shares_one_name_many_times_is_refused(encoders, tiny_docs):
     """40,000 tensors that are one table with one 1 MiB name: the walk would read 40 GiB of names
     from a 1.2 MB model; it reads at most the model's own size, then refuses."""
-    model = shared_name_tflite(2 * schema.MAX_TFLITE_OPERATORS, 2**20)
+    from benchmarks.hostile_bundles import tflite_shared_name
+
+    model = tflite_shared_name(2 * schema.MAX_TFLITE_OPERATORS, 2**20)
     doc = msgpack.unpackb(bs.seal(tiny_docs[0]), raw=False)
     doc.pop(Key.SHA256)
     enc = doc[Key.ENCODER]

@@ -242,7 +242,8 @@ def _fail(f: Field | str, why: str) -> BundleError:
     return BundleError(f"field '{f.path if isinstance(f, Field) else f}' {why}")
 
 
-def _present(doc: dict[str, Any], path: str) -> bool:
+def has_path(doc: dict[str, Any], path: str) -> bool:
+    """Whether ``doc`` holds the dotted ``path`` (every map on the way included)."""
     node: Any = doc
     for key in path.split("."):
         if not isinstance(node, dict) or key not in node:
@@ -252,10 +253,10 @@ def _present(doc: dict[str, Any], path: str) -> bool:
 
 
 _CONDITION: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "class statistics": lambda d: _present(d, "releases.class_sums") or _present(d, "releases.class_counts"),
-    "votes": lambda d: _present(d, "releases.votes"),
-    "prior": lambda d: _present(d, "label_descriptions") and _present(d, "releases.class_sums"),
-    "blend": lambda d: _present(d, "releases.class_sums"),
+    "class statistics": lambda d: has_path(d, "releases.class_sums") or has_path(d, "releases.class_counts"),
+    "votes": lambda d: has_path(d, "releases.votes"),
+    "prior": lambda d: has_path(d, "label_descriptions") and has_path(d, "releases.class_sums"),
+    "blend": lambda d: has_path(d, "releases.class_sums"),
     "onnx": lambda d: isinstance(d.get(Key.ENCODER), dict) and d[Key.ENCODER].get(Key.FORMAT) == "onnx",
 }
 assert set(_CONDITION) == set(CONDITIONS)
