@@ -44,7 +44,7 @@ def _bounds(f: schema.Field) -> str:
     if f.choices:
         parts.append(" or ".join(f"`{c}`" for c in f.choices))
     if f.low is not None or f.high is not None:
-        what = {"str": "chars ", "bin": "bytes ", "strings": "items "}.get(f.kind, "")
+        what = {"bin": "bytes ", "strings": "items "}.get(f.kind, "")
         lo, hi = f.low, f.high
         if lo is not None and lo == hi:
             parts.append(f"{what}= {_num(lo)}")
