@@ -53,7 +53,7 @@ def _bounds(f: schema.Field) -> str:
     if f.text:
         parts.append(f.text)
     if f.open:
-        parts.append("free keys")
+        parts.append("free keys; no bin, finite floats")
     return "; ".join(parts)
 
 

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from runtime.bundle.container import Bin
 from runtime.bundle.schema import Bundle, Key
 from runtime.text import escape
 
@@ -35,7 +36,7 @@ def plain(v: Any, depth: int = 0) -> Any:
         return {escape(str(k)): plain(x, depth + 1) for k, x in v.items()}
     if isinstance(v, list):
         return [plain(x, depth + 1) for x in v]
-    if isinstance(v, bytes):
+    if isinstance(v, (bytes, Bin)):
         return f"<{len(v)} bytes>"
     return escape(repr(v)[:100])
 

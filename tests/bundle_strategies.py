@@ -345,7 +345,7 @@ def build_document(p: Params) -> dict[str, Any]:
     """The document of ``p``: every present field placed where `FIELDS` puts it, each map
     present when any of its fields is, array records in their stated dtypes. If the file would
     hold more map and array entries than its size allows (schema.BYTES_PER_VALUE), an
-    ``exporter.padding`` bin makes room (informational, so the document stays valid)."""
+    ``exporter.padding`` string makes room (informational, so the document stays valid)."""
     flat: dict[str, Any] = {
         "format": schema.FORMAT_NAME, "version": list(schema.FORMAT_VERSION), "requires": p.requires,
         "labels": p.labels, "label_descriptions": p.descriptions,
@@ -388,7 +388,7 @@ def _within_value_budget(doc: dict[str, Any]) -> dict[str, Any]:
     if n <= room:
         return doc
     pad = (n - room + 4) * schema.BYTES_PER_VALUE
-    exporter = {**doc.get(Key.EXPORTER, {}), "padding": bytes(pad)}
+    exporter = {**doc.get(Key.EXPORTER, {}), "padding": " " * pad}
     # exporter comes right before encoder (FIELDS order): rebuild the top map in that order.
     out = {k: v for k, v in doc.items() if k not in (Key.EXPORTER, Key.ENCODER)}
     out[Key.EXPORTER] = exporter
@@ -456,9 +456,10 @@ def field_values(path: str) -> st.SearchStrategy[Any]:
     raise AssertionError(f"no generic values for {path} ({f.kind})")
 
 
-#: Free informational values (exporter, encoder.facts): any msgpack the container allows.
-FREE_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(),
-                         st.text(max_size=12), st.binary(max_size=12))
+#: Free informational values (exporter, encoder.facts): nil, booleans, integers, finite floats,
+#: strings, arrays and maps (no binary data, no NaN or infinity: the format refuses them there too).
+FREE_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1),
+                         st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
 FREE_VALUES = st.recursive(FREE_SCALARS, lambda kids: st.one_of(st.lists(kids, max_size=3),
                                                                 st.dictionaries(st.text(max_size=6), kids, max_size=3)),
                            max_leaves=8)

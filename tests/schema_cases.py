@@ -404,6 +404,9 @@ def _field_mutations(f: Field, value: Any, index: int, defined: list[str]) -> It
         yield "repeated-choice", [f.choices[0], f.choices[0]], (f"field '{p}' must hold distinct names of",)
     if f.kind in ("str", "strings"):
         yield from _text(f, value, index)
+    if f.open:  # informational: no binary data, no NaN or infinity, at any depth
+        yield "holds-bin", {**value, "x": [{"y": b"\x00"}]}, (f"field '{p}' holds binary data",)
+        yield "holds-nan", {**value, "x": {"y": float("nan")}}, (f"field '{p}' holds nan, not a finite number",)
     if f.kind == "map" and not f.open:
         phrase = (f"field '{p}.future' is a release this reader cannot account for" if p == "releases"
                   else f"unknown field '{p}.future' in a version 1.0 bundle")

@@ -7,15 +7,13 @@ unknown key in a bundle of a minor version this reader knows, are each refused w
 `BundleError` naming the field's dotted path. Then the relations (schema.RELATIONS), the text
 rules (runtime.text) and the engine families (tokenizer_family, model_family).
 
-The container is read whole and hashed once (the digest covers every byte but the last 41),
-then parsed by msgpack with hooks that refuse repeated keys and hold the document to a value
-budget; each array is then a view of its own bytes, never copied again.
+The container (runtime.bundle.container) is hashed, then decoded with binary values left in
+place; each one the table names is read once, into its own buffer (a view, for bytes already in
+memory), and no other is read at all.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import math
 import os
 import reprlib
@@ -23,26 +21,24 @@ import stat
 from pathlib import Path
 from typing import Any, Callable
 
-import msgpack
 import numpy as np
 
+from runtime.bundle.container import Bin, Source, read_document
 from runtime.bundle.model_family import check_model
-from runtime.bundle.schema import (BYTES_PER_VALUE, CONDITIONS, DIGEST_BYTES, DIGEST_TAIL, DIMS,
-                                   FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION, MAX_BUNDLE_BYTES,
-                                   MAX_CONTAINER, MAX_DEPTH, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_TEXT_CHARS,
-                                   PRE_RELEASE_NAME, PRIVACY_RTOL, STATISTICS, TAIL_BYTES, VALUE_ALLOWANCE, Bundle,
-                                   EncoderSpec, Field, Key, ReleaseFacts, Scoring, WeightsFile)
+from runtime.bundle.schema import (CONDITIONS, DIMS, FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION,
+                                   MAX_BUNDLE_BYTES, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_TEXT_CHARS,
+                                   PRIVACY_RTOL, STATISTICS, Bundle, EncoderSpec, Field, Key, ReleaseFacts, Scoring,
+                                   WeightsFile)
 from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 from runtime.text import escape, fold, u_plus, unprintable
 
-_CORRUPTED = "checksum mismatch: the bundle is corrupted (its bytes changed after it was written)"
-_EXTENSION = "not a dpedge bundle: it holds a msgpack extension type, which no field may"
-_TOO_DEEP = f"not a dpedge bundle: containers nest deeper than {MAX_DEPTH}"
 
 
 def load(file: str | os.PathLike[str]) -> Bundle:
     """Read and validate a bundle file (BundleError, naming the file, for anything unusable).
+    The file is hashed one chunk at a time, then read field by field: an ONNX model's weights
+    stay in the file for the engine to map (``encoder.weights_file``).
 
     Example:
         >>> load("models/quickstart.dpedge").privacy["epsilon"]            # doctest: +SKIP
@@ -58,29 +54,20 @@ def load(file: str | os.PathLike[str]) -> Bundle:
         if st.st_size > MAX_BUNDLE_BYTES:
             raise BundleError(f"{p}: {st.st_size} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
         with open(p, "rb") as f:
-            data = f.read(MAX_BUNDLE_BYTES + 1)
+            identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            return _read(Source(st.st_size, f=f), (str(p.resolve()), identity))
     except FileNotFoundError:
         raise BundleError(f"{p}: no such bundle file") from None
-    except OSError as exc:
-        raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
-    try:
-        b = unpack(data)
     except BundleError as exc:
         raise BundleError(f"{p}: {exc}") from None
     except MemoryError:
         raise BundleError(f"{p}: does not fit in the memory this process may use") from None
-    if b.encoder.format != "onnx":
-        return b
-    # The weights are the last bytes before the digest entry: leave them in the file, for the
-    # engine to map (runtime.onnx_backend), and drop this copy.
-    n = len(b.encoder.weights)
-    where = WeightsFile(str(p.resolve()), len(data) - TAIL_BYTES - n, n,
-                        (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
-    return dataclasses.replace(b, encoder=dataclasses.replace(b.encoder, weights=b"", weights_file=where))
+    except OSError as exc:
+        raise BundleError(f"{p}: cannot read bundle: {exc.strerror or exc}") from None
 
 
 def unpack(data: bytes) -> Bundle:
-    """Parse and validate bundle bytes (see `load`).
+    """Parse and validate bundle bytes (see `load`); arrays are views of ``data``.
 
     Example:
         >>> unpack(b"not a bundle")
@@ -88,124 +75,32 @@ def unpack(data: bytes) -> Bundle:
         ...
         runtime.errors.BundleError: not a dpedge bundle (it does not start with a msgpack map)
     """
-    doc = parse(data)
-    return _decode(doc, _version(doc))
-
-
-# --------------------------------------------------------------------------- the container
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"{len(data)} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
+    return _read(Source.of(data), None)
 
 
 def parse(data: bytes) -> dict[str, Any]:
-    """The checked document: sealed by its digest, one msgpack map, no repeated key, within the
-    value budget, depth and types of the container (schema: MAX_DEPTH, BYTES_PER_VALUE)."""
-    if len(data) > MAX_BUNDLE_BYTES:
-        raise BundleError(f"{len(data)} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
-    if len(data) < TAIL_BYTES or data[-TAIL_BYTES:-DIGEST_BYTES] != DIGEST_TAIL:
-        raise BundleError(_unsealed(data))
-    if hashlib.sha256(memoryview(data)[:-TAIL_BYTES]).digest() != data[-DIGEST_BYTES:]:
-        raise BundleError(_CORRUPTED)
-    _prescan(data)
+    """The checked document of bundle bytes: sealed by its digest, one msgpack map within the
+    container's bounds, binary values as `container.Bin` (for tools that edit bundles)."""
+    src = Source.of(data)
+    src.check_digest()
+    return _document(src)
 
-    def pairs(items: list[tuple[Any, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in items:
-            if not isinstance(k, str):
-                raise BundleError(f"a map has a key that is not a string: {_show(k)}")
-            if k in out:
-                raise BundleError(f"a map repeats the key {_show(k)}")
-            out[k] = v
-        return out
 
-    try:
-        doc = msgpack.unpackb(data, raw=False, object_pairs_hook=pairs, max_bin_len=len(data), max_str_len=len(data),
-                              max_array_len=MAX_CONTAINER, max_map_len=MAX_CONTAINER)
-    except BundleError:
-        raise
-    except Exception as exc:  # msgpack's FormatError, ExtraData, ValueError, UnicodeDecodeError...
-        raise BundleError(f"not valid msgpack ({type(exc).__name__}: {escape(str(exc))[:200]})") from None
-    if not isinstance(doc, dict):
-        raise BundleError(f"not a dpedge bundle (its top level is {_kind(doc)}, expected a map)")
+def _read(src: Source, file_at: tuple[str, tuple[int, int, int, int]] | None) -> Bundle:
+    src.check_digest()
+    doc = _document(src)
+    return _decode(doc, _version(doc), src, file_at)
+
+
+def _document(src: Source) -> dict[str, Any]:
+    doc = read_document(src)
     keys = list(doc)
     if keys[:2] != [Key.FORMAT, Key.VERSION] or keys[-1] != Key.SHA256:
         raise BundleError(f"a bundle's map starts with '{Key.FORMAT}' and '{Key.VERSION}' and ends with "
                           f"'{Key.SHA256}', got {_show(keys[:2])} ... {_show(keys[-1])}")
     return doc
-
-
-def _unsealed(data: bytes) -> str:
-    """Why a file that does not end with its digest entry is refused: a pre-release bundle, a
-    truncated one, or not a bundle (read from its first two entries)."""
-    try:
-        u = msgpack.Unpacker(raw=False, max_buffer_size=len(data), max_bin_len=0, max_str_len=64,
-                             max_array_len=4, max_map_len=1)
-        u.feed(data[:4096])
-        u.read_map_header()
-        first = [u.unpack() for _ in range(4)]
-    except Exception:  # noqa: BLE001 - anything unreadable is simply not a bundle
-        return "not a dpedge bundle (it does not start with a msgpack map)"
-    if first[:1] == [Key.FORMAT] and first[1] == PRE_RELEASE_NAME:
-        v = first[3] if isinstance(first[3], list) and all(type(x) is int for x in first[3]) else ["?", "?"]
-        return (f"this bundle uses the pre-release format {'.'.join(map(str, v[:2]))}, which dpedge 1.x does not "
-                f"read: rebuild it with `python -m exporter build` (a new release of the data: its epsilon adds to "
-                f"the old bundle's if both are used)")
-    if first[:2] == [Key.FORMAT, FORMAT_NAME]:
-        return f"the bundle is truncated or corrupted: it does not end with its '{Key.SHA256}' entry"
-    return "not a dpedge bundle (its first entry is not format: dpedge)"
-
-
-# msgpack header byte -> (kind, bytes of its length field or fixed size); "fix" kinds carry the
-# length in the byte itself.
-_HEADS: dict[int, tuple[str, int]] = {
-    0xC0: ("raw", 0), 0xC2: ("raw", 0), 0xC3: ("raw", 0), 0xCA: ("raw", 4), 0xCB: ("raw", 8),
-    **{b: ("raw", 1 << (b & 3)) for b in range(0xCC, 0xD4)},
-    0xC4: ("bytes", 1), 0xC5: ("bytes", 2), 0xC6: ("bytes", 4), 0xD9: ("bytes", 1), 0xDA: ("bytes", 2),
-    0xDB: ("bytes", 4), 0xDC: ("array", 2), 0xDD: ("array", 4), 0xDE: ("map", 2), 0xDF: ("map", 4),
-    **{b: ("ext", 0) for b in (*range(0xC7, 0xCA), *range(0xD4, 0xD9))},
-}
-
-
-def _prescan(data: bytes) -> None:
-    """The container rules, from the headers alone, before msgpack builds anything: msgpack
-    allocates a container's declared length before it reads a single entry (a 5 KB file of
-    nested headers would cost 76 MiB), so depth, lengths and the value budget are checked here
-    first, and no extension type is let through (written by hand: no msgpack library reads
-    headers without building values). Malformed bytes are left for msgpack to report."""
-    n, pos = len(data), 0
-    left = n // BYTES_PER_VALUE + VALUE_ALLOWANCE
-    todo = [1]  # values still to read at each open level
-    while todo:
-        if todo[-1] == 0:
-            todo.pop()
-            continue
-        todo[-1] -= 1
-        if pos >= n:
-            return
-        b = data[pos]
-        pos += 1
-        if b <= 0x7F or b >= 0xE0:
-            continue
-        kind, size = ("map", 0) if b <= 0x8F else ("array", 0) if b <= 0x9F else ("bytes", 0) if b <= 0xBF \
-            else _HEADS.get(b, ("invalid", 0))
-        if kind == "invalid":
-            return
-        if kind == "ext":
-            raise BundleError(_EXTENSION)
-        if kind == "raw":
-            pos += size
-            continue
-        count = b & (0x0F if b <= 0x9F else 0x1F) if size == 0 else int.from_bytes(data[pos:pos + size], "big")
-        pos += size
-        if kind == "bytes":
-            pos += count
-            continue
-        if count > MAX_CONTAINER:
-            raise BundleError(f"not valid msgpack (ValueError: {count} exceeds max_{kind}_len({MAX_CONTAINER}))")
-        left -= count + 1
-        if left < 0:
-            raise BundleError(f"not a dpedge bundle: it holds more msgpack values than {n} bytes may")
-        if len(todo) > MAX_DEPTH:
-            raise BundleError(_TOO_DEEP)
-        todo.append(2 * count if kind == "map" else count)
 
 
 def _version(doc: dict[str, Any]) -> tuple[int, int]:
@@ -223,7 +118,7 @@ def _version(doc: dict[str, Any]) -> tuple[int, int]:
 # --------------------------------------------------------------------------- the table
 
 
-_KIND = {dict: "map", list: "array", bytes: "bin", str: "string", int: "integer", float: "float", bool: "boolean",
+_KIND = {dict: "map", list: "array", Bin: "bin", bytes: "bin", str: "string", int: "integer", float: "float", bool: "boolean",
          type(None): "nil"}
 _SHOW = reprlib.Repr()
 _SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxstring, _SHOW.maxother = 2, 6, 4, 60, 60
@@ -262,7 +157,7 @@ _CONDITION: dict[str, Callable[[dict[str, Any]], bool]] = {
 assert set(_CONDITION) == set(CONDITIONS)
 
 
-def _fields(doc: dict[str, Any], newer_minor: bool) -> tuple[dict[str, Any], dict[str, int]]:
+def _fields(doc: dict[str, Any], newer_minor: bool, src: Source) -> tuple[dict[str, Any], dict[str, int]]:
     """Every field of the table checked; returns the present ones by path (arrays decoded) and
     the shape symbols' values."""
     values: dict[str, Any] = {"": doc}
@@ -281,7 +176,7 @@ def _fields(doc: dict[str, Any], newer_minor: bool) -> tuple[dict[str, Any], dic
             if f.need == "required":
                 raise BundleError(f"missing field '{f.path}'")
             continue
-        values[f.path] = _value(f, parent[f.key], dims)
+        values[f.path] = _value(f, parent[f.key], dims, src)
         if f.path == "encoder.dim":
             if dims.setdefault("D", values[f.path]) != values[f.path]:
                 raise _fail(f, f"is {values[f.path]}, but the arrays before it are {dims['D']}-d")
@@ -299,14 +194,13 @@ def _fields(doc: dict[str, Any], newer_minor: bool) -> tuple[dict[str, Any], dic
     return values, dims
 
 
-def _value(f: Field, v: Any, dims: dict[str, int]) -> Any:
-    """One field's value checked against its row of the table (arrays become numpy views)."""
+def _value(f: Field, v: Any, dims: dict[str, int], src: Source) -> Any:
+    """One field's value checked against its row of the table (arrays become numpy arrays, binary
+    values are read from the source; the ONNX weights stay a `Bin` until the reader decides)."""
     kind = f.kind
-    if kind == "any":
-        return v
     if kind == "ndarray":
-        return _array(f, v, dims)
-    expected = {"map": dict, "str": str, "int": int, "float": float, "bool": bool, "bin": bytes, "version": list,
+        return _array(f, v, dims, src)
+    expected = {"map": dict, "str": str, "int": int, "float": float, "bool": bool, "bin": Bin, "version": list,
                 "strings": list}[kind]
     if type(v) is not expected:
         raise _fail(f, f"is {_kind(v)}, expected {'an array of strings' if kind == 'strings' else _KIND[expected]}")
@@ -316,6 +210,10 @@ def _value(f: Field, v: Any, dims: dict[str, int]) -> Any:
         _bounded(f, v, "is")
     elif kind in ("str", "bin", "strings"):
         _bounded(f, len(v), "has length")
+    if kind == "bin" and f.path != "encoder.weights":
+        return src.bytes(v)
+    if f.open:
+        _informational(f, v)
     if kind == "str":
         _text(f, f.path, v)
         if f.choices and v not in f.choices:
@@ -328,6 +226,18 @@ def _value(f: Field, v: Any, dims: dict[str, int]) -> Any:
         if f.choices and (len(set(v)) != len(v) or not set(v) <= set(f.choices)):
             raise _fail(f, f"must hold distinct names of {', '.join(f.choices)}, got {_show(v)}")
     return v
+
+
+def _informational(f: Field, v: Any) -> None:
+    """An open map holds nil, booleans, integers, finite floats, strings, arrays and maps only."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Bin):
+            raise _fail(f, "holds binary data, which informational fields may not")
+        if isinstance(x, float) and not math.isfinite(x):
+            raise _fail(f, f"holds {x}, not a finite number")
+        stack.extend(x.values() if isinstance(x, dict) else x if isinstance(x, list) else ())
 
 
 def _bounded(f: Field, x: float, what: str) -> None:
@@ -357,7 +267,7 @@ def _text(f: Field, where: str, s: str) -> None:
         raise _fail(where, "shows nothing (it is empty once invisible characters are removed)")
 
 
-def _array(f: Field, v: Any, dims: dict[str, int]) -> np.ndarray:
+def _array(f: Field, v: Any, dims: dict[str, int], src: Source) -> np.ndarray:
     if type(v) is not dict:
         raise _fail(f, f"is {_kind(v)}, expected an array record (map of dtype, shape, data)")
     if set(v) != {Key.DTYPE, Key.SHAPE, Key.DATA}:
@@ -382,13 +292,13 @@ def _array(f: Field, v: Any, dims: dict[str, int]) -> np.ndarray:
             want = [None if s.removeprefix("2^") not in dims else 2 ** dims[s[2:]] if s.startswith("2^") else dims[s]
                     for s in f.shape]
             raise _fail(f"{f.path}.{Key.SHAPE}", f"is {shape}, expected [{', '.join(f.shape)}] = {want}")
-    if type(data) is not bytes:
+    if type(data) is not Bin:
         raise _fail(f"{f.path}.{Key.DATA}", f"is {_kind(data)}, expected bin")
     dt = np.dtype(f.dtype)
     if len(data) != math.prod(shape) * dt.itemsize:
         raise _fail(f"{f.path}.{Key.DATA}", f"has {len(data)} bytes, but {f.dtype} {shape} needs "
                                             f"{math.prod(shape) * dt.itemsize}")
-    a = np.frombuffer(data, dtype=dt).reshape(shape)
+    a = np.frombuffer(src.read(data.offset, data.length), dtype=dt).reshape(shape)
     if dt.kind == "f" and not np.isfinite(a).all():
         raise _fail(f, "holds a value that is not finite")
     return a
@@ -397,8 +307,9 @@ def _array(f: Field, v: Any, dims: dict[str, int]) -> np.ndarray:
 # --------------------------------------------------------------------------- relations and decoding
 
 
-def _decode(doc: dict[str, Any], version: tuple[int, int]) -> Bundle:
-    v, dims = _fields(doc, version[1] > FORMAT_VERSION[1])
+def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
+            file_at: tuple[str, tuple[int, int, int, int]] | None) -> Bundle:
+    v, dims = _fields(doc, version[1] > FORMAT_VERSION[1], src)
     unknown = [r for r in v.get(Key.REQUIRES, []) if r not in FIELDS_BY_PATH]
     if unknown:
         raise BundleError(f"this bundle requires '{escape(unknown[0])}', which this dpedge does not know: upgrade "
@@ -443,15 +354,18 @@ def _decode(doc: dict[str, Any], version: tuple[int, int]) -> Bundle:
     norm = float(np.linalg.norm(check.astype(np.float64)))
     if not 0.9 < norm < 1.1:
         raise _fail("encoder.check_embedding", f"has norm {norm:.4g}, expected a unit vector")
-    weights = v.get("encoder.weights", b"")
+    w = v.get("encoder.weights", Bin(0, 0))
     if "encoder.weights" in v and (list(doc)[-2] != Key.ENCODER or list(doc[Key.ENCODER])[-1] != Key.WEIGHTS):
         raise _fail("encoder.weights", "must be the last entry of 'encoder', the last map before 'sha256'")
     check_tokenizer_json(v["encoder.tokenizer_json"])
-    check_model(v["encoder.format"], v["encoder.model"], len(weights))
+    check_model(v["encoder.format"], v["encoder.model"], w.length)
+    # The weights stay in a file for the engine to map (runtime.onnx_backend); from memory, a view.
+    weights_file = None if file_at is None or not w.length else WeightsFile(file_at[0], w.offset, w.length, file_at[1])
+    weights = src.read(w.offset, w.length) if weights_file is None else b""
     encoder = EncoderSpec(**{k: v[f"encoder.{k}"] for k in (
         Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH, Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT,
         Key.CHECK_TEXT, Key.CHECK_EMBEDDING)}, inputs=tuple(v["encoder.inputs"]), facts=v.get("encoder.facts"),
-        weights=weights)
+        weights=weights, weights_file=weights_file)
     scoring = None if Key.SCORING not in v else Scoring(**{k.split(".")[1]: v[k] for k in v if k.startswith("scoring.")})
     return Bundle(
         labels=tuple(labels), label_descriptions=None if descriptions is None else tuple(descriptions),

@@ -124,12 +124,10 @@ _I4, _I2, _F4 = "<i4", "<i2", "<f4"
 FIELDS: tuple[Field, ...] = (
     Field("format", "str", R, "the magic", choices=(FORMAT_NAME,)),
     Field("version", "version", R, "[major, minor]: [1, 0]"),
-    Field("requires", "strings", O, "paths of fields from a newer minor that a reader must understand to "
-          "answer as the writer meant; a reader refuses a bundle that requires a field it does not know",
-          high=64),
+    Field("requires", "strings", O, "paths a reader must know to answer as the writer meant (section 2)", high=64),
     Field("labels", "strings", R, "the classes, in class-index order", low=2, high=MAX_CLASSES, text="label"),
     Field("label_descriptions", "strings", O, "a public description of each label", text="description"),
-    Field("privacy", "map", R, "the guarantee, in the bundle's own words"),
+    Field("privacy", "map", R, "the guarantee in the bundle's own words"),
     Field("privacy.epsilon", "float", R, "the bundle's epsilon: the releases' epsilons add up to it",
           low=EPSILON_MIN, high=EPSILON_MAX),
     Field("privacy.delta", "float", R, "always 0.0: pure epsilon-DP", low=0.0, high=0.0),
@@ -153,9 +151,9 @@ FIELDS: tuple[Field, ...] = (
         Field(f"releases.{name}", "map", O if name == "votes" else "iff class statistics",
               f"the {name} release"),
         Field(f"releases.{name}.epsilon", "float", R, "its share of epsilon", low=EPSILON_MIN, high=EPSILON_MAX),
-        Field(f"releases.{name}.sensitivity_l1", "int", R, "L1 distance one privacy unit can move the values",
+        Field(f"releases.{name}.sensitivity_l1", "int", R, "how far one unit moves the values (L1)",
               low=1, high=MAX_SENSITIVITY),
-        Field(f"releases.{name}.noise_scale", "float", R, "discrete Laplace scale: sensitivity_l1 / epsilon",
+        Field(f"releases.{name}.noise_scale", "float", R, "sensitivity_l1 / epsilon",
               low=0.0, high=MAX_SENSITIVITY / EPSILON_MIN),
         Field(f"releases.{name}.mechanism", "str", R, "what was noised, in words", high=MAX_TEXT_CHARS, text="printable"),
         *((Field("releases.class_sums.grid", "int", R, "grid steps per embedding unit", low=1, high=2**31),
@@ -178,8 +176,8 @@ FIELDS: tuple[Field, ...] = (
     Field("scoring.prior_records_per_class", "float", R, "R in the prior's boost", low=0.0, high=1e6),
     Field("scoring.description_pull", "float", R, "a: the pull of each class sum toward its description, "
           "in noise norms", low=0.0, high=1e3),
-    Field("exporter", "map", O, "informational: name, version, creation time (any values)", open=True),
-    Field("encoder", "map", R, "the sentence encoder and what a reader needs to run it"),
+    Field("exporter", "map", O, "informational: name, version, creation time", open=True),
+    Field("encoder", "map", R, "the sentence encoder"),
     Field("encoder.format", "str", R, "the engine family of `model`", choices=ENCODER_FORMATS),
     Field("encoder.model", "bin", R, "the int8 model: an ONNX protobuf or a TFLite flatbuffer", low=1),
     Field("encoder.tokenizer_json", "str", R, "a BERT WordPiece tokenizer.json", low=1, high=MAX_TOKENIZER_JSON_CHARS),
@@ -194,10 +192,9 @@ FIELDS: tuple[Field, ...] = (
           high=MAX_CHECK_TEXT_CHARS, text="printable"),
     Field("encoder.check_embedding", "ndarray", R, "the exporter's embedding of it (a unit vector)",
           dtype=_F4, shape=("D",)),
-    Field("encoder.facts", "map", O, "informational: name, quantization, fidelity (any values)", open=True),
-    Field("encoder.weights", "bin", "iff onnx", "the ONNX initializers' external data; last entry of encoder, "
-          "which is the last map before sha256"),
-    Field("sha256", "bin", R, "last entry: SHA-256 of every byte of the file before this key",
+    Field("encoder.facts", "map", O, "informational: name, quantization, fidelity", open=True),
+    Field("encoder.weights", "bin", "iff onnx", "the ONNX initializers' external data (section 6)"),
+    Field("sha256", "bin", R, "SHA-256 of every byte before this key (section 1)",
           low=DIGEST_BYTES, high=DIGEST_BYTES),
 )
 FIELDS_BY_PATH: dict[str, Field] = {f.path: f for f in FIELDS}
@@ -246,11 +243,9 @@ RELATIONS = (
     ("descriptions", "label_descriptions has one entry per label"),
     ("subspace", "k is at most D"),
     ("check", "encoder.check_embedding has an L2 norm between 0.9 and 1.1"),
-    ("labels", "labels are distinct after runtime.text.fold (NFKC, invisible code points removed), and none "
-               "folds to empty"),
-    ("finite", "with the bounds above, every score is finite: logits are cosines over a temperature of at "
-               "least 1e-3, the boost is capped at 1e6, the pull's strength is at most 1e3 x sqrt(2 x 4096) x "
-               "(2^31 - 1) / 1e-6"),
+    ("labels", "labels are distinct after fold (section 3)"),
+    ("finite", "within these bounds every score is finite: cosines over temperatures of at least 1e-3, a boost "
+               "of at most 1e6, a pull of at most 1e3 x sqrt(8192) x (2^31 - 1) / 1e-6"),
 )
 
 # --------------------------------------------------------------------------- engines

@@ -9,10 +9,12 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.Deque;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -293,7 +295,30 @@ public final class BundleReader {
                 throw fail(f.path, "must hold distinct names of " + String.join(", ", f.choices) + ", got " + Text.show(v));
             }
         }
+        if (f.open) {
+            informational(f, v);
+        }
         return v;
+    }
+
+    /** An open map holds nil, booleans, integers, finite floats, strings, arrays and maps only. */
+    private static void informational(Field f, Object v) throws BundleException {
+        Deque<Object> stack = new ArrayDeque<>();
+        stack.push(v);
+        while (!stack.isEmpty()) {
+            Object x = stack.pop();
+            if (x instanceof Msgpack.Bin) {
+                throw fail(f.path, "holds binary data, which informational fields may not");
+            }
+            if (x instanceof Double && (((Double) x).isNaN() || ((Double) x).isInfinite())) {
+                throw fail(f.path, "holds " + Text.pyFloat((Double) x) + ", not a finite number");
+            }
+            if (x instanceof Map) {
+                ((Map<?, ?>) x).values().forEach(stack::push);
+            } else if (x instanceof List) {
+                ((List<?>) x).forEach(stack::push);
+            }
+        }
     }
 
     private static void bounded(Field f, Object x, String what) throws BundleException {
