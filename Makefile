@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 RUNTIME_VENV := .venv-runtime
 export HF_HUB_OFFLINE := 1
 
-.PHONY: quickstart test test-runtime setup bundle encoder clean
+.PHONY: quickstart test test-runtime test-web setup bundle encoder clean
 
 setup: $(VENV)/.export
 
@@ -60,3 +60,11 @@ test-runtime: encoder $(RUNTIME_VENV)/.installed
 
 clean:
 	rm -rf models/encoders models/*.dpedge .cache .pytest_cache
+
+# The web runtime (web/): its packages from the committed lock file, the fixtures the Python side
+# makes for it (real bundles, golden vectors, the CLI's quick-start answers), then vitest in Node
+# and in headless Chromium (Debian's chromium package).
+WEB_FIXTURES := $(CURDIR)/build/web-fixtures
+test-web: $(VENV)/.test
+	$(PY) web/scripts/fixtures.py --out $(WEB_FIXTURES)
+	cd web && npm ci --no-audit --no-fund && DPEDGE_WEB_FIXTURES=$(WEB_FIXTURES) DPEDGE_PYTHON=$(CURDIR)/$(PY) npm test

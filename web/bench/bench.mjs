@@ -1,0 +1,142 @@
+/**
+ * How fast the JavaScript runtime answers, beside the Python runtime, on one bundle and one set
+ * of texts, all in one run (this machine is shared and noisy: read the ratios, not the
+ * milliseconds). Prints a Markdown table:
+ *
+ * - load: bundle bytes in memory to a classifier ready to answer (read, validate, engine
+ *   session, the check text's embedding; in the browser also compiling onnxruntime-web's
+ *   WebAssembly);
+ * - first answer: the first text after load;
+ * - per text: the median of classifying the texts one at a time (after the first);
+ *
+ * for Python (`runtime.Classifier`, onnxruntime on the CPU), Node (onnxruntime-node) and headless
+ * Chromium (onnxruntime-web, WebAssembly, one thread and all threads), and what a page downloads:
+ * the bundle (raw, gzip and brotli, as a server may send it) and the runtime's own files.
+ *
+ *     npm run bench -- [--bundle FILE] [--texts N] [--python PATH]
+ *
+ * Defaults: the quick-start bundle (../models/quickstart.dpedge, `make bundle`), the first 50
+ * texts of data/assistant/test.jsonl, the project's .venv Python.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+import { HAVE_CHROMIUM, CHROMIUM, launch } from "../scripts/chromium.mjs";
+import { startServer } from "../scripts/serve.mjs";
+import { measure } from "./measure.mjs";
+
+const WEB = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = join(WEB, "..");
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : fallback;
+}
+
+const bundlePath = resolve(arg("--bundle", join(ROOT, "models", "quickstart.dpedge")));
+const count = Number(arg("--texts", "50"));
+const python = arg("--python", process.env["DPEDGE_PYTHON"] ?? join(ROOT, ".venv", "bin", "python"));
+const texts = readFileSync(join(ROOT, "data", "assistant", "test.jsonl"), "utf-8").split("\n").filter((l) => l.trim())
+  .slice(0, count).map((l) => JSON.parse(l).text);
+const bytes = new Uint8Array(readFileSync(bundlePath));
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** The Python runtime on the same bundle and texts, in a child process. */
+function measurePython() {
+  const code = `
+import json, sys, time
+from runtime import Classifier
+texts = json.load(sys.stdin)
+t0 = time.perf_counter()
+clf = Classifier.load(sys.argv[1])
+t1 = time.perf_counter()
+labels = [clf.predict(texts[:1])[0].label]
+t2 = time.perf_counter()
+per = []
+for t in texts[1:]:
+    s = time.perf_counter()
+    labels.append(clf.predict([t])[0].label)
+    per.append((time.perf_counter() - s) * 1000)
+import onnxruntime
+print(json.dumps({"engine": f"onnxruntime {onnxruntime.__version__} (Python)", "load": (t1 - t0) * 1000, "first": (t2 - t1) * 1000,
+                  "per": per, "labels": labels}))
+`;
+  const r = spawnSync(python, ["-c", code, bundlePath], { cwd: ROOT, input: JSON.stringify(texts), encoding: "utf-8",
+    env: { ...process.env, HF_HUB_OFFLINE: "1" }, maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`the Python runtime failed (${python}):\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop());
+}
+
+async function measureNode() {
+  const { Classifier } = await import("../dist/index.js");
+  return measure(Classifier, undefined, bytes, texts);
+}
+
+/** One fresh page per thread count: onnxruntime-web fixes its threads when its first model loads. */
+async function measureBrowser(browser, origin, threads) {
+  const page = await browser.context.newPage();
+  await page.goto(origin + "/");
+  await page.waitForFunction(() => document.body.dataset["state"] === "empty");
+  await page.addScriptTag({ url: "/test-page/runtime.js", type: "module" });
+  await page.waitForFunction(() => "dpedgeRuntime" in globalThis);
+  const result = await page.evaluate(async ({ file, texts, threads }) => {
+    const m = globalThis.dpedgeRuntime;
+    const { measure } = await import("/bench/measure.mjs");
+    const bytes = new Uint8Array(await (await fetch(`/bench-bundle/${file}`)).arrayBuffer());
+    return measure(m.Classifier, m.webEngine(threads === null ? {} : { threads }), bytes, texts);
+  }, { file: basename(bundlePath), texts, threads });
+  await page.close();
+  return result;
+}
+
+const rows = [];
+const py = measurePython();
+rows.push(["Python", py]);
+rows.push(["Node", await measureNode()]);
+if (HAVE_CHROMIUM) {
+  const server = await startServer({ "/": join(WEB, "demo"), "/bench-bundle/": dirname(bundlePath),
+    "/test-page/": join(WEB, "test", "page"), "/bench/": join(WEB, "bench") });
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const browser = await launch();
+  try {
+    rows.push(["Chromium, 1 thread", await measureBrowser(browser, origin, 1)]);
+    rows.push([`Chromium, all threads`, await measureBrowser(browser, origin, null)]);
+  } finally {
+    await browser.close();
+    server.close();
+  }
+} else {
+  console.error(`no Chromium at ${CHROMIUM}: the browser rows are left out`);
+}
+
+const ms = (x) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
+const ratio = (x, base) => `${(x / base).toFixed(2)}x`;
+const pyPer = median(py.per);
+console.log(`\n${basename(bundlePath)} (${(bytes.length / 2 ** 20).toFixed(1)} MiB), ${texts.length} texts of ` +
+  `data/assistant/test.jsonl, ${availableParallelism()} cores; ratios against Python in the same run\n`);
+console.log("| runtime | engine | load | first answer | per text (median) | labels as Python |");
+console.log("|---|---|---|---|---|---|");
+for (const [name, r] of rows) {
+  const same = r.labels.filter((l, i) => l === py.labels[i]).length;
+  console.log(`| ${name} | ${r.engine} | ${ms(r.load)} (${ratio(r.load, py.load)}) | ${ms(r.first)} (${ratio(r.first, py.first)}) | ` +
+    `${ms(median(r.per))} (${ratio(median(r.per), pyPer)}) | ${same}/${texts.length} |`);
+}
+
+const mib = (n) => `${(n / 2 ** 20).toFixed(2)} MiB`;
+const vendor = join(WEB, "demo", "vendor");
+const files = ["dpedge.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"].map((f) => readFileSync(join(vendor, f)));
+const runtimeBytes = files.reduce((s, f) => s + f.length, 0);
+const gz = (b) => gzipSync(b, { level: 9 }).length;
+const br = (b) => brotliCompressSync(b, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+console.log("\n| download | raw | gzip -9 | brotli 11 |\n|---|---|---|---|");
+console.log(`| the bundle | ${mib(bytes.length)} | ${mib(gz(bytes))} | ${mib(br(bytes))} |`);
+console.log(`| the runtime (dpedge.js, onnxruntime-web's loader and WebAssembly) | ${mib(runtimeBytes)} | ` +
+  `${mib(files.reduce((s, f) => s + gz(f), 0))} | ${mib(files.reduce((s, f) => s + br(f), 0))} |`);
+

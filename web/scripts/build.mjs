@@ -1,0 +1,44 @@
+/**
+ * Builds what the package ships and the demo page runs:
+ *
+ * - dist/: the TypeScript compiled to ES modules with type declarations (tsc);
+ * - demo/vendor/: dpedge.js (src/browser.ts and its dependencies in one ES module) and
+ *   onnxruntime-web's WebAssembly module and loader, served from the page's own origin (the
+ *   page fetches nothing from anywhere else).
+ *
+ *     node scripts/build.mjs [--no-tsc]
+ */
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const WEB = fileURLToPath(new URL("..", import.meta.url));
+const VENDOR = join(WEB, "demo", "vendor");
+
+if (!process.argv.includes("--no-tsc")) {
+  rmSync(join(WEB, "dist"), { recursive: true, force: true });
+  execFileSync(join(WEB, "node_modules", ".bin", "tsc"), ["-p", WEB], { stdio: "inherit" });
+}
+rmSync(VENDOR, { recursive: true, force: true });
+mkdirSync(VENDOR, { recursive: true });
+await build({
+  entryPoints: [join(WEB, "src", "browser.ts")],
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  minify: true,
+  sourcemap: true,
+  // onnxruntime-web's build that loads its WebAssembly loader as a separate module: its worker
+  // threads then start from that small file, not from this bundle.
+  conditions: ["onnxruntime-web-use-extern-wasm"],
+  outfile: join(VENDOR, "dpedge.js"),
+  logLevel: "warning",
+});
+for (const name of ["ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]) {
+  copyFileSync(join(WEB, "node_modules", "onnxruntime-web", "dist", name), join(VENDOR, name));
+}
+const size = (f) => (statSync(join(VENDOR, f)).size / 2 ** 20).toFixed(2);
+console.log(`built demo/vendor: dpedge.js ${size("dpedge.js")} MiB, ort-wasm-simd-threaded.wasm ${size("ort-wasm-simd-threaded.wasm")} MiB`);

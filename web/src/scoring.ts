@@ -1,0 +1,206 @@
+/**
+ * Scores from the released statistics (runtime/scoring.py, docs/bundle-format.md section 7),
+ * float64 throughout; the label is the argmax, ties to the lower class index.
+ *
+ * - Vote tables without class statistics (Algorithm 2): bit h of table t is 1 iff
+ *   hyperplanes[t, h] . x > offsets[t, h]; the bucket is sum_h bit_h 2^h; score_c is the sum
+ *   over tables of votes[t, bucket_t, c].
+ * - Otherwise the blend softmax(centroid) + boost x softmax(prior) [with a prior] + pos / sum(pos)
+ *   [with vote tables], the class sums first pulled toward their descriptions, a query whose
+ *   |z| (or |x|) is at most NEAR_ZERO scoring 0 on that component (a uniform softmax).
+ *
+ * Everything that depends only on the bundle is prepared once; a query costs a few products.
+ */
+import { BOOST_MAX } from "./generated/schema.js";
+import type { Bundle } from "./reader.js";
+
+/** A query whose |z| (or |x|) is at most this has no direction: its cosines are 0. */
+export const NEAR_ZERO = 1e-6;
+
+/** min(R C K / (epsilon N), 1e6), N the released record count (at least 1). */
+export function priorBoost(b: Bundle): number {
+  let n = 0;
+  for (const c of b.classCounts!) n += c;
+  n = Math.max(n, 1);
+  const rc = b.scoring!.prior_records_per_class * b.labels.length * b.recordsPerUnit;
+  return Math.min(rc / (b.epsilon * n), BOOST_MAX);
+}
+
+/** Rows of a [rows, cols] float64 matrix scaled to unit length (rows of norm 0 stay 0). */
+function unitRows(a: Float64Array, rows: number, cols: number): Float64Array {
+  const out = new Float64Array(a.length);
+  for (let r = 0; r < rows; r++) {
+    let s = 0;
+    for (let j = 0; j < cols; j++) s += a[r * cols + j]! ** 2;
+    const norm = Math.max(Math.sqrt(s), 1e-12);
+    for (let j = 0; j < cols; j++) out[r * cols + j] = a[r * cols + j]! / norm;
+  }
+  return out;
+}
+
+function softmax(z: Float64Array): Float64Array {
+  let max = -Infinity;
+  for (const v of z) max = Math.max(max, v);
+  const e = z.map((v) => Math.exp(v - max));
+  let sum = 0;
+  for (const v of e) sum += v;
+  return e.map((v) => v / sum);
+}
+
+/** SimHash buckets of one embedding, one per table (runtime/simhash.py). */
+export class SimHasher {
+  constructor(private readonly planes: Float32Array, private readonly offsets: Float32Array | null,
+              readonly tables: number, readonly bits: number, readonly dim: number) {}
+
+  buckets(x: Float64Array): number[] {
+    const out: number[] = [];
+    for (let t = 0; t < this.tables; t++) {
+      let bucket = 0;
+      for (let h = 0; h < this.bits; h++) {
+        const row = (t * this.bits + h) * this.dim;
+        let dot = 0;
+        for (let j = 0; j < this.dim; j++) dot += x[j]! * this.planes[row + j]!;
+        if (dot > (this.offsets === null ? 0 : this.offsets[t * this.bits + h]!)) bucket += 2 ** h;
+      }
+      out.push(bucket);
+    }
+    return out;
+  }
+}
+
+/** Scores embeddings against one bundle. */
+export class Scorer {
+  readonly classes: number;
+  readonly hasher: SimHasher | null;
+  /** Algorithm 2 (summed raw votes) when there are no class statistics to blend with. */
+  readonly plainVotes: boolean;
+  /** The prior's weight in the blend (0 without a prior or without class statistics). */
+  readonly boost: number = 0;
+  private readonly b: Bundle;
+  private readonly k: number = 0;
+  private readonly dim: number;
+  /** P^T, P^T dirs and the unit descriptions over tau_p, side by side: (D, k + 2C), row-major. */
+  private readonly matrix: Float64Array | null = null;
+  private readonly shift: Float64Array | null = null;
+  private readonly shiftDirs: Float64Array | null = null;
+  private readonly hasPrior: boolean;
+
+  constructor(b: Bundle) {
+    this.b = b;
+    const { C, D, k } = b.dims;
+    this.classes = C;
+    this.dim = D;
+    this.hasPrior = b.prior !== null;
+    this.hasher = b.hyperplanes === null ? null : new SimHasher(b.hyperplanes, b.offsets, b.dims.T, b.dims.H, D);
+    this.plainVotes = b.votes !== null && b.classSums === null;
+    if (b.classSums === null) return;
+    this.boost = this.hasPrior ? priorBoost(b) : 0;
+    this.k = k;
+    const proj = b.projection!;
+    const shift = new Float64Array(k);
+    for (let r = 0; r < k; r++) {
+      let s = 0;
+      for (let j = 0; j < D; j++) s += proj[r * D + j]! * b.origin![j]!;
+      shift[r] = s;
+    }
+    const sums = b.classSums;
+    const release = b.releases["class_sums"]!;
+    let s = new Float64Array(C * k);
+    for (let i = 0; i < C * k; i++) s[i] = sums[i]! / release.grid!;
+    const nu = (Math.sqrt(2 * k) * release.noise_scale) / release.grid!;
+    const strength = b.scoring!.description_pull * nu;
+    if (this.hasPrior && strength > 0) {
+      const m = Math.max(1, strength);
+      const pe = new Float64Array(C * k); // P e_c - P o
+      for (let c = 0; c < C; c++) {
+        for (let r = 0; r < k; r++) {
+          let dot = 0;
+          for (let j = 0; j < D; j++) dot += b.prior![c * D + j]! * proj[r * D + j]!;
+          pe[c * k + r] = dot - shift[r]!;
+        }
+      }
+      const pull = unitRows(pe, C, k);
+      s = s.map((v, i) => v / m + (strength / m) * pull[i]!);
+    }
+    const dirs = unitRows(s, C, k).map((v) => v / b.scoring!.centroid_temperature); // (C, k)
+    const shiftDirs = new Float64Array(C);
+    for (let c = 0; c < C; c++) {
+      let dot = 0;
+      for (let r = 0; r < k; r++) dot += shift[r]! * dirs[c * k + r]!;
+      shiftDirs[c] = dot;
+    }
+    const width = k + 2 * C;
+    const matrix = new Float64Array(D * width);
+    const priorUnit = this.hasPrior ? unitRows(Float64Array.from(b.prior!), C, D) : null;
+    for (let j = 0; j < D; j++) {
+      for (let r = 0; r < k; r++) matrix[j * width + r] = proj[r * D + j]!;
+      for (let c = 0; c < C; c++) {
+        let dot = 0;
+        for (let r = 0; r < k; r++) dot += proj[r * D + j]! * dirs[c * k + r]!;
+        matrix[j * width + k + c] = dot;
+        if (priorUnit) matrix[j * width + k + C + c] = priorUnit[c * D + j]! / b.scoring!.prior_temperature;
+      }
+    }
+    this.matrix = matrix;
+    this.shift = shift;
+    this.shiftDirs = shiftDirs;
+  }
+
+  /** Per-class vote sums of the query's buckets (negative cells read as 0 when `positive`). */
+  private voteSums(x: Float64Array, positive: boolean): Float64Array {
+    const { C, H } = this.b.dims;
+    const votes = this.b.votes!;
+    const out = new Float64Array(C);
+    this.hasher!.buckets(x).forEach((bucket, t) => {
+      const row = (t * 2 ** H + bucket) * C;
+      for (let c = 0; c < C; c++) out[c] = out[c]! + (positive ? Math.max(votes[row + c]!, 0) : votes[row + c]!);
+    });
+    return out;
+  }
+
+  /** Per-class scores of one embedding (D floats), float64; the label is the argmax. */
+  scores(embedding: ArrayLike<number>): Float64Array {
+    const x = Float64Array.from(embedding);
+    if (this.plainVotes) return this.voteSums(x, false);
+    const C = this.classes;
+    const k = this.k;
+    const width = k + 2 * C;
+    const h = new Float64Array(width);
+    for (let j = 0; j < this.dim; j++) {
+      const xj = x[j]!;
+      if (xj === 0) continue;
+      for (let i = 0; i < width; i++) h[i] = h[i]! + xj * this.matrix![j * width + i]!;
+    }
+    let zz = 0;
+    for (let r = 0; r < k; r++) zz += (h[r]! - this.shift![r]!) ** 2;
+    const zNorm = Math.sqrt(zz);
+    const centroid = new Float64Array(C);
+    for (let c = 0; c < C; c++) {
+      centroid[c] = zNorm > NEAR_ZERO ? (h[k + c]! - this.shiftDirs![c]!) / Math.max(zNorm, NEAR_ZERO) : 0;
+    }
+    const out = softmax(centroid);
+    if (this.hasPrior) {
+      let xx = 0;
+      for (const v of x) xx += v * v;
+      const xNorm = Math.sqrt(xx);
+      const prior = new Float64Array(C);
+      for (let c = 0; c < C; c++) prior[c] = xNorm > NEAR_ZERO ? h[k + C + c]! / Math.max(xNorm, NEAR_ZERO) : 0;
+      const p = softmax(prior);
+      for (let c = 0; c < C; c++) out[c] = out[c]! + this.boost * p[c]!;
+    }
+    if (this.b.votes !== null) {
+      const pos = this.voteSums(x, true);
+      let total = 0;
+      for (const v of pos) total += v;
+      for (let c = 0; c < C; c++) out[c] = out[c]! + pos[c]! / Math.max(total, 1e-12);
+    }
+    return out;
+  }
+}
+
+/** The argmax, ties to the lower index. */
+export function argmax(scores: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < scores.length; i++) if (scores[i]! > scores[best]!) best = i;
+  return best;
+}
