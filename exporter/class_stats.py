@@ -30,6 +30,7 @@ import numpy as np
 
 from exporter.privacy import PrivacyBudget
 from exporter.public_basis import PublicBasis
+from runtime.rowwise import row_l1
 from runtime.bundle.schema import Key
 
 #: Grid steps per unit of the projected embedding: 0.01 resolution, far below the noise.
@@ -68,8 +69,7 @@ def clip_to_l1(z: np.ndarray, bound: float) -> np.ndarray:
         >>> clip_to_l1(np.array([[3.0, -4.0], [0.1, 0.2]]), 1.0).round(3).tolist()
         [[0.429, -0.571], [0.1, 0.2]]
     """
-    l1 = np.abs(z).sum(axis=1, keepdims=True)
-    return z * np.minimum(1.0, bound / np.maximum(l1, 1e-300))
+    return z * np.minimum(1.0, bound / np.maximum(row_l1(z), 1e-300))
 
 
 def clip_and_quantize(z: np.ndarray, steps: int) -> np.ndarray:
@@ -84,8 +84,12 @@ def clip_and_quantize(z: np.ndarray, steps: int) -> np.ndarray:
         array([[ 42, -57],
                [  0,   0]])
     """
-    q = np.trunc(clip_to_l1(np.asarray(z, np.float64) * QUANTUM, steps)).astype(np.int64)
-    if len(q) and int(np.abs(q).sum(axis=1).max()) > steps:  # an invariant: the proof above
+    z = np.asarray(z, np.float64)
+    if not np.isfinite(z).all():  # NaN would become INT64_MIN, whose absolute value wraps
+        raise ValueError("a record's projected embedding is not finite; nothing was released")
+    q = np.trunc(clip_to_l1(z * QUANTUM, steps)).astype(np.int64)
+    # An invariant (the proof above), checked in float64 so that no sum can wrap.
+    if len(q) and float(row_l1(q).max()) > steps:
         raise RuntimeError("a clipped record exceeds the class sums' sensitivity; nothing was released")
     return q
 

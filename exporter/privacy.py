@@ -186,7 +186,8 @@ class PrivacyBudget:
         values = np.asarray(values)
         if values.dtype.kind not in "iu":
             raise BudgetError(f"{statistic}: noise is added to integers only, got {values.dtype}")
-        if np.abs(values).max(initial=0) > MAX_EXACT_VALUE:
+        # max and min, not abs: abs(INT64_MIN) wraps to a negative number and would pass.
+        if values.size and (int(values.max()) > MAX_EXACT_VALUE or int(values.min()) < -MAX_EXACT_VALUE):
             raise BudgetError(f"{statistic}: an exact value does not fit the int32 noise domain (at most "
                               f"{MAX_EXACT_VALUE:,})")
         eps = self.share(statistic)
@@ -197,7 +198,11 @@ class PrivacyBudget:
         spent = self._source.epsilon_spent(scale, total)
         if spent > eps * (1 + PRIVACY_RTOL):
             raise BudgetError(f"{statistic}: noise of scale {scale} costs epsilon {spent}, more than its share {eps}")
-        noisy = np.asarray(self._source.add_noise(values.astype(np.int32), scale), dtype=np.int64)
+        try:
+            noisy = np.asarray(self._source.add_noise(values.astype(np.int32), scale), dtype=np.int64)
+        except Exception as exc:  # the library's message may quote the exact (private) values
+            raise BudgetError(f"{statistic}: the noise library failed ({type(exc).__name__}); its message is not "
+                              "shown because it may quote exact private values") from None
         self._releases.append(ReleaseFacts(statistic, eps, total, scale, mechanism, grid,
                                            None if clip_l1 is None else float(clip_l1)))
         return noisy

@@ -24,6 +24,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from runtime.rowwise import row_products
+
 #: Whole vocabulary words embedded for the basis: enough for a stable 384-d rotation, at a
 #: few seconds of encoding per build.
 VOCAB_WORDS = 8000
@@ -52,7 +54,9 @@ class PublicBasis:
         return int(self.projection.shape[0])
 
     def project(self, embeddings: np.ndarray) -> np.ndarray:
-        return (np.asarray(embeddings, np.float64) - self.origin) @ self.projection.T.astype(np.float64)
+        """Coordinates in the basis, each row a function of its own embedding alone
+        (runtime.rowwise: a record's projection must not depend on the records beside it)."""
+        return row_products(np.asarray(embeddings, np.float64) - self.origin, self.projection.T)
 
     def first(self, k: int) -> "PublicBasis":
         """The basis of the first ``k`` coordinates (what a bundle stores for k)."""

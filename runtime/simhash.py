@@ -8,14 +8,17 @@ exactly 0 gives bit 0 (the paper's Algorithm 1 uses a strict '>').
 A bundle may add an offset per hyperplane (aligned hashing puts the hyperplanes through the
 data's centre): bit b_h = 1 iff <x, r_{t,h}> > o_{t,h}; without offsets o = 0.
 
-Dot products are taken in float64 from the stored float32 values, so that an independent
-implementation summing in another order agrees on the sign except for projections within
-about 1e-12 of zero.
+Dot products are taken in float64 from the stored float32 values, summed over the dimensions
+in ascending order (runtime.rowwise): an embedding's buckets depend on it alone, never on the
+other rows of its block, and the Java and TypeScript runtimes, summing in the same order,
+compute the same bits.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from runtime.rowwise import row_products
 
 
 class SimHasher:
@@ -46,5 +49,5 @@ class SimHasher:
         x = np.asarray(embeddings, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"embeddings must be (n, {self.dim}), got shape {x.shape}")
-        bits = (x @ self._planes > self._offsets).reshape(len(x), self.tables, self.bits)
+        bits = (row_products(x, self._planes) > self._offsets).reshape(len(x), self.tables, self.bits)
         return bits.astype(np.int64) @ self._weights
