@@ -11,13 +11,18 @@ Here every output element is the sum over d = 0..D-1, in that order, of x[d] * m
 each step one correctly rounded IEEE multiplication and addition (numpy ufuncs, no fused
 multiply-add). That is a function of the row alone, whatever the block, the engine or the
 machine, and it is the order the Java and TypeScript runtimes sum in, so all three compute the
-same bits. It costs D ufunc calls per block (a few milliseconds for 256 records), far below
-embedding them.
+same bits. It costs D ufunc calls per block (tens of milliseconds for 256 records, far below
+embedding them) and under a millisecond for one query.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+#: Up to this many terms, all are formed at once and summed by cumsum (the same order and bits
+#: as the loop, about 5x faster for one query); beyond it the loop over d keeps memory small.
+_SMALL = 2**18
 
 
 def row_products(x: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -29,18 +34,25 @@ def row_products(x: np.ndarray, m: np.ndarray) -> np.ndarray:
         >>> together = row_products(x, m)
         >>> bool(all((row_products(x[i:i + 1], m) == together[i]).all() for i in range(5)))
         True
+        >>> big = np.random.default_rng(2).standard_normal((800, 384))        # the loop's path
+        >>> bool((row_products(big, m)[:5] == row_products(big[:5], m)).all())
+        True
     """
     x = np.asarray(x, np.float64)
     m = np.asarray(m, np.float64)
     if x.ndim != 2 or m.ndim != 2 or x.shape[1] != m.shape[0]:
         raise ValueError(f"cannot multiply shapes {x.shape} and {m.shape}")
+    if x.shape[0] * x.shape[1] * m.shape[1] <= _SMALL:
+        # One query: every term at once, then a running sum along d (cumsum adds in order).
+        terms = x[:, :, None] * m[None, :, :]
+        np.cumsum(terms, axis=1, out=terms)
+        return terms[:, -1, :].copy() if x.shape[1] else np.zeros((x.shape[0], m.shape[1]))
     out = np.zeros((x.shape[0], m.shape[1]), np.float64)
     term = np.empty_like(out)
     for d in range(x.shape[1]):
         np.multiply(x[:, d:d + 1], m[d], out=term)
         out += term
     return out
-
 
 def row_l1(z: np.ndarray) -> np.ndarray:
     """Each row's L1 norm, summed over columns in ascending order (shape (n, 1)).

@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from runtime.bundle.schema import BOOST_MAX, Bundle, Key
+from runtime.rowwise import row_products
 from runtime.simhash import SimHasher
 
 #: What `Scorer` can return: the blend, or one component alone (`python -m runtime.classify --score`).
@@ -80,19 +81,13 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
     return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
 
 
-def _rowwise(x: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """x @ m one row at a time: BLAS may round a many-row product differently from a one-row
-    product, and a text's scores must not depend on the batch it arrives in."""
-    return np.stack([row @ m for row in x]) if len(x) else np.zeros((0, m.shape[1]))
-
-
 #: A query whose |z| (or |x|) is at most this has no direction worth the name: its cosines
 #: would be rounding noise that two readers compute differently, so they are 0 (a uniform softmax).
 NEAR_ZERO = 1e-6
 
 
 def _cosines(a: np.ndarray, dots: np.ndarray) -> np.ndarray:
-    """dots / |a| row by row (each row's norm on its own, like `_rowwise`), 0 where |a| <= NEAR_ZERO."""
+    """dots / |a| row by row (each row's norm on its own, like `row_products`), 0 where |a| <= NEAR_ZERO."""
     norms = np.array([math.sqrt(float(row @ row)) for row in a]).reshape(len(a), 1)
     return np.where(norms > NEAR_ZERO, dots / np.maximum(norms, NEAR_ZERO), 0.0)
 
@@ -141,7 +136,7 @@ class Scorer:
 
     def _components(self, x: np.ndarray) -> np.ndarray:
         """Centroid and prior probabilities, shape (n, 2, C) (without a prior its row is 0)."""
-        h = _rowwise(x, self._matrix)
+        h = row_products(x, self._matrix)  # a text's scores must not depend on its batch
         k, c = self._k, self.classes
         logits = np.zeros((len(x), 2, c))
         logits[:, 0] = _cosines(h[:, :k] - self._shift, h[:, k:k + c] - self._shift_dirs)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import ROOT
 from runtime import bundle as fmt
 
@@ -41,6 +43,7 @@ def test_readme_names_every_release_of_the_default_bundle(dp_bundle, tables_bund
     assert f"T = {t.tables} tables: L1 sensitivity T)" in section
 
 
+@pytest.mark.exporter  # the noise facts of bundles released through OpenDP, not the test-only hook
 def test_readme_states_the_neighbour_relation_delta_and_noise_the_bundle_states(dp_bundle, random_bundle):
     section = privacy_section()
     for bundle in (dp_bundle, random_bundle):

@@ -28,8 +28,8 @@ export const MAX_TEXT_CHARS = 1_000_000;
 /** Why TFLite bundles are refused, in one line (docs/web.md has the measurement). */
 export const TFLITE_REFUSED =
   "this bundle's encoder is TFLite, which the JavaScript runtime does not run: LiteRT.js (@litertjs/core 2.5.3) " +
-  "compiles the model but runs it only at the input shape it was converted with, and this encoder's input_ids " +
-  "are [1, n] for any n (in Node it does not load at all); build the bundle with the ONNX encoder, the exporter's default";
+  "compiles it, but its input_ids are [1, -1] (any length) and LiteRT.js runs no concrete shape of them (nor " +
+  "loads at all in Node); build the bundle with the ONNX encoder, the exporter's default";
 
 export interface LabelScore {
   readonly label: string;
