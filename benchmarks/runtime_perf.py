@@ -640,7 +640,8 @@ def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
     in the blend, summed raw by Algorithm 2). "whole" is the call itself; "rest" is whole minus
     the parts (the blend's own arithmetic).
     """
-    from runtime.scoring import _rowwise, vote_sums
+    from runtime.rowwise import row_products
+    from runtime.scoring import vote_sums
 
     scorer = clf.scorer
     emb = clf.encoder.embed_one(clf.tokenizer.encode([text])[0])[None, :]
@@ -648,7 +649,7 @@ def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
     parts: dict[str, Callable[[], Any]] = {"float64 copy": lambda: np.asarray(emb, np.float64)}
     if scorer._matrix is not None:
         parts["centroids + prior (all)"] = lambda: scorer._components(x)
-        parts["  one product (dim x (k + 2C))"] = lambda: _rowwise(x, scorer._matrix)
+        parts["  one product (dim x (k + 2C))"] = lambda: row_products(x, scorer._matrix)
     if scorer.votes is not None:
         buckets = scorer.hasher.buckets(x)
         parts["hash (SimHash buckets)"] = lambda: scorer.hasher.buckets(x)

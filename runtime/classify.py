@@ -53,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify (default: one per line on stdin)")
     ap.add_argument("--bundle", help="bundle file (.dpedge)")
-    ap.add_argument("--json", action="store_true", help="JSON lines: text, label, scores per label")
-    ap.add_argument("--top-k", type=int, default=1, metavar="K", help="show the K best labels with scores (default 1)")
+    ap.add_argument("--json", action="store_true",
+                    help="JSON lines: text, label, scores per label (a distribution: they sum to 1)")
+    ap.add_argument("--top-k", type=int, default=1, metavar="K",
+                    help="show the K best labels with their scores, each label's share of 1 (default 1)")
     ap.add_argument("--threads", type=int, default=None, metavar="N", help="encoder threads (default: all cores)")
     ap.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                     help="inference engine (default auto: onnxruntime for ONNX bundles, LiteRT then "
@@ -83,7 +85,7 @@ def _format(pred: Prediction, text: str, k: int) -> str:
     if k <= 1:
         return f"{pred.label}\t{shown}"
     width = max(len(label) for label in pred.scores)
-    rows = [f"  {label:<{width}}  {score:10.1f}" for label, score in pred.top(k)]
+    rows = [f"  {label:<{width}}  {score:.3f}" for label, score in pred.top(k)]
     return "\n".join([shown, *rows])
 
 

@@ -5,10 +5,11 @@ post-processing and costs no privacy budget however often it runs. docs/bundle-f
 ("Scoring") is the normative statement; in short, for a query's unit embedding x:
 
 - a bundle with vote tables and no class statistics is scored by the paper's Algorithm 2: the
-  sum over tables of the noisy votes in the query's bucket (`vote_sums`);
+  sum over tables of the noisy votes in the query's bucket (`vote_sums`), negative sums read
+  as 0, over their total (uniform when every sum is at most 0);
 - otherwise the score is the blend
 
-      softmax(cos(z, S_c) / tau_c) + boost * softmax(cos(x, e_c) / tau_p) + pos / sum(pos)
+      [softmax(cos(z, S_c) / tau_c) + boost * softmax(cos(x, e_c) / tau_p) + pos / sum(pos)] / W
 
   with z = P (x - origin) the query in the public subspace; S_c the noisy class sum (grid
   units over the grid) pulled toward its description, S_c / m + (a nu / m) unit(P (e_c -
@@ -16,8 +17,9 @@ post-processing and costs no privacy budget however often it runs. docs/bundle-f
   square norm of the noise on one sum row (a prior on the class mean whose weight is the
   noise); e_c the description embeddings (the prior term and the pull only with them); boost
   = min(R C K / (epsilon N), 1e6), N the released record count (at least 1); pos the query's
-  per-class vote sums with negative cells read as 0 (the term only with vote tables, 0 / 0 as
-  0). The label is the argmax, ties to the lower class index.
+  per-class vote sums with negative cells read as 0 (the term only with vote tables; uniform
+  when every cell is 0); W = 1 + boost + [1 with vote tables], so that the scores are a
+  distribution over the labels. The label is the argmax, ties to the lower class index.
 
 Example:
     >>> scorer = Scorer(bundle)                                     # doctest: +SKIP
@@ -148,15 +150,25 @@ class Scorer:
         return probs
 
     def scores(self, embeddings: np.ndarray) -> np.ndarray:
-        """Per-class scores, shape (n, classes), float64; the label is the argmax."""
+        """Per-class scores, shape (n, classes), float64: each row a distribution over the
+        labels (non-negative, summing to 1); the label is the argmax."""
         x = np.asarray(embeddings, np.float64)
         if self.plain_votes:
-            return vote_sums(self.hasher.buckets(x), self.votes).astype(np.float64)
+            return _shares(np.maximum(vote_sums(self.hasher.buckets(x), self.votes), 0))
         parts = self._components(x)
         if self.mode in ("centroids", "prior"):
             return parts[:, 0 if self.mode == "centroids" else 1]
         out = parts[:, 0] + self.boost * parts[:, 1]
+        weight = 1.0 + self.boost
         if self._positive is not None:
-            pos = vote_sums(self.hasher.buckets(x), self._positive).astype(np.float64)
-            out += pos / np.maximum(pos.sum(axis=1, keepdims=True), 1e-12)
-        return out
+            out += _shares(vote_sums(self.hasher.buckets(x), self._positive))
+            weight += 1.0
+        return out / weight
+
+
+def _shares(pos: np.ndarray) -> np.ndarray:
+    """Each row of non-negative vote sums over its total; a row of zeros is uniform (no votes
+    say nothing)."""
+    pos = pos.astype(np.float64)
+    total = pos.sum(axis=1, keepdims=True)
+    return np.where(total > 0, pos / np.where(total > 0, total, 1.0), 1.0 / pos.shape[1])

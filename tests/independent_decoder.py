@@ -345,7 +345,7 @@ class Decoder:
             u = self.buckets(x)
             cells = np.array([self.votes[t, u[t]] for t in range(len(u))], np.int64)      # (T, C)
         if self.sums is None:                                              # Algorithm 2
-            return cells.sum(axis=0).astype(np.float64)
+            return _shares(np.maximum(cells.sum(axis=0), 0))
         p, o = self.projection.astype(np.float64), self.origin.astype(np.float64)
         z = p @ x - p @ o                                                  # step 1
         s_rows = self.sums.astype(np.float64) / self.grid                  # S_c
@@ -360,15 +360,17 @@ class Decoder:
         centroid = np.array([float(z @ _unit(row)) / z_norm / self.tau_c if z_norm > 1e-6 else 0.0
                              for row in s_rows])                                                  # step 3
         score = _softmax(centroid)
+        weight = 1.0
         if self.prior is not None:                                         # step 4
             x_norm = float(np.linalg.norm(x))
             prior = np.array([float(x @ _unit(e_c)) / x_norm / self.tau_p if x_norm > 1e-6 else 0.0
                               for e_c in self.prior.astype(np.float64)])
             score = score + self.boost() * _softmax(prior)
+            weight += self.boost()
         if cells is not None:                                              # step 5
-            pos = np.maximum(cells, 0).sum(axis=0).astype(np.float64)
-            score = score + pos / max(float(pos.sum()), 1e-12)
-        return score
+            score = score + _shares(np.maximum(cells, 0).sum(axis=0))
+            weight += 1.0
+        return score / weight                                              # step 6
 
     def label(self, embedding: np.ndarray) -> str:
         return self.labels[_argmax(self.scores(embedding))]
@@ -377,6 +379,12 @@ class Decoder:
 def _argmax(s: np.ndarray) -> int:
     """The highest score; a tie goes to the lower class index."""
     return int(np.flatnonzero(s == s.max())[0])
+
+
+def _shares(pos: np.ndarray) -> np.ndarray:
+    """Non-negative sums over their total, 1/C each when all are 0."""
+    total = float(pos.sum())
+    return pos / total if total > 0 else np.full(len(pos), 1.0 / len(pos))
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

@@ -142,6 +142,8 @@ def assert_scores_finite(b: bundle.Bundle, x: np.ndarray) -> None:
         assert s.shape == (len(x), len(b.labels))
         bad = ~np.isfinite(s)
         assert not bad.any(), f"mode {mode}: non-finite scores {s[bad][:4]} for queries {np.argwhere(bad)[:4].tolist()}"
+        # and a distribution over the labels
+        assert (s >= 0).all() and np.allclose(s.sum(axis=1), 1.0), f"mode {mode}: rows sum to {s.sum(axis=1)[:4]}"
 
 
 def random_unit_queries(data: st.DataObject, d: int) -> np.ndarray:

@@ -38,7 +38,8 @@ def soft(v: np.ndarray, t: float) -> np.ndarray:
 
 
 def test_the_blend_on_a_hand_example_without_the_pull():
-    """cos(z, S_c) at tau_c, plus the prior's softmax at tau_p times R C K / (epsilon N)."""
+    """cos(z, S_c) at tau_c, plus the prior's softmax at tau_p times R C K / (epsilon N), over
+    1 + boost: a distribution."""
     b = hand_bundle([[300, 100], [-100, 200]], [40, 60], pull=0.0)
     x = np.array([[0.6, 0.8]])
     z = np.array([0.5, 0.8])
@@ -47,7 +48,7 @@ def test_the_blend_on_a_hand_example_without_the_pull():
     boost = 100 * 2 * 1 / (2.0 * 100)
     s = Scorer(b)
     assert s.boost == pytest.approx(boost)
-    assert np.allclose(s.scores(x)[0], soft(cos, 0.04) + boost * soft(np.array([0.6, 0.8]), 0.05))
+    assert np.allclose(s.scores(x)[0], (soft(cos, 0.04) + boost * soft(np.array([0.6, 0.8]), 0.05)) / (1 + boost))
 
 
 def test_the_pull_moves_each_sum_toward_its_description_by_the_stated_noise():
@@ -95,10 +96,25 @@ def test_vote_tables_add_their_normalised_positive_votes():
     votes = np.array([[[1, -5], [2, 0], [0, 4], [8, 8]]], np.int16)       # buckets 0..3
     b = hand_bundle([[300, 100], [-100, 200]], [40, 60], votes=votes, planes=planes)
     x = np.array([[0.6, 0.8], [-0.6, -0.8]])                              # buckets 3 and 0
-    no_votes = Scorer(hand_bundle([[300, 100], [-100, 200]], [40, 60])).scores(x)
-    assert np.allclose(Scorer(b).scores(x) - no_votes, [[0.5, 0.5], [1.0, 0.0]])
-    # votes alone: Algorithm 2's raw sums, negative cells included
-    assert Scorer(b, "votes").scores(x).tolist() == [[8.0, 8.0], [1.0, -5.0]]
+    plain = Scorer(hand_bundle([[300, 100], [-100, 200]], [40, 60]))
+    no_votes = plain.scores(x) * (1 + plain.boost)
+    assert np.allclose(Scorer(b).scores(x) * (2 + plain.boost) - no_votes, [[0.5, 0.5], [1.0, 0.0]])
+    # votes alone: Algorithm 2's sums (negative cells included), negative sums read as 0, over
+    # their total; a query whose every sum is at most 0 is uniform
+    assert Scorer(b, "votes").scores(x).tolist() == [[0.5, 0.5], [1.0, 0.0]]
+    none = hand_bundle([[300, 100], [-100, 200]], [40, 60], votes=np.array([[[-1, -5], [2, 0], [0, 4], [-8, 0]]],
+                                                                          np.int16), planes=planes)
+    assert Scorer(none, "votes").scores(x[:1]).tolist() == [[0.5, 0.5]]
+
+
+@pytest.mark.parametrize("mode", ["blend", "centroids", "prior", "votes"])
+def test_scores_are_a_distribution_over_the_labels(mode):
+    planes = np.array([[[1.0, 0.0], [0.0, 1.0]]], np.float32)
+    votes = np.array([[[1, -5], [2, 0], [0, 4], [8, 8]]], np.int16)
+    b = hand_bundle([[300, 100], [-100, 200]], [40, 60], votes=votes, planes=planes)
+    x = np.random.default_rng(3).standard_normal((50, 2))
+    scores = Scorer(b, mode).scores(np.vstack([x, np.zeros((1, 2))]))
+    assert (scores >= 0).all() and np.allclose(scores.sum(axis=1), 1.0)
 
 
 def test_classify_cli_shows_releases_and_scores_components(dp_bundle, capsys):
@@ -126,7 +142,8 @@ def test_blend_is_better_than_chance_and_is_the_sum_of_its_parts(dp_bundle):
     n, c = float(clf.bundle.class_counts.sum()), len(clf.labels)
     assert s.boost == pytest.approx(100 * c / (8 * n))      # R C K / (epsilon N)
     parts = {m: Scorer(clf.bundle, m).scores(x) for m in ("centroids", "prior")}
-    assert np.allclose(s.scores(x), parts["centroids"] + s.boost * parts["prior"])
+    assert np.allclose(s.scores(x), (parts["centroids"] + s.boost * parts["prior"]) / (1 + s.boost))
+    assert np.allclose(s.scores(x).sum(axis=1), 1.0)
 
 
 def test_component_without_its_statistics_is_a_clear_error(random_bundle):

@@ -3,11 +3,16 @@
  * float64 throughout; the label is the argmax, ties to the lower class index.
  *
  * - Vote tables without class statistics (Algorithm 2): bit h of table t is 1 iff
- *   hyperplanes[t, h] . x > offsets[t, h]; the bucket is sum_h bit_h 2^h; score_c is the sum
- *   over tables of votes[t, bucket_t, c].
- * - Otherwise the blend softmax(centroid) + boost x softmax(prior) [with a prior] + pos / sum(pos)
- *   [with vote tables], the class sums first pulled toward their descriptions, a query whose
- *   |z| (or |x|) is at most NEAR_ZERO scoring 0 on that component (a uniform softmax).
+ *   hyperplanes[t, h] . x > offsets[t, h] (the product summed in ascending order, as Python
+ *   and Java do); the bucket is sum_h bit_h 2^h; v_c is the sum over tables of
+ *   votes[t, bucket_t, c], and score_c = max(v_c, 0) over the sum of those (uniform when every
+ *   v_c is at most 0).
+ * - Otherwise the blend [softmax(centroid) + boost x softmax(prior) [with a prior] + pos / sum(pos)
+ *   [with vote tables, uniform when pos is all 0]] / W, W = 1 + boost + [1 with vote tables],
+ *   the class sums first pulled toward their descriptions, a query whose |z| (or |x|) is at
+ *   most NEAR_ZERO scoring 0 on that component (a uniform softmax).
+ *
+ * Either way the scores are a distribution over the labels: non-negative, summing to 1.
  *
  * Everything that depends only on the bundle is prepared once; a query costs a few products.
  */
@@ -161,7 +166,7 @@ export class Scorer {
   /** Per-class scores of one embedding (D floats), float64; the label is the argmax. */
   scores(embedding: ArrayLike<number>): Float64Array {
     const x = Float64Array.from(embedding);
-    if (this.plainVotes) return this.voteSums(x, false);
+    if (this.plainVotes) return shares(this.voteSums(x, false).map((v) => Math.max(v, 0)));
     const C = this.classes;
     const k = this.k;
     const width = k + 2 * C;
@@ -188,14 +193,21 @@ export class Scorer {
       const p = softmax(prior);
       for (let c = 0; c < C; c++) out[c] = out[c]! + this.boost * p[c]!;
     }
+    let weight = 1 + this.boost;
     if (this.b.votes !== null) {
-      const pos = this.voteSums(x, true);
-      let total = 0;
-      for (const v of pos) total += v;
-      for (let c = 0; c < C; c++) out[c] = out[c]! + pos[c]! / Math.max(total, 1e-12);
+      const q = shares(this.voteSums(x, true));
+      for (let c = 0; c < C; c++) out[c] = out[c]! + q[c]!;
+      weight += 1;
     }
-    return out;
+    return out.map((v) => v / weight);
   }
+}
+
+/** Non-negative vote sums over their total; all zeros is uniform (no votes say nothing). */
+function shares(pos: Float64Array): Float64Array {
+  let total = 0;
+  for (const v of pos) total += v;
+  return pos.map((v) => (total > 0 ? v / total : 1 / pos.length));
 }
 
 /** The argmax, ties to the lower index. */

@@ -7,9 +7,10 @@ package org.dpedge.core;
  *
  * <p>For a query's embedding x, in double precision from the stored float32 values:
  * <ul>
- *   <li>vote tables without class statistics (the paper's Algorithm 2): score_c = the sum over
- *       tables of {@code votes[t][bucket_t][c]};</li>
- *   <li>otherwise the blend {@code softmax(centroid) + boost softmax(prior) + pos / sum(pos)}:
+ *   <li>vote tables without class statistics (the paper's Algorithm 2): v_c = the sum over
+ *       tables of {@code votes[t][bucket_t][c]}, score_c = {@code max(v_c, 0)} over the sum of
+ *       those (uniform when every v_c is at most 0);</li>
+ *   <li>otherwise the blend {@code [softmax(centroid) + boost softmax(prior) + pos / sum(pos)] / W}:
  *       with P the projection, o the origin, S_c the class sums over the grid, e_c the prior's
  *       rows, z = P x - P o; the sums are first pulled toward their descriptions,
  *       {@code S_c / m + (s / m) unit(P e_c - P o)} with {@code s = description_pull x nu},
@@ -17,9 +18,11 @@ package org.dpedge.core;
  *       and {@code m = max(1, s)}; centroid_c = {@code z . unit(S_c) / |z| / tau_c} (0 when |z| <= 1e-6);
  *       prior_c = {@code x . unit(e_c) / |x| / tau_p} (0 when |x| <= 1e-6); boost =
  *       {@code min(R C K / (epsilon N), 1e6)}, N the released record count (at least 1); pos_c
- *       the query's votes with negative cells read as 0. The prior terms (boost, pull) only with
+ *       the query's votes with negative cells read as 0 (uniform when they are all 0);
+ *       {@code W = 1 + boost + [1 with vote tables]}. The prior terms (boost, pull) only with
  *       a prior, the votes term only with vote tables.</li>
  * </ul>
+ * Either way the scores are a distribution over the labels: non-negative, summing to 1.
  * The label is the argmax, ties to the lower class index. Python folds the projection, the
  * directions and the temperatures into one matrix product; the plain loops here are the same
  * arithmetic in another order, so scores agree to about 1e-14.
@@ -113,12 +116,11 @@ public final class Scorer {
         }
         int[] bucket = hasher == null ? null : hasher.buckets(x);
         if (plainVotes) {
-            double[] out = new double[classes];
             long[] sums = voteSums(bucket, false);
             for (int c = 0; c < classes; c++) {
-                out[c] = sums[c];
+                sums[c] = Math.max(sums[c], 0);
             }
-            return out;
+            return shares(sums);
         }
         double[] z = project(x, 0, shift);
         double zNorm = norm(z, 0, k);
@@ -138,15 +140,29 @@ public final class Scorer {
                 out[c] += boost * p[c];
             }
         }
+        double weight = 1.0 + boost;
         if (votes != null) {
-            long[] pos = voteSums(bucket, true);
-            double total = 0;
-            for (long v : pos) {
-                total += v;
-            }
+            double[] q = shares(voteSums(bucket, true));
             for (int c = 0; c < classes; c++) {
-                out[c] += pos[c] / Math.max(total, TINY);
+                out[c] += q[c];
             }
+            weight += 1.0;
+        }
+        for (int c = 0; c < classes; c++) {
+            out[c] /= weight;
+        }
+        return out;
+    }
+
+    /** Non-negative vote sums over their total; all zeros is uniform (no votes say nothing). */
+    private double[] shares(long[] pos) {
+        double total = 0;
+        for (long v : pos) {
+            total += v;
+        }
+        double[] out = new double[pos.length];
+        for (int c = 0; c < pos.length; c++) {
+            out[c] = total > 0 ? pos[c] / total : 1.0 / pos.length;
         }
         return out;
     }

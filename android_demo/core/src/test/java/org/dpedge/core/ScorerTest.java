@@ -29,14 +29,20 @@ public class ScorerTest {
             {4.999999984533895, 0.5000000077367786, 0.25000000772932607},
             {1.0000000033135292, 1.0041099273790062, 3.7458900693074644},
         };
+        // The blend's three parts over W = 1 + boost + 1: a distribution.
         for (int i = 0; i < X.length; i++) {
-            assertArrayEquals(python[i], s.scores(X[i]), 1e-12);
+            double[] want = new double[python[i].length];
+            for (int c = 0; c < want.length; c++) {
+                want[c] = python[i][c] / 5.75;
+            }
+            assertArrayEquals(want, s.scores(X[i]), 1e-12);
         }
     }
 
     /**
      * Vote tables alone: Algorithm 2. votes[t][u][c] = ((t x 4 + u) x 3 + c) % 7 - 3; for x =
-     * (0.6, -0.8, 0.1) both tables give bucket 1: [0, 1, 2] + [-2, -1, 0].
+     * (0.6, -0.8, 0.1) both tables give bucket 1: [0, 1, 2] + [-2, -1, 0] = [-2, 0, 2], whose
+     * positive part over its total is [0, 0, 1]; sums that are all at most 0 give 1/3 each.
      */
     @Test
     public void voteTablesAloneAreSummed() throws Exception {
@@ -48,7 +54,8 @@ public class ScorerTest {
         Scorer s = new Scorer(TestBundles.read(doc));
         assertTrue(s.plainVotes());
         assertEquals(0, s.priorBoost(), 0);
-        double[][] python = {{-2, 0, 2}, {-1, 1, -4}, {2, 4, -1}, {0, -5, -3}};
+        double third = 1.0 / 3;
+        double[][] python = {{0, 0, 1}, {0, 1, 0}, {2.0 / 6, 4.0 / 6, 0}, {third, third, third}};
         for (int i = 0; i < X.length; i++) {
             assertArrayEquals(python[i], s.scores(X[i]), 0);
         }
