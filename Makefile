@@ -43,6 +43,8 @@ quickstart: models/quickstart.dpedge
 	    "tell Maria I'm running late" \
 	    "how long to drive to the airport" \
 	    "push my dentist appointment to Friday"
+	$(PY) -m exporter evaluate --bundle models/quickstart.dpedge --test data/assistant/test.jsonl \
+	    --plot models/quickstart-evaluation.png
 
 test: $(VENV)/.test
 	$(PY) -m pytest -q

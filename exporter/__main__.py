@@ -5,6 +5,7 @@
                              --engine local|ray --ray-address ADDRESS ...]
     python -m exporter inspect BUNDLE [--json]
     python -m exporter encoder [--encoder DIR] [--encoder-format onnx|tflite]
+    python -m exporter evaluate --bundle B --test FILE [--plot PNG] [--json]
 
 Exit status 0 on success, 2 on bad input or settings (the message names what to fix).
 """
@@ -24,7 +25,8 @@ from exporter.dataset import FORMATS, DatasetError
 from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
 from runtime import bundle as bundle_format
 from runtime.describe import bundle_info, format_info, privacy_summary
-from runtime.errors import BundleError
+from runtime.errors import BundleError, InputError
+from exporter.evaluate import NOTICE, evaluate, format_report, plot
 
 
 def _add_encoder_format(p: argparse.ArgumentParser) -> None:
@@ -119,6 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     _add_encoder_format(enc)
     enc.add_argument("--models-dir", type=Path, default=Path("models"))
     enc.add_argument("--force", action="store_true", help="export again even if cached")
+    ev = sub.add_parser("evaluate", help="accuracy of a bundle on your own labelled test file (private figures)",
+                        description="Classify a labelled test file with the runtime and report accuracy, macro-F1, "
+                                    "per-class precision and recall, the confusion matrix and the scores' "
+                                    "reliability. " + NOTICE)
+    ev.add_argument("--bundle", required=True, type=Path)
+    ev.add_argument("--test", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
+    ev.add_argument("--plot", type=Path, metavar="PNG", help="write the confusion matrix and reliability plot here")
+    ev.add_argument("--json", action="store_true", help="print the figures as one JSON document")
+    ev.add_argument("--format", dest="fmt", choices=FORMATS, default=None, help="default: from the extension")
+    ev.add_argument("--text-field", default="text")
+    ev.add_argument("--label-field", default="label")
+    ev.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
@@ -144,13 +158,25 @@ def main(argv: list[str] | None = None) -> int:
             b = bundle_format.load(args.bundle)
             info = bundle_info(b, args.bundle)
             print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info, privacy_summary(b)))
+        elif args.command == "evaluate":
+            result = evaluate(args.bundle, args.test, fmt=args.fmt, text_field=args.text_field,
+                              label_field=args.label_field, threads=args.threads)
+            if result.records == 0:
+                print(f"error: {args.test}: no record has a label the bundle knows", file=sys.stderr)
+                return 2
+            if args.plot:
+                plot(result, args.plot)
+            print(json.dumps(result.to_json(), indent=1, ensure_ascii=False) if args.json
+                  else format_report(result, args.bundle, args.test))
+            if args.plot and not args.json:
+                print(f"\nwrote {args.plot}")
         else:
             exported = export_encoder(args.encoder, args.models_dir, encoder_format=args.encoder_format,
                                       force=args.force)
             fid = exported.facts["fidelity"]
             print(f"encoder {exported.directory}: {exported.facts['quantization']}; fidelity vs fp32: mean cosine "
                   f"{fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} over {fid['texts']} texts")
-    except (BuildError, DatasetError, EncoderExportError, BundleError) as exc:
+    except (BuildError, DatasetError, EncoderExportError, BundleError, InputError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
