@@ -27,7 +27,8 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -188,6 +189,22 @@ def reference_embeddings(source: Path, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(model.encode(list(texts), batch_size=16, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
 
 
+@contextmanager
+def _quiet_libraries() -> Iterator[None]:
+    """Silence the converters' own chatter at its source while an export runs: every Python
+    logger below ERROR (transformers' and optimum's advice, sentence-transformers' INFO lines,
+    the root logger onnxruntime.quantization writes to) and Python warnings. The console then
+    shows dpedge's lines; errors still show and raise. Restored afterwards."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
+
+
 def _export_fp32(source: Path, out: Path) -> Path:
     from optimum.exporters.onnx import main_export
 
@@ -303,8 +320,8 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
     final.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=final.parent))
     try:
-        logging.getLogger("onnxruntime").setLevel(logging.WARNING)
-        quantization, inputs = _convert(source, work, encoder_format)
+        with _quiet_libraries():
+            quantization, inputs = _convert(source, work, encoder_format)
         shutil.copyfile(source / "tokenizer.json", work / "tokenizer.json")
         facts: dict[str, Any] = {
             "name": name, "format": encoder_format, "source_sha256": key, "recipe": _recipe(encoder_format),
@@ -312,7 +329,9 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
             "inputs": inputs, "output": OUTPUT_NAME,
         }
         exported = ExportedEncoder(work, {**facts, "fidelity": {}})
-        fidelity = measure_fidelity(exported.to_bundle_encoder(), reference_embeddings(source, FIDELITY_TEXTS))
+        with _quiet_libraries():
+            reference = reference_embeddings(source, FIDELITY_TEXTS)
+        fidelity = measure_fidelity(exported.to_bundle_encoder(), reference)
         facts["fidelity"] = fidelity
         if fidelity["mean_cosine"] < min_mean_cosine:
             raise EncoderExportError(

@@ -28,13 +28,19 @@ def test_second_export_reuses_the_cache(exported_encoder, tmp_path):
     assert again.directory == exported_encoder.directory and again.facts == exported_encoder.facts
 
 
-def test_an_incomplete_cache_is_exported_again(exported_encoder, tmp_path):
+def test_an_incomplete_cache_is_exported_again(exported_encoder, tmp_path, capfd):
     broken = tmp_path / "encoders" / exported_encoder.directory.name
     shutil.copytree(exported_encoder.directory, broken)
     (broken / "model.onnx").unlink()  # e.g. a copy interrupted half way
     again = export_encoder(models_dir=tmp_path)
     assert again.directory == broken and (broken / "model.onnx").is_file()
     assert again.facts["fidelity"]["mean_cosine"] >= MIN_MEAN_COSINE
+    # The converters' advice (transformers, optimum, onnxruntime.quantization,
+    # sentence-transformers) is silenced at its source: the export printed none of it.
+    said = capfd.readouterr()
+    chatter = [line for line in (said.out + said.err).splitlines()
+               if any(w in line for w in ("[WARNING]", "[INFO]", "deprecated", "accelerate", "Warning:"))]
+    assert chatter == []
 
 
 def test_tokenizer_overrides_the_baked_in_padding_and_truncation(exported_encoder):
