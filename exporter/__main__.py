@@ -28,7 +28,7 @@ from runtime import bundle as bundle_format
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError, InputError
 from exporter import encoders
-from exporter.evaluate import NOTICE, evaluate, format_report, plot
+from exporter.evaluate import NOTICE, PlotUnavailable, evaluate, format_report, plot
 
 
 def _add_encoder_format(p: argparse.ArgumentParser) -> None:
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             fid = exported.facts["fidelity"]
             print(f"encoder {exported.directory}: {exported.facts['quantization']}; fidelity vs fp32: mean cosine "
                   f"{fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} over {fid['texts']} texts")
-    except (BuildError, DatasetError, EncoderExportError, BundleError, InputError, RuntimeError) as exc:
+    except (BuildError, DatasetError, EncoderExportError, BundleError, InputError, PlotUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -39,7 +39,7 @@ from runtime.embedder import Embedder
 
 #: Refuse an int8 encoder whose mean cosine to the fp32 model on FIDELITY_TEXTS is lower.
 MIN_MEAN_COSINE = 0.99
-DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_NAME = encoders.REGISTRY[encoders.DEFAULT].model_id
 RECIPE = "optimum-st-onnx/matmulnbits8-b128-sym-acc4/gather-qint8/external-weights/v2"
 QUANTIZATION = "int8 weights: MatMulNBits 8-bit block 128 (accuracy level 4) + int8 Gather"
 OUTPUT_NAME = "sentence_embedding"

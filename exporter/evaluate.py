@@ -33,6 +33,10 @@ BINS = 10
 CHUNK = 256
 
 
+class PlotUnavailable(RuntimeError):
+    """--plot was asked for where matplotlib is not installed."""
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """Exact figures of one bundle on one labelled test file (never released)."""
@@ -99,6 +103,7 @@ def evaluate(bundle: os.PathLike[str] | str, test: os.PathLike[str] | str, *, fm
 
     clf = Classifier.load(bundle, threads=threads)
     labels = tuple(clf.labels)
+    index = {name: i for i, name in enumerate(labels)}
     stats = ReadStats()
     records = read_records(test, LabelSet(labels), fmt=fmt, text_field=text_field, label_field=label_field,
                            skip_unknown_labels=True, skip_empty_texts=True, stats=stats)
@@ -108,7 +113,7 @@ def evaluate(bundle: os.PathLike[str] | str, test: os.PathLike[str] | str, *, fm
 
     def flush() -> None:
         for record, pred in zip(chunk, clf.predict([r.text for r in chunk])):
-            guess = labels.index(pred.label)
+            guess = index[pred.label]
             confusion[record.label, guess] += 1
             top.append(pred.scores[pred.label])
             correct.append(guess == record.label)
@@ -150,7 +155,7 @@ def plot(ev: Evaluation, out: Path) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install matplotlib (the export extra has it)") from None
+        raise PlotUnavailable("--plot needs matplotlib: pip install matplotlib (the export extra has it)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
