@@ -13,8 +13,8 @@ but the figures are not covered by its guarantee.)
 
 from __future__ import annotations
 
+import io
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from exporter.dataset import LabelSet, ReadStats, read_records
+from runtime.bundle import write_atomic
 from runtime.text import escape
 
 #: What every report says first.
@@ -187,13 +188,9 @@ def plot(ev: Evaluation, out: Path) -> None:
     ax2.set_title("reliability of the top score")
     fig.suptitle("private test figures: for the data owner, not a release", fontsize=9)
     fig.tight_layout()
-    out = Path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent or ".")
-    os.close(fd)
+    png = io.BytesIO()
     try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, out)
+        fig.savefig(png, format="png", dpi=120)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(Path(out), png.getvalue())

@@ -55,6 +55,7 @@ def test_the_cli_prints_the_notice_writes_the_plot_and_json(dp_bundle, tmp_path)
     assert "skipped 1 record(s) with a label the bundle does not have" in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".eval.png")]  # the temp file is gone
+    assert png.stat().st_mode & 0o044  # readable as any file the user writes (umask), not mkstemp's 0600
     j = subprocess.run(run + ["--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     doc = json.loads(j.stdout)
     assert doc["notice"] == NOTICE and doc["skipped"]["unknown_label"] == 1
