@@ -1,7 +1,8 @@
 """Export a sentence-transformers model once to an int8 encoder (ONNX or TFLite), gated on fidelity.
 
 ONNX route: optimum exports the sentence-transformers model with mean pooling and L2
-normalisation inside the graph; onnxruntime's MatMulNBits quantizer stores every MatMul
+normalisation inside the graph (CLS pooling: the plain transformer, its first token taken and
+normalised by four appended nodes); onnxruntime's MatMulNBits quantizer stores every MatMul
 weight in 8 bits (block 128, symmetric, accuracy level 4 = int8 compute with per-row
 activation scales), and quantize_dynamic stores the token-embedding Gather in int8. It is as
 small and as fast as per-channel QInt8 and more faithful to the fp32 model, and per-row
@@ -134,9 +135,10 @@ def _read_json(path: Path) -> Any:
 
 
 #: sentence-transformers pooling modes the export honours (in the graph, and in the TFLite model).
-#: CLS pooling is not among them: sentence-transformers exports it with an If subgraph (for
-#: left padding), and the format's model family refuses subgraphs.
-POOLING_MODES = {"pooling_mode_mean_tokens": "mean"}
+#: CLS pooling (bge's) is not exported through sentence-transformers, whose graph finds the CLS
+#: position with an If subgraph (for left padding) that the format's model family refuses: the
+#: plain transformer is exported and its first token taken with one Gather (_cls_head).
+POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
 
 
 def _check_source(source: Path) -> dict[str, Any]:
@@ -228,14 +230,46 @@ def _quiet_libraries() -> Iterator[None]:
         logging.disable(previous)
 
 
-def _export_fp32(source: Path, out: Path) -> Path:
+def _export_fp32(source: Path, out: Path, pooling: str = "mean") -> Path:
+    """The fp32 ONNX graph whose output is the unit sentence embedding. Mean pooling comes
+    from optimum's sentence-transformers export as it is; CLS pooling from the plain
+    transformer's export with `_cls_head` appended (the runtime feeds right-padded tokens, so
+    the CLS token is always the first)."""
     from optimum.exporters.onnx import main_export
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        main_export(str(source), out, task="feature-extraction", library_name="sentence_transformers",
+        main_export(str(source), out, task="feature-extraction",
+                    library_name="sentence_transformers" if pooling == "mean" else "transformers",
                     local_files_only=True, do_validation=False)
+    if pooling == "cls":
+        _cls_head(out / "model.onnx")
     return out / "model.onnx"
+
+
+def _cls_head(model_path: Path) -> None:
+    """Replace the graph's outputs with OUTPUT_NAME = the first token's hidden state over its
+    L2 norm (at least 1e-12, as torch's normalize), in operators of the format's ONNX family."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    model = onnx.load(str(model_path))
+    g = model.graph
+    hidden = next(o for o in g.output if o.name == "last_hidden_state")
+    dim = hidden.type.tensor_type.shape.dim[2].dim_value
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    g.initializer.extend([helper.make_tensor("cls_index", TensorProto.INT64, [], [0]),
+                          helper.make_tensor("cls_axes", TensorProto.INT64, [1], [1]),
+                          helper.make_tensor("cls_min_norm", TensorProto.FLOAT, [], [1e-12])])
+    reduce = (helper.make_node("ReduceL2", ["cls_token", "cls_axes"], ["cls_norm"], keepdims=1) if opset >= 18 else
+              helper.make_node("ReduceL2", ["cls_token"], ["cls_norm"], axes=[1], keepdims=1))
+    g.node.extend([helper.make_node("Gather", ["last_hidden_state", "cls_index"], ["cls_token"], axis=1), reduce,
+                   helper.make_node("Clip", ["cls_norm", "cls_min_norm"], ["cls_norm_min"]),
+                   helper.make_node("Div", ["cls_token", "cls_norm_min"], [OUTPUT_NAME])])
+    del g.output[:]
+    g.output.append(helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch_size", dim]))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(model_path))
 
 
 def _quantize_int8(fp32: Path, out: Path) -> None:
@@ -289,14 +323,14 @@ def _check_probe(encoder: EncoderSpec) -> dict[str, Any]:
     return {"text": CHECK_TEXT, "embedding": [float(x) for x in emb]}
 
 
-def _convert(source: Path, work: Path, encoder_format: str) -> tuple[str, list[str]]:
+def _convert(source: Path, work: Path, encoder_format: str, pooling: str) -> tuple[str, list[str]]:
     """Write the int8 model into ``work``; returns its quantization note and input names."""
     if encoder_format == "tflite":
         from exporter import tflite_export
 
-        tflite_export.convert(source, work / MODEL_FILES["tflite"])
+        tflite_export.convert(source, work / MODEL_FILES["tflite"], pooling=pooling)
         return tflite_export.QUANTIZATION, [tflite_export.SIGNATURE_INPUT]
-    fp32 = _export_fp32(source, work / "fp32")
+    fp32 = _export_fp32(source, work / "fp32", pooling)
     _quantize_int8(fp32, work / MODEL_FILES["onnx"])
     return QUANTIZATION, _graph_inputs(work / MODEL_FILES["onnx"])
 
@@ -343,7 +377,7 @@ def export_encoder(source: str | Path | None = None, models_dir: Path = Path("mo
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=final.parent))
     try:
         with _quiet_libraries():
-            quantization, inputs = _convert(source, work, encoder_format)
+            quantization, inputs = _convert(source, work, encoder_format, shape["pooling"])
         shutil.copyfile(source / "tokenizer.json", work / "tokenizer.json")
         facts: dict[str, Any] = {
             "name": name, "format": encoder_format, "source_sha256": key, "recipe": _recipe(encoder_format),

@@ -2,7 +2,7 @@
 
 Route (docs/encoder.md compares the alternatives): transformers' TFBertModel
 built from the model's config, weights loaded from model.safetensors (no PyTorch involved),
-mean pooling and L2 normalisation inside one `tf.function` whose input is int32
+the folder's pooling (mean, or the CLS token) and L2 normalisation inside one `tf.function` whose input is int32
 ``input_ids`` of shape [1, None], saved as a SavedModel, then `tf.lite.TFLiteConverter` with
 dynamic-range quantization (int8 weights, per-channel). Only builtin ops come out, and the
 sequence length stays dynamic, so the interpreter is resized to each text's length (a
@@ -41,8 +41,9 @@ def _import_tensorflow():
     return tf
 
 
-def convert(source: Path, out: Path, *, quantize: bool = True) -> Path:
-    """Write ``out`` (a .tflite file) from the sentence-transformers folder ``source``.
+def convert(source: Path, out: Path, *, quantize: bool = True, pooling: str = "mean") -> Path:
+    """Write ``out`` (a .tflite file) from the sentence-transformers folder ``source``, pooled
+    as its folder says ("mean" over the tokens, or "cls": the first token's hidden state).
 
     Example:
         >>> convert(default_source(), Path("/tmp/model.tflite"))    # doctest: +SKIP
@@ -68,7 +69,8 @@ def convert(source: Path, out: Path, *, quantize: bool = True) -> Path:
         def __call__(self, input_ids):
             hidden = self.model(input_ids=input_ids, attention_mask=tf.ones_like(input_ids),
                                 token_type_ids=tf.zeros_like(input_ids), training=False).last_hidden_state
-            return {SIGNATURE_OUTPUT: tf.math.l2_normalize(tf.reduce_mean(hidden, axis=1), axis=1)}
+            pooled = hidden[:, 0] if pooling == "cls" else tf.reduce_mean(hidden, axis=1)
+            return {SIGNATURE_OUTPUT: tf.math.l2_normalize(pooled, axis=1)}
 
     module = SentenceEncoder(bert)
     saved = out.with_suffix(".savedmodel")

@@ -73,8 +73,26 @@ def test_a_folder_with_a_query_prompt_exports_it_as_the_text_prefix(tmp_path):
     assert (np.sum(got * without, axis=1) < np.sum(got * with_prompt, axis=1)).all()  # ...which changes the text
 
 
-@pytest.mark.parametrize("pooling", ["pooling_mode_cls_token", "pooling_mode_max_tokens"])
-def test_a_pooling_the_export_cannot_honour_is_refused(tmp_path, pooling):
-    folder = _variant(tmp_path, pooling, None)
-    with pytest.raises(EncoderExportError, match="the pooling must be one of mean"):
+def test_a_cls_pooled_folder_exports_its_first_token_within_the_model_family(tmp_path):
+    """bge-style CLS pooling: the int8 graph reproduces sentence-transformers' CLS embedding (the
+    fidelity gate), differs from the same weights mean-pooled, and passes the format's ONNX
+    family (no If subgraph), so a bundle carrying it loads on every reader."""
+    from runtime.bundle.model_family import check_model
+    from runtime.embedder import Embedder
+
+    folder = _variant(tmp_path, "pooling_mode_cls_token", None)
+    exported = export_encoder(folder, models_dir=tmp_path / "models")
+    assert exported.facts["pooling"] == "cls" and exported.facts["fidelity"]["mean_cosine"] >= 0.99
+    spec = exported.to_bundle_encoder()
+    check_model(spec.format, spec.model, len(spec.weights))
+    texts = ["wake me up at seven", "is it going to rain", "OK"]
+    got = Embedder(spec, threads=1).embed(texts)
+    cls, mean = reference_embeddings(folder, texts), reference_embeddings(encoders.resolve(None)[0], texts)
+    assert (np.sum(got * cls, axis=1) > 0.98).all()
+    assert (np.sum(got * mean, axis=1) < 0.95).all()  # the pooling changed what the graph computes
+
+
+def test_a_pooling_the_export_cannot_honour_is_refused(tmp_path):
+    folder = _variant(tmp_path, "pooling_mode_max_tokens", None)
+    with pytest.raises(EncoderExportError, match="the pooling must be one of mean, cls"):
         export_encoder(folder, models_dir=tmp_path / "models")
