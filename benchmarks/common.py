@@ -53,13 +53,17 @@ class Embedder:
         self.embedder = TextEmbedder(spec, threads=1, workers=os.cpu_count() or 1)
         self.key = self.exported.facts["source_sha256"][:16]
 
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit embeddings of ``texts`` (what a device computes with the shipped encoder)."""
+        return self.embedder.embed(texts)
+
     def split(self, path: Path, labels: LabelSet) -> Split:
         cache = CACHE / f"{self.key}-{_file_hash(path)[:16]}.npz"
         if cache.is_file():
             z = np.load(cache)
             return Split(z["embeddings"], z["labels"])
         records = list(read_records(path, labels))
-        emb = self.embedder.embed([r.text for r in records])
+        emb = self.embed([r.text for r in records])
         split = Split(emb, np.array([r.label for r in records], dtype=np.int64))
         CACHE.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(".tmp.npz")

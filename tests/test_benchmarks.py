@@ -50,3 +50,33 @@ def test_accuracy_benchmark_replaces_the_scoring_constants(exported_encoder, tmp
     assert row["scoring"]["description_pull"] == 0.0 and row["scoring"]["prior_records_per_class"] == 0.0
     assert row["scoring"]["centroid_temperature"] == SCORING.centroid_temperature  # the rest as shipped
     assert row["runs"]["default"]["8.0"] == row["runs"]["centroids"]["8.0"]
+
+
+def test_accuracy_benchmark_compares_encoders(exported_encoder, tmp_path):
+    """--encoders prints the per-encoder table: real bundles (their size), the paper's rows where
+    it has the dataset (not on the project's own data), LR and kNN10 on the same embeddings."""
+    out = tmp_path / "enc.json"
+    r = subprocess.run([sys.executable, "benchmarks/accuracy.py", "--data", str(DATA), "--epsilons", "1,8",
+                        "--seeds", "2", "--encoders", "all-MiniLM-L6-v2", "--out", str(out)],
+                       capture_output=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    text = r.stdout.decode()
+    assert "all-MiniLM-L6-v2" in text and "MiB" in text and "eps 8" in text and "paper" not in text
+    enc = json.loads(out.read_text())["encoders"]["all-MiniLM-L6-v2"]
+    row = enc["datasets"]["assistant"]
+    assert len(row["runs"]["8.0"]) == 2 and all(0.6 < a <= 1 for a in row["runs"]["8.0"])
+    assert 0.8 < row["lr"] <= 1 and 0.8 < row["knn10"] <= 1 and 0.6 < row["ncm"] <= 1
+    assert 5 < enc["bundle_mib"] < 60 and enc["ms_per_text"] > 0
+
+
+def test_second_moment_study_runs_and_its_exact_row_is_the_ceiling(exported_encoder):
+    """benchmarks/second_moment.py: with exact statistics (inf) the LDA of the project's data
+    classifies well above chance, and every released row is a valid accuracy."""
+    r = subprocess.run([sys.executable, "benchmarks/second_moment.py", "--data", str(DATA), "--epsilons", "8,inf",
+                        "--dims", "16,32", "--seeds", "1"], capture_output=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    rows = [line.split() for line in r.stdout.decode().splitlines()[1:]]
+    assert len(rows) == 4 and all(row[0] == "assistant" for row in rows)
+    accs = {(row[1], row[2]): [float(a) for a in row[3:]] for row in rows}
+    assert all(0 <= a <= 100 for values in accs.values() for a in values) and all(len(v) == 4 for v in accs.values())
+    assert max(accs[("inf", "32")][:3]) > 60  # 7 labels: chance is 14
