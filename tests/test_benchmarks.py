@@ -54,11 +54,15 @@ def test_accuracy_benchmark_replaces_the_scoring_constants(exported_encoder, tmp
 
 def test_accuracy_benchmark_compares_encoders(exported_encoder, tmp_path):
     """--encoders prints the per-encoder table: real bundles (their size), the paper's rows where
-    it has the dataset (not on the project's own data), LR and kNN10 on the same embeddings."""
+    it has the dataset (not on the project's own data), LR and kNN10 on the same embeddings; a
+    study source (st:FOLDER, the same weights in fp32) has no bundle and scores alike."""
+    from exporter import encoders
+
     out = tmp_path / "enc.json"
+    study = f"st:{encoders.resolve(None)[0]}"
     r = subprocess.run([sys.executable, "benchmarks/accuracy.py", "--data", str(DATA), "--epsilons", "1,8",
-                        "--seeds", "2", "--encoders", "all-MiniLM-L6-v2", "--out", str(out)],
-                       capture_output=True, cwd=ROOT, timeout=600)
+                        "--seeds", "2", "--encoders", "all-MiniLM-L6-v2", study, "--out", str(out)],
+                       capture_output=True, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr.decode()
     text = r.stdout.decode()
     assert "all-MiniLM-L6-v2" in text and "MiB" in text and "eps 8" in text and "paper" not in text
@@ -67,6 +71,9 @@ def test_accuracy_benchmark_compares_encoders(exported_encoder, tmp_path):
     assert len(row["runs"]["8.0"]) == 2 and all(0.6 < a <= 1 for a in row["runs"]["8.0"])
     assert 0.8 < row["lr"] <= 1 and 0.8 < row["knn10"] <= 1 and 0.6 < row["ncm"] <= 1
     assert 5 < enc["bundle_mib"] < 60 and enc["ms_per_text"] > 0
+    fp32 = json.loads(out.read_text())["encoders"][study]
+    assert fp32["bundle_mib"] is None and "(fp32, study)" in text
+    assert abs(fp32["datasets"]["assistant"]["lr"] - row["lr"]) < 0.05  # int8 and fp32 embed alike
 
 
 def test_second_moment_study_runs_and_its_exact_row_is_the_ceiling(exported_encoder):
