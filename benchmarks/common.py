@@ -40,8 +40,13 @@ class Dataset:
     test: Split
 
 
-def _file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def file_hash(path: Path) -> str:
+    """SHA-256 of a file, read in 4 MiB blocks (a model's weights need not fit in memory twice)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
 
 
 class Embedder:
@@ -58,7 +63,7 @@ class Embedder:
         return self.embedder.embed(texts)
 
     def split(self, path: Path, labels: LabelSet) -> Split:
-        cache = CACHE / f"{self.key}-{_file_hash(path)[:16]}.npz"
+        cache = CACHE / f"{self.key}-{file_hash(path)[:16]}.npz"
         if cache.is_file():
             z = np.load(cache)
             return Split(z["embeddings"], z["labels"])

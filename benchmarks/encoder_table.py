@@ -31,7 +31,6 @@ over single short texts on one thread, in this process, with its ratio to the fi
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import sys
@@ -42,7 +41,7 @@ from typing import Callable
 
 import numpy as np
 
-from common import Dataset, Embedder, knn_accuracy
+from common import Dataset, Embedder, file_hash, knn_accuracy
 from peers import logistic_regression
 
 from exporter import encoders
@@ -97,11 +96,7 @@ class SentenceTransformersEmbedder(Embedder):
         from sentence_transformers import SentenceTransformer
 
         self.model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
-        h = hashlib.sha256()
-        with (folder / "model.safetensors").open("rb") as f:
-            while block := f.read(1 << 22):
-                h.update(block)
-        self.key = f"st-{h.hexdigest()[:16]}"
+        self.key = f"st-{file_hash(folder / 'model.safetensors')[:16]}"
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(list(texts), batch_size=64, normalize_embeddings=True).astype(np.float32)
