@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Dataset, Embedder  # noqa: E402
 
+from exporter.class_stats import clip_to_l1  # noqa: E402
 from exporter.noise import OpenDPDiscreteLaplace  # noqa: E402
 from exporter.public_basis import public_texts, task_basis  # noqa: E402
 
@@ -52,7 +53,7 @@ def one_release(ds: Dataset, basis, k: int, eps: float, noise: OpenDPDiscreteLap
     """Accuracy of LDA at each floor, then of the cosine to the same noisy class means."""
     c = float(basis.clip_for(k))
     z = basis.first(k).project(ds.train.embeddings)
-    z = z * np.minimum(1.0, c / np.maximum(np.abs(z).sum(axis=1, keepdims=True), 1e-12))
+    z = clip_to_l1(z, c)  # the class sums' own clip
     q = np.rint(GRID * z).astype(np.int64)
     bound = int(np.floor(GRID * c)) + k  # rounding adds at most 1/2 per coordinate
     classes = len(ds.labels)
