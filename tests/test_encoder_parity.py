@@ -23,11 +23,11 @@ def test_onnx_and_tflite_give_the_same_labels_under_one_release(agnews_bundle, e
 
     Measured (docs/encoder.md): ONNX vs TFLite cosine 0.9965, same label 94.9%, accuracy 77.1
     vs 77.3; ONNX vs fp32 95.3% (measured on pre-release vote-table bundles). 99% same label is
-    out of reach there: a
-    non-private exact kNN over the same two embeddings agrees on only 99.0% of the texts, and
-    hard SimHash buckets amplify small differences (14.7% of table buckets differ). The bounds
-    below hold for a correct encoder with room for the noise draw, and fail one that pools
-    or normalises differently (cosine about 0.9, labels at about 60% agreement)."""
+    out of reach there: a non-private exact kNN over the same two embeddings agrees on only
+    99.0% of the texts, and hard SimHash buckets amplify small differences (14.7% of table
+    buckets differ). The bounds below hold for a correct encoder with room for the noise draw,
+    and fail one that pools or normalises differently (cosine about 0.9, labels at about 60%
+    agreement)."""
     clf = Classifier.load(agnews_bundle, threads=1, workers=2)
     labels = read_labels(AGNEWS / "labels.txt")
     records = list(read_records(AGNEWS / "test.jsonl", labels))
