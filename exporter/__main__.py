@@ -65,8 +65,8 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--public-directions", type=int, default=0,
                    help="with vote tables: public basis directions hashed besides the class directions (default 0)")
     p.add_argument("--encoder", default=None, metavar="NAME|FOLDER",
-                   help="a known encoder (python -m exporter encoders) or a sentence-transformers folder "
-                        "(default: all-MiniLM-L6-v2)")
+                   help="a known encoder (python -m exporter encoders), a sentence-transformers folder, or a folder "
+                        "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2)")
     _add_encoder_format(p)
     p.add_argument("--out", type=Path, default=Path("models/bundle.dpedge"), help="bundle to write")
     p.add_argument("--seed", type=int, default=None, help="hyperplane seed (default: random, recorded in the bundle)")

@@ -72,6 +72,9 @@ class ExportedEncoder:
 
     directory: Path
     facts: dict[str, Any]
+    #: Whether derived files (the vocabulary's embeddings) may be cached in ``directory``: not in
+    #: a folder the user handed over as it is (`exported_folder`).
+    cache: bool = True
 
     @property
     def format(self) -> str:
@@ -88,6 +91,8 @@ class ExportedEncoder:
             return np.load(cached)
         tokenizer_json = (self.directory / "tokenizer.json").read_text(encoding="utf-8")
         e = np.asarray(embed(public_texts(tokenizer_json, None)), np.float32)
+        if not self.cache:
+            return e
         fd, tmp = tempfile.mkstemp(prefix=".vocabulary-", suffix=".npy", dir=self.directory)
         with os.fdopen(fd, "wb") as f:
             np.save(f, e)
@@ -125,6 +130,21 @@ def find_export(models_dir: Path, encoder_format: str = "onnx", name: str = DEFA
                 and (facts_file.parent / MODEL_FILES[encoder_format]).is_file()):
             found.append((facts_file.stat().st_mtime, ExportedEncoder(facts_file.parent, facts)))
     return max(found, key=lambda x: x[0])[1] if found else None
+
+
+def exported_folder(folder: Path) -> ExportedEncoder | None:
+    """An encoder exported before (this module's output: encoder.json with its measured check
+    embedding, the model, tokenizer.json), used as it is: None if ``folder`` is not one."""
+    facts_file = folder / "encoder.json"
+    if not facts_file.is_file():
+        return None
+    facts = _read_json(facts_file)
+    fmt = facts.get("format", "onnx") if isinstance(facts, dict) else None
+    needed = [MODEL_FILES.get(fmt, "?"), "tokenizer.json"] + ([WEIGHTS_FILE] if fmt == "onnx" else [])
+    if not (isinstance(facts, dict) and facts.get("check") and all((folder / n).is_file() for n in needed)):
+        raise EncoderExportError(f"{folder}: encoder.json is there, but not a complete exported encoder "
+                                 f"({', '.join(needed)} and a measured check embedding)")
+    return ExportedEncoder(folder, facts, cache=False)
 
 
 def _read_json(path: Path) -> Any:
@@ -351,6 +371,10 @@ def export_encoder(source: str | Path | None = None, models_dir: Path = Path("mo
     """
     if encoder_format not in ENCODER_FORMATS:
         raise EncoderExportError(f"unknown encoder format {encoder_format!r} (choose from {', '.join(ENCODER_FORMATS)})")
+    if source is not None and Path(source).is_dir() and (done := exported_folder(Path(source))) is not None:
+        if done.format != encoder_format:
+            raise EncoderExportError(f"{source} is an exported {done.format} encoder, not {encoder_format}")
+        return done
     try:
         source, name = encoders.resolve(source)
     except encoders.UnknownEncoder as exc:

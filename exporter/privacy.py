@@ -27,6 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
+from runtime.bundle import wording
 from runtime.bundle.schema import PRIVACY_RTOL, Key, ReleaseFacts
 
 #: Share of epsilon the class counts get; the class sums get the rest, less the vote tables'
@@ -86,15 +87,12 @@ class NeighbourRelation:
         return cls(unit_column, max_records)
 
     def facts(self) -> dict[str, Any]:
-        """How the bundle names one unit of privacy (read by people and by the runtime)."""
-        k = self.max_records
-        if self.unit_column is None:
-            return {Key.MAX_RECORDS_PER_UNIT: 1, Key.NEIGHBOUR_RELATION: "add or remove one record",
-                    Key.PRIVACY_UNIT: "one record"}
-        return {Key.MAX_RECORDS_PER_UNIT: k,
-                Key.NEIGHBOUR_RELATION: f"add or remove one person (all their records, at most {k}; persons "
-                                        f"identified by the column {self.unit_column!r})",
-                Key.PRIVACY_UNIT: f"one person, up to {k} records"}
+        """How the bundle names one unit of privacy: the contract's wording for K
+        (runtime.bundle.wording), which every reader checks against K."""
+        k = None if self.unit_column is None else self.max_records
+        return {Key.MAX_RECORDS_PER_UNIT: self.max_records,
+                Key.NEIGHBOUR_RELATION: wording.neighbour_relation(k, repr(self.unit_column)),
+                Key.PRIVACY_UNIT: wording.privacy_unit(k)}
 
 
 def default_shares(hashing: str, votes_share: float = 0.0) -> dict[str, float]:

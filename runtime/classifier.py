@@ -17,6 +17,7 @@ import numpy as np
 
 from runtime import bundle as bundle_format
 from runtime.bundle import Bundle
+from runtime.bundle.schema import MAX_QUERY_CHARS
 from runtime.describe import bundle_info
 from runtime.embedder import Embedder
 from runtime.encoder import TextEncoder
@@ -24,10 +25,10 @@ from runtime.errors import InputError
 from runtime.scoring import Scorer
 from runtime.tokenizer import TextTokenizer
 
-#: Texts longer than this (in characters) are refused rather than tokenized: the encoder
+#: Texts longer than this (in code points) are refused rather than tokenized: the encoder
 #: reads at most max_length tokens anyway, and a multi-megabyte "text" is almost always a
 #: mistake (a whole file piped as one line).
-MAX_TEXT_CHARS = 1_000_000
+MAX_TEXT_CHARS = MAX_QUERY_CHARS
 
 #: Where `python -m runtime.classify` looks when no --bundle is given (the quick start writes it).
 DEFAULT_BUNDLE = Path("models") / "quickstart.dpedge"
@@ -40,19 +41,20 @@ def default_bundle_path() -> Path:
 
 
 def check_text(text: object) -> str:
-    """Return the text if it can be classified, else raise InputError saying why."""
+    """Return the text if it can be tokenized, else raise InputError saying why (the contract's
+    query rules, in order: a string, at most MAX_TEXT_CHARS code points, valid Unicode; the
+    last rule, at least one token, is `Classifier`'s: it needs the bundle's tokenizer)."""
     if not isinstance(text, str):
-        raise InputError(f"text must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise InputError("empty text: there is nothing to classify")
+        raise InputError("query.type", "", f"text must be a string, got {type(text).__name__}")
     if len(text) > MAX_TEXT_CHARS:
-        raise InputError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}")
+        raise InputError("query.too_long", "", f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}")
     if not text.isascii():
         try:
             text.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate: the tokenizer would raise a TypeError
-            raise InputError(f"not valid UTF-8 (lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}; "
-                             f"invalid bytes in a command-line argument arrive as these)") from None
+        except UnicodeEncodeError as exc:  # a lone surrogate: invalid bytes of a command-line argument arrive so
+            raise InputError("query.unicode", "", f"not valid UTF-8 (lone surrogate U+{ord(text[exc.start]):04X} at "
+                                                  f"character {exc.start}; invalid bytes in a command-line argument "
+                                                  f"arrive as these)") from None
     return text
 
 
@@ -91,7 +93,7 @@ class Classifier:
         try:
             self.scorer = Scorer(b, mode=score)
         except ValueError as exc:  # e.g. --score centroids on a bundle without class statistics
-            raise InputError(str(exc)) from None
+            raise InputError("query.type", "", str(exc)) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
@@ -124,17 +126,27 @@ class Classifier:
         for i, t in enumerate(texts):
             try:
                 check_text(t)
+                if not self.tokenizer.has_token(t):
+                    raise InputError("query.empty", "", "there is nothing to classify: the text is empty, or only "
+                                                        "white space, controls or invisible characters")
             except InputError as exc:
-                raise InputError(f"text {i}: {exc}") from None
+                raise exc.within(f"text {i}") if len(texts) > 1 else exc from None
         return self.embedder.embed(texts)
 
-    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+    def classify(self, texts: Sequence[str]) -> list[Prediction]:
         """Label and per-label scores for each text (argmax; ties go to the earlier label)."""
         scores = self.scorer.scores(self.embed(texts))
         return [
             Prediction(self.labels[int(np.argmax(row))], dict(zip(self.labels, map(float, row))))
             for row in scores
         ]
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        """`classify` under its former name (deprecated: it will be removed)."""
+        import warnings
+
+        warnings.warn("Classifier.predict is now Classifier.classify", DeprecationWarning, stacklevel=2)
+        return self.classify(texts)
 
     def info(self) -> dict[str, Any]:
         """What the bundle is: labels, privacy facts, hashing, encoder and sizes in bytes."""

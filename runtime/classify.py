@@ -28,6 +28,7 @@ from runtime.encoder import BACKEND_CHOICES, choose_backend
 from runtime.errors import BundleError, InputError
 from runtime.guard import ProcessGuard, resident_bytes
 from runtime.scoring import MODES
+from runtime.text import say
 
 #: The process's memory budget (see runtime.guard): while loading, what it used before plus
 #: LOAD_BYTES_PER_FILE_BYTE times the file's size plus the headroom (the exporter's bundles
@@ -80,15 +81,6 @@ def _stdin_texts(stream: Iterable[bytes]) -> Iterator[tuple[int, str | None, str
             yield n, None, f"not valid UTF-8 (byte {exc.start})"
 
 
-def _format(pred: Prediction, text: str, k: int) -> str:
-    shown = text if len(text) <= 200 else text[:197] + "..."
-    if k <= 1:
-        return f"{pred.label}\t{shown}"
-    width = max(len(label) for label in pred.scores)
-    rows = [f"  {label:<{width}}  {score:.3f}" for label, score in pred.top(k)]
-    return "\n".join([shown, *rows])
-
-
 def _utf8(out: TextIO) -> bool:
     return (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "") == "utf8"
 
@@ -102,11 +94,18 @@ def _emit(out: TextIO, pred: Prediction, text: str, args: argparse.Namespace) ->
             # allow_nan=False: bare NaN or Infinity is not JSON; such a line is skipped instead.
             line = json.dumps(record, ensure_ascii=not _utf8(out), allow_nan=False)
         except ValueError:
-            raise InputError("the scores are not finite numbers, so there is no answer to write") from None
-        out.write(line + "\n")
+            raise InputError("query.embedding", "", "the scores are not finite numbers, so there is no answer to "
+                                                    "write") from None
+        say(out, line, json=True)
     else:
-        out.write(_format(pred, text, args.top_k) + "\n")
-    out.flush()  # one answer per line as it comes, also when a person types on stdin
+        shown = text if len(text) <= 200 else text[:197] + "..."
+        if args.top_k <= 1:
+            say(out, pred.label, shown)
+            return
+        say(out, shown)
+        width = max(len(label) for label in pred.scores)
+        for label, score in pred.top(args.top_k):
+            say(out, f"  {label:<{width}}  {score:.3f}")
 
 
 def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str | None]],
@@ -119,7 +118,7 @@ def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str 
                 if guard is not None:
                     guard.stage(f"classifying {where} {n}", LINE_SECONDS,
                                 None if guard.fixed else guard.base + QUERY_BYTES_PER_CHAR * len(text))
-                _emit(sys.stdout, clf.predict([check_text(text)])[0], text, args)
+                _emit(sys.stdout, clf.classify([check_text(text)])[0], text, args)
                 continue
             except InputError as exc:
                 problem = str(exc)
@@ -130,7 +129,7 @@ def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str 
                     if not guard.fixed:
                         guard.base = max(guard.base, resident_bytes() + HEADROOM_BYTES)
                     guard.stage("waiting for input", limit_bytes=guard.base)
-        sys.stderr.write(f"skipped {where} {n}: {problem}\n")
+        say(sys.stderr, f"skipped {where} {n}: {problem}")
         failures += 1
     return failures
 
@@ -175,7 +174,7 @@ _GUARDS: list[ProcessGuard] = []
 
 def _main(args: argparse.Namespace) -> int:
     if args.top_k < 1:
-        sys.stderr.write("error: --top-k must be at least 1\n")
+        say(sys.stderr, "error: --top-k must be at least 1")
         return 2
     path = Path(args.bundle) if args.bundle else default_bundle_path()
     guard = _start_guard(path, args.memory_budget)
@@ -189,16 +188,19 @@ def _main(args: argparse.Namespace) -> int:
                 info["backend"] = choose_backend(b.encoder.format, args.backend).name
             except BundleError as exc:
                 info["backend"] = f"none ({exc})"
-            print(json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False) if args.json
-                  else format_info(info, privacy_summary(b)))
+            if args.json:
+                say(sys.stdout, json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False), json=True)
+            else:
+                for line in format_info(info, privacy_summary(b)).split("\n"):
+                    say(sys.stdout, line)
             return 0
         clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score)
     except InputError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        say(sys.stderr, f"error: {exc}")
         return 2
     except BundleError as exc:
         hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
-        sys.stderr.write(f"error: {exc}{hint}\n")
+        say(sys.stderr, f"error: {exc}{hint}")
         return 2
     if hasattr(sys.stdout, "reconfigure"):
         # A character the output encoding cannot show (an emoji under a Latin-1 locale) is
@@ -209,8 +211,8 @@ def _main(args: argparse.Namespace) -> int:
             guard.base = max(guard.limit, resident_bytes() + HEADROOM_BYTES)
         guard.stage("waiting for input", limit_bytes=guard.base)
     if not args.json:
-        sys.stderr.write(f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
-                         f"{clf.encoder.backend}; {privacy_summary(clf.bundle)}\n")
+        say(sys.stderr, f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
+                        f"{clf.encoder.backend}; {privacy_summary(clf.bundle)}")
     try:
         if args.texts:
             failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args,
@@ -218,7 +220,7 @@ def _main(args: argparse.Namespace) -> int:
         else:
             failures = _classify_lines(clf, _stdin_texts(sys.stdin.buffer), args, "line", guard)
     except BundleError as exc:  # e.g. a worker thread's engine that cannot be built
-        sys.stderr.write(f"error: {exc}\n")
+        say(sys.stderr, f"error: {exc}")
         return 2
     return 1 if failures else 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.bundle.container import Bin
+from runtime.bundle import wording
 from runtime.bundle.schema import Bundle, Key
 from runtime.text import escape
 
@@ -89,7 +90,9 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
 def privacy_summary(b: Bundle) -> str:
     """One line: the guarantee in the bundle's own words (numbers to 10 significant digits)."""
     parts = ", ".join(f"{name} eps {r.epsilon:.10g} (scale {r.noise_scale:.10g})" for name, r in b.releases.items())
-    return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {escape(b.privacy[Key.PRIVACY_UNIT])}, spent on "
+    person = b.privacy[Key.PRIVACY_UNIT] != wording.privacy_unit(None)  # the reader checked the words against K
+    unit = wording.privacy_unit(b.records_per_unit if person else None)
+    return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {unit}, spent on "
             f"{parts}; discrete Laplace noise")
 
 

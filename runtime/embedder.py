@@ -17,9 +17,10 @@ from typing import Sequence
 import numpy as np
 
 from runtime.bundle.schema import EncoderSpec
+from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.encoder import TextEncoder
-from runtime.errors import BundleError, InputError
 from runtime.tokenizer import TextTokenizer
+
 
 class Embedder:
     """Unit-vector embeddings of texts, shape (n, dim), float32.
@@ -30,7 +31,8 @@ class Embedder:
 
     def __init__(self, encoder: EncoderSpec, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
         self.encoder = TextEncoder(encoder, backend=backend, threads=threads, workers=workers)
-        self.tokenizer = TextTokenizer(encoder.tokenizer_json, encoder.max_length, encoder.text_prefix)
+        doc = encoder.tokenizer if encoder.tokenizer is not None else check_tokenizer_json(encoder.tokenizer_json)
+        self.tokenizer = TextTokenizer(doc, encoder.max_length, encoder.text_prefix)
 
     @property
     def backend(self) -> str:
@@ -50,9 +52,5 @@ class Embedder:
 
     def verify(self) -> float:
         """Cosine between this engine's embedding of the bundle's check text and the exporter's;
-        raises BundleError below CHECK_MIN_COSINE, or when the tokenizer or the encoder fails."""
-        try:
-            ids = self.tokenizer.encode([self.encoder.check_text])[0]
-        except InputError as exc:
-            raise BundleError(f"the bundle's tokenizer fails at load: {exc}") from None
-        return self.encoder.verify(ids)
+        raises BundleError below CHECK_MIN_COSINE, or when the encoder fails."""
+        return self.encoder.verify(self.tokenizer.encode_one(self.encoder.check_text))

@@ -33,6 +33,7 @@ from runtime import onnx_backend, tflite_backend
 from runtime.bundle.schema import CHECK_MIN_COSINE, EncoderSpec
 from runtime.limits import LOAD_RUN_SECONDS, QUERY_RUN_SECONDS
 from runtime.errors import BundleError, InputError
+from runtime.onnx_backend import EngineTimeout
 
 
 @dataclass(frozen=True)
@@ -73,19 +74,19 @@ def choose_backend(encoder_format: str, requested: str = "auto") -> Backend:
     fitting = [b for b in BACKENDS.values() if b.format == encoder_format]
     if requested != "auto":
         if requested not in BACKENDS:
-            raise BundleError(f"unknown backend {requested!r} (choose from {', '.join(BACKEND_CHOICES)})")
+            raise BundleError("engine.unavailable", "encoder.format", f"unknown backend {requested!r} (choose from {', '.join(BACKEND_CHOICES)})")
         b = BACKENDS[requested]
         if b.format != encoder_format:
             others = ", ".join(x.name for x in fitting)
-            raise BundleError(f"backend {b.name} runs {b.format} encoders, but this bundle's encoder is "
+            raise BundleError("engine.unavailable", "encoder.format", f"backend {b.name} runs {b.format} encoders, but this bundle's encoder is "
                               f"{encoder_format} (use {others})")
         if not installed(b.name):
-            raise BundleError(f"backend {b.name} is not installed: {b.install}")
+            raise BundleError("engine.unavailable", "encoder.format", f"backend {b.name} is not installed: {b.install}")
         return b
     for b in fitting:
         if installed(b.name):
             return b
-    raise BundleError(f"no installed backend runs {encoder_format} encoders: {fitting[0].install}")
+    raise BundleError("engine.unavailable", "encoder.format", f"no installed backend runs {encoder_format} encoders: {fitting[0].install}")
 
 
 class TextEncoder:
@@ -130,17 +131,19 @@ class TextEncoder:
         """
         try:
             emb = self._engine().embed_one(token_ids, seconds)
+        except EngineTimeout as exc:
+            raise InputError("query.budget", "", f"the encoder failed on this text: {exc}") from None
         except RuntimeError as exc:  # the backends' one-line failures
-            raise InputError(f"the encoder failed on this text: {exc}") from None
+            raise InputError("query.engine", "", f"the encoder failed on this text: {exc}") from None
         return self._checked(emb)
 
     def _checked(self, emb: Any) -> np.ndarray:
         """A backend's answer as a finite (dim,) float32 vector, else InputError."""
         if not isinstance(emb, np.ndarray) or emb.shape != (1, self.dim) or emb.dtype != np.float32:
             shape, dtype = getattr(emb, "shape", None), getattr(emb, "dtype", type(emb).__name__)
-            raise InputError(f"the encoder returned shape {shape} of {dtype}, expected (1, {self.dim}) float32")
+            raise InputError("query.embedding", "", f"the encoder returned shape {shape} of {dtype}, expected (1, {self.dim}) float32")
         if not np.isfinite(emb).all():
-            raise InputError("the encoder returned a non-finite embedding (NaN or infinity)")
+            raise InputError("query.embedding", "", "the encoder returned a non-finite embedding (NaN or infinity)")
         return emb[0]
 
     def embed(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
@@ -158,13 +161,16 @@ class TextEncoder:
         try:
             emb = self.embed_one(check_ids, LOAD_RUN_SECONDS)
         except InputError as exc:
-            raise BundleError(f"the bundle's encoder fails at load on the {self.backend} backend: "
-                              f"{str(exc).removeprefix('the encoder failed on this text: ')}") from None
+            code = {"query.budget": "engine.budget", "query.engine": "engine.load"}.get(exc.code, "engine.check")
+            raise BundleError(code, "encoder.check_embedding" if code == "engine.check" else "encoder.model",
+                              f"the bundle's encoder fails at load on the {self.backend} backend: "
+                              f"{exc.message.removeprefix('the encoder failed on this text: ')}") from None
         ref = self._spec.check_embedding
         cos = float(np.dot(emb, ref) / (np.linalg.norm(emb) * np.linalg.norm(ref) + 1e-12))
         if not cos >= CHECK_MIN_COSINE:
             hint = f" For TFLite bundles, {tflite_backend.USE_LITERT}." if self.backend == "tflite-runtime" else ""
             raise BundleError(
+                "engine.check", "encoder.check_embedding",
                 f"the {self.backend} backend computes a different embedding than the exporter did for the "
                 f"bundle's check text (cosine {cos:.3f} < {CHECK_MIN_COSINE}): this engine cannot run the "
                 f"encoder correctly, so its answers would be wrong.{hint}"

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
-#: onnxruntime allocates every tensor from an arena capped here (the exporter's encoder needs
-#: under 16 MiB at 256 tokens).
-ENGINE_ARENA_BYTES = 128 * 1024**2
+#: onnxruntime allocates every tensor from an arena capped at ENGINE_ARENA_BYTES (the
+#: exporter's encoder needs under 16 MiB at 256 tokens); runs have the contract's time budgets.
+from runtime.bundle.schema import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS_BASE, QUERY_RUN_SECONDS_BASE  # noqa: F401
+
 #: The user's environment (never the bundle) may stretch every time budget for a slow CPU (an
 #: emulator runs the encoder 10 to 50 times slower): 1 to 1000.
 TIME_SCALE_ENV = "DPEDGE_TIME_SCALE"
@@ -42,5 +43,5 @@ def time_scale(environ: dict[str, str] | None = None) -> float:
 
 
 TIME_SCALE = time_scale()
-LOAD_RUN_SECONDS = 3.0 * TIME_SCALE
-QUERY_RUN_SECONDS = 10.0 * TIME_SCALE
+LOAD_RUN_SECONDS = LOAD_RUN_SECONDS_BASE * TIME_SCALE
+QUERY_RUN_SECONDS = QUERY_RUN_SECONDS_BASE * TIME_SCALE

@@ -30,7 +30,6 @@ from runtime.bundle.model_family import check_onnx
 from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderSpec
 from runtime.limits import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS
 from runtime.errors import BundleError
-from runtime.text import escape
 
 INSTALL = "pip install 'onnxruntime>=1.22'"
 
@@ -146,10 +145,14 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
+class EngineTimeout(RuntimeError):
+    """A run stopped at its deadline (the engine's time budget)."""
+
+
 def _one_line(exc: BaseException, limit: int = 300) -> str:
-    """An engine's message on one short line, escaped (it may quote names from the bundle)."""
+    """An engine's message on one short line (it may quote names from the bundle: escaped where shown)."""
     text = " ".join(str(exc).split())
-    return escape(text if len(text) <= limit else text[:limit - 3] + "...")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _identity(path: str) -> tuple[int, int, int, int] | None:
@@ -192,7 +195,8 @@ def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> tuple[bytes, Any]:
             f.seek(where.offset)
             weights = f.read(where.length)
         if len(weights) != where.length or _identity(where.path) != where.identity:
-            raise BundleError(f"{escape(where.path)}: the bundle file changed while it was being loaded")
+            raise BundleError("engine.load", "encoder.weights", f"{where.path}: the bundle file changed while it was "
+                                                                "being loaded")
     buffer = np.frombuffer(weights, np.uint8)
     so.add_external_initializers_from_files_in_memory([WEIGHTS_LOCATION], [buffer], [len(weights)])
     return encoder.model, buffer
@@ -219,19 +223,19 @@ class OnnxRuntimeBackend:
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             stopped = _watchdog.finish(key)
             why = f"loading took longer than {LOAD_RUN_SECONDS:g} s" if stopped else _one_line(exc)
-            raise BundleError(
-                f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {why} "
-                f"(dpedge needs onnxruntime >= 1.22: {INSTALL})"
-            ) from None
+            raise BundleError("engine.budget" if stopped else "engine.load", "encoder.model",
+                              f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {why} "
+                              f"(dpedge needs onnxruntime >= 1.22: {INSTALL})") from None
         _watchdog.finish(key)
         where = encoder.weights_file
         if where is not None and _identity(where.path) != where.identity:
-            raise BundleError(f"{escape(where.path)}: the bundle file changed while it was being loaded")
+            raise BundleError("engine.load", "encoder.weights", f"{where.path}: the bundle file changed while it was "
+                                                                "being loaded")
         if graph_inputs != set(encoder.inputs):
-            raise BundleError(f"encoder graph inputs {escape(str(sorted(graph_inputs)))} differ from the bundle's "
-                              f"{sorted(encoder.inputs)}")
+            raise BundleError("engine.io", "encoder.inputs", f"encoder graph inputs {sorted(graph_inputs)} differ from "
+                                                             f"the bundle's {sorted(encoder.inputs)}")
         if encoder.output not in outputs:
-            raise BundleError(f"encoder graph has no output {escape(repr(encoder.output))}")
+            raise BundleError("engine.io", "encoder.output", f"encoder graph has no output {encoder.output!r}")
         self._inputs = tuple(encoder.inputs)
         self._output = encoder.output
         self._ort = ort
@@ -255,7 +259,7 @@ class OnnxRuntimeBackend:
             out = self._session.run([self._output], feeds, options)[0]
         except Exception as exc:  # noqa: BLE001 - onnxruntime's Fail, RuntimeException, InvalidArgument...
             if _watchdog.finish(key):
-                raise RuntimeError(f"the run took longer than {seconds:g} s and was stopped") from None
+                raise EngineTimeout(f"the run took longer than {seconds:g} s and was stopped") from None
             raise RuntimeError(_one_line(exc)) from None
         _watchdog.finish(key)
         return out

@@ -1,90 +1,129 @@
-"""Text from a bundle or an engine, made safe in one place.
+"""Text from a bundle or an engine, made safe in one place; and the label rules.
 
 A bundle's labels and descriptions are printed by the CLI and written into JSON lines, and an
 engine's error message may quote names from the bundle's model: any of them could carry
-terminal escape sequences, reorder a line (bidirectional controls), hide text (tag
-characters) or make two labels look alike (zero-width characters, compatibility twins). So:
+terminal escape sequences, reorder a line (bidirectional controls), hide text (tag characters)
+or make two labels look alike (zero-width characters, compatibility twins, letters of another
+script). So, with the contract's tables (format/1/schema.json "text", format/1/unicode.json):
 
-- `escape` is the one function every such text passes before it reaches a terminal or a JSON
-  line: each code point of `UNPRINTABLE` becomes a visible escape (``\\x1b``, ``\\u202e``);
-- labels and descriptions may hold none of `UNPRINTABLE` (`unprintable`), and labels must stay
-  distinct under `fold` (NFKC, then the `INVISIBLE` code points removed).
-
-The two tables are data, copied exactly by the Java core (android_demo/golden.py hands them to
-its tests, which compare). Ranges of code points, inclusive.
+- `escape` is the one function text passes where it leaves the runtime (a terminal, a JSON
+  line, an exception's message): each *unprintable* code point becomes a visible escape
+  (``\\x1b``, ``\\u202e``); escaping twice changes nothing;
+- printable text holds no unprintable code point; labels and descriptions hold no code point
+  unassigned in the contract's Unicode version and must show something (`shows_something`);
+- no two labels may have the same `label_key`: the code points shown alike (compatibility
+  decomposition, default-ignorable code points removed, UTS #39 confusables) compare equal.
 
 Example:
     >>> escape("ok\\x1b[2J\\u202e")
     'ok\\\\x1b[2J\\\\u202e'
-    >>> fold("Ｂｉｌｌｉｎｇ\\u200b") == fold("Billing")
-    True
+    >>> label_key("Ｂｉｌｌｉｎｇ\\u200b") == label_key("Billing"), label_key("wеather") == label_key("weather")
+    (True, True)
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from typing import Iterable
+import functools
+from typing import TextIO
 
-#: What no label or description may hold and `escape` shows as an escape: the controls (C0,
-#: DEL, C1), the bidirectional marks and controls, the line and paragraph separators,
-#: surrogates, the interlinear annotation characters, the private-use areas, the tag characters
-#: (invisible copies of ASCII) and the noncharacters.
-UNPRINTABLE: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x001F), (0x007F, 0x009F), (0x061C, 0x061C), (0x200E, 0x200F), (0x2028, 0x202E),
-    (0x2066, 0x2069), (0xD800, 0xF8FF), (0xFDD0, 0xFDEF), (0xFFF9, 0xFFFB), (0xFFFE, 0xFFFF),
-    (0x1FFFE, 0x1FFFF), (0xE0000, 0xE007F), (0xF0000, 0x10FFFF),
-)
-#: Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.1): code points that
-#: render as nothing. Allowed in text (Persian needs U+200C), removed before labels are compared.
-INVISIBLE: tuple[tuple[int, int], ...] = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
-    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
-    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
-)
+from runtime.contract import schema
+from runtime.unicode import CharSet, charset, nfkd, prototypes
 
 
-def _class(table: Iterable[tuple[int, int]]) -> re.Pattern[str]:
-    """The table as one regular-expression character class: a text of a million characters is
-    scanned in C, not character by character in Python."""
-    return re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in table) + "]")
-
-
-_UNPRINTABLE, _INVISIBLE = _class(UNPRINTABLE), _class(INVISIBLE)
+@functools.cache
+def _unprintable() -> CharSet:
+    return CharSet(schema()["text"]["unprintable"])
 
 
 def unprintable(text: str) -> str | None:
-    """The first character of `UNPRINTABLE` in ``text``, or None.
+    """The first unprintable character of ``text``, or None.
 
     Example:
         >>> unprintable("fine"), unprintable("bell\\x07")
         (None, '\\x07')
     """
-    found = _UNPRINTABLE.search(text)
-    return None if found is None else found.group()
+    return _unprintable().first(text)
+
+
+def _escape_one(c: str) -> str:
+    cp = ord(c)
+    if c in "\t\n\r":
+        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}[c]
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
 
 
 def escape(text: str) -> str:
-    """``text`` with every `UNPRINTABLE` character shown as its Python escape (\\x.., \\u....,
-    \\U........), so it cannot act on a terminal or a reader of the line.
+    """``text`` with every unprintable character shown as an escape (\\t, \\n, \\r, \\xNN, \\uNNNN,
+    \\UNNNNNNNN), so it cannot act on a terminal or a reader of the line.
 
     Example:
         >>> escape("a\\tb\\u2066c\\U000e0041")
         'a\\\\tb\\\\u2066c\\\\U000e0041'
     """
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return _unprintable().regex.sub(lambda m: _escape_one(m.group()), text)
+
+
+def _json_one(c: str) -> str:
+    cp = ord(c)
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    cp -= 0x10000
+    return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+
+
+def escape_json(line: str) -> str:
+    """A JSON text with every unprintable character written as a JSON escape (\\uNNNN, a
+    surrogate pair beyond the first plane): the same JSON value, safe on a terminal.
+
+    Example:
+        >>> escape_json('{"label": "a\u202eb\x85"}')
+        '{"label": "a\\\\u202eb\\\\u0085"}'
+    """
+    return _unprintable().regex.sub(lambda m: _json_one(m.group()), line)
+
+
+def say(stream: TextIO, *fields: str, json: bool = False) -> None:
+    """Write one line to ``stream`` (a terminal, a pipe, a JSON-lines file): its fields, each
+    through `escape` (or `escape_json`), between tabs. The one place a command line prints text
+    that may come from a bundle, an engine or a query; it flushes, so a person typing sees each
+    answer at once."""
+    stream.write("\t".join(escape_json(f) if json else escape(f) for f in fields) + "\n")
+    stream.flush()
+
+
+def unassigned(text: str) -> str | None:
+    """The first code point of ``text`` that the contract's Unicode version does not assign."""
+    return charset("unassigned").first(text)
+
+
+def shows_something(text: str) -> bool:
+    """Whether ``text`` holds a code point outside the blank set (white space, default-ignorable
+    and format characters, separators, controls, combining marks, blank symbols such as the
+    braille blank): text of blanks alone prints as nothing.
+
+    Example:
+        >>> shows_something("\\u2800\\u3164 \\u200b"), shows_something("a")
+        (False, True)
+    """
+    return bool(charset("blank").remove(text))
 
 
 def fold(text: str) -> str:
-    """What a label looks like, for comparing labels: NFKC, invisible code points removed
-    (then NFKC again: removing them can bring a base and its mark together).
+    """What a text reads as: NFKD, default-ignorable code points removed, NFKD again (removing
+    them can bring marks together that canonical ordering then sorts).
 
     Example:
         >>> fold("ﬁle\\u200d") == fold("file")
         True
     """
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
+    ignorable = charset("default_ignorable")
+    return nfkd(ignorable.remove(nfkd(text)))
+
+
+def label_key(text: str) -> str:
+    """What a label looks like, for comparing labels: its `fold` with every code point replaced
+    by its UTS #39 prototype, then folded again. Two labels with one key are refused."""
+    return fold(prototypes(fold(text)))
 
 
 def u_plus(c: str) -> str:

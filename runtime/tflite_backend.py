@@ -26,7 +26,6 @@ import numpy as np
 from runtime.bundle.schema import EncoderSpec
 from runtime.limits import QUERY_RUN_SECONDS
 from runtime.errors import BundleError
-from runtime.text import escape
 
 SIGNATURE = "serving_default"
 LITERT_INSTALL = "pip install ai-edge-litert"
@@ -63,14 +62,14 @@ class TfliteBackend:
             ins = set(self._runner.get_input_details())
             outs = set(self._runner.get_output_details())
         except Exception as exc:  # ValueError/RuntimeError with kernel details; UnicodeDecodeError on names
-            detail = escape(" ".join(str(exc).split())[:300])  # several lines; may quote the model's names
-            raise BundleError(f"the {name} interpreter cannot run this bundle's TFLite encoder: {detail}{fix}") from None
+            detail = " ".join(str(exc).split())[:300]  # several lines; may quote the model's names (escaped when shown)
+            raise BundleError("engine.load", "encoder.model", f"the {name} interpreter cannot run this bundle's TFLite encoder: {detail}{fix}") from None
         self._interp = interp  # the runner borrows the interpreter; keep it alive
         if ins != set(encoder.inputs):
-            raise BundleError(f"TFLite encoder inputs {escape(str(sorted(ins)))} differ from the bundle's "
+            raise BundleError("engine.io", "encoder.inputs", f"TFLite encoder inputs {sorted(ins)} differ from the bundle's "
                               f"{sorted(encoder.inputs)}")
         if encoder.output not in outs:
-            raise BundleError(f"TFLite encoder has no output {escape(repr(encoder.output))}")
+            raise BundleError("engine.io", "encoder.output", f"TFLite encoder has no output {encoder.output!r}")
         self._output = encoder.output
 
     def embed_one(self, token_ids: Sequence[int], seconds: float = QUERY_RUN_SECONDS) -> np.ndarray:

@@ -1,53 +1,183 @@
-"""WordPiece tokenization from the bundle's own tokenizer.json.
+"""BERT WordPiece tokenization as the contract defines it (docs/bundle-format.md section 6).
 
-The `tokenizers` package alone (no transformers) reproduces the Hugging Face tokenizer
-exactly. The shipped tokenizer.json of all-MiniLM-L6-v2 has padding to 128 and truncation at
-128 baked in; both are overridden here, or every query would pay for 128 tokens and long
-texts would be cut earlier than the model allows.
+Written here rather than run by the `tokenizers` library because the three readers must give
+one text the same token ids: the library's Unicode tables are those of the Rust crates it was
+built with, the JavaScript port's its engine's and the Java core's its JDK's, so a lower-cased
+or accent-stripped letter could differ between them. Every reader runs these steps on the
+contract's tables (runtime.unicode), from the checked tokenizer.json
+(runtime.bundle.tokenizer_family):
+
+1. the text prefix, then the text, split around the added tokens (leftmost, longest first;
+   each is its id);
+2. each piece between them normalised as BertNormalizer says: clean_text removes U+0000,
+   U+FFFD and the controls (Cc, Cf, Co, Cs but tab, line feed, carriage return) and makes
+   White_Space a space; handle_chinese_chars puts spaces around CJK ideographs;
+   strip_accents (null: as lowercase) is NFD then no Mn; lowercase is each code point's full
+   lowercase mapping;
+3. split on White_Space (removed) and around each punctuation code point (ASCII punctuation or
+   P*);
+4. WordPiece: a word of more than max_input_chars_per_word code points is the unknown token;
+   else the longest vocabulary prefix, then the longest continuation (prefixed ``##``), and so
+   on; a word with a remainder no token matches is the unknown token;
+5. the first max_length - 2 ids, between the single template's two special tokens ([CLS] and
+   [SEP]). No padding; the JSON's own truncation and padding are ignored.
+
+Example:
+    >>> tok = TextTokenizer(check_tokenizer_json(bundle.encoder.tokenizer_json), 256)   # doctest: +SKIP
+    >>> tok.encode(["Wake me at 7"])                                                 # doctest: +SKIP
+    [[101, 5256, 2033, 2012, 1021, 102]]
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Any, Sequence
 
-from tokenizers import Tokenizer
+from runtime.contract import schema
+from runtime.unicode import CharSet, charset, lower, nfd
 
-from runtime.errors import BundleError, InputError, is_panic
+#: ASCII punctuation, which BertPreTokenizer isolates besides the punctuation categories.
+_ASCII_PUNCTUATION = "".join(re.escape(c) for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+#: Words whose WordPiece ids a tokenizer keeps (most texts repeat common words).
+_CACHE_WORDS = 1 << 16
+
+
+class _Pipeline:
+    """The compiled character classes of the normaliser and pre-tokenizer (shared by every
+    tokenizer: they depend on the contract only)."""
+
+    def __init__(self) -> None:
+        control = charset("control")
+        keep = {0x09, 0x0A, 0x0D}
+        removed = [r for lo, hi in control.ranges for r in _minus(lo, hi, keep)] + [0, 0, 0xFFFD, 0xFFFD]
+        self.removed = CharSet(sorted_flat(removed)).regex
+        self.space = charset("whitespace").regex
+        self.chinese = CharSet(schema()["chinese"]).regex
+        self.mark = charset("nonspacing_mark").regex
+        punct = charset("punctuation").pattern[1:-1] + _ASCII_PUNCTUATION
+        ws = charset("whitespace").pattern[1:-1]
+        self.words = re.compile(f"[{punct}]|[^{punct}{ws}]+")
+
+
+def _minus(lo: int, hi: int, drop: set[int]) -> list[int]:
+    """[lo, hi] without the code points of ``drop``, as flat ranges."""
+    out: list[int] = []
+    start = lo
+    for cp in sorted(x for x in drop if lo <= x <= hi):
+        if cp > start:
+            out += [start, cp - 1]
+        start = cp + 1
+    if start <= hi:
+        out += [start, hi]
+    return out
+
+
+def sorted_flat(flat: list[int]) -> list[int]:
+    pairs = sorted(zip(flat[0::2], flat[1::2]))
+    return [x for pair in pairs for x in pair]
+
+
+_PIPELINE: _Pipeline | None = None
+
+
+def _pipeline() -> _Pipeline:
+    global _PIPELINE
+    if _PIPELINE is None:
+        _PIPELINE = _Pipeline()
+    return _PIPELINE
 
 
 class TextTokenizer:
     """Turns texts into token-id lists, truncated to the encoder's ``max_length``.
 
-    Example:
-        >>> tok = TextTokenizer(bundle.encoder.tokenizer_json, 256)   # doctest: +SKIP
-        >>> tok.encode(["Wake me at 7"])                               # doctest: +SKIP
-        [[101, 5256, 2033, 2012, 1021, 102]]
+    ``doc`` is the tokenizer.json as `runtime.bundle.tokenizer_family.check_tokenizer_json`
+    returned it (the family's shape holds).
     """
 
-    def __init__(self, tokenizer_json: str, max_length: int, text_prefix: str = ""):
-        try:
-            tok = Tokenizer.from_str(tokenizer_json)
-            tok.no_padding()
-            tok.enable_truncation(max_length)
-        except BaseException as exc:  # a bare Exception on bad JSON; a Rust panic is a BaseException
-            if not (isinstance(exc, Exception) or is_panic(exc)):
-                raise
-            raise BundleError(f"the bundle's tokenizer cannot be loaded: {' '.join(str(exc).split())[:300]}") from None
-        self._tok = tok
+    def __init__(self, doc: dict[str, Any], max_length: int, text_prefix: str = ""):
+        self._p = _pipeline()
+        n = doc["normalizer"]
+        self.clean, self.chinese, self.lowercase = n["clean_text"], n["handle_chinese_chars"], n["lowercase"]
+        self.strip = self.lowercase if n["strip_accents"] is None else n["strip_accents"]
+        model = doc["model"]
+        self.vocab: dict[str, int] = model["vocab"]
+        self.unk = self.vocab[model["unk_token"]]
+        self.continuing = model["continuing_subword_prefix"]
+        self.max_word = model["max_input_chars_per_word"]
+        self.added = {t["content"]: t["id"] for t in doc["added_tokens"]}
+        longest_first = sorted(self.added, key=len, reverse=True)
+        self._added = re.compile("|".join(map(re.escape, longest_first))) if longest_first else None
+        post = doc["post_processor"]
+        special = lambda piece: post["special_tokens"][piece["SpecialToken"]["id"]]["ids"][0]  # noqa: E731
+        self.first, self.last = special(post["single"][0]), special(post["single"][2])
         self.max_length = max_length
         #: Prepended to every text (the bundle's encoder.text_prefix: e5's "query: ", often "").
         self.text_prefix = text_prefix
+        self._cache: dict[str, list[int]] = {}
+
+    def normalize(self, piece: str) -> str:
+        """BertNormalizer's steps, as configured (step 2 of the module doc)."""
+        p = self._p
+        if self.clean:
+            piece = p.space.sub(" ", p.removed.sub("", piece))
+        if self.chinese and not piece.isascii():
+            piece = p.chinese.sub(lambda m: f" {m.group()} ", piece)
+        if self.strip and not piece.isascii():
+            piece = p.mark.sub("", nfd(piece))
+        return lower(piece) if self.lowercase else piece
+
+    def _word(self, word: str) -> list[int]:
+        ids = self._cache.get(word)
+        if ids is not None:
+            return ids
+        if len(word) > self.max_word:
+            ids = [self.unk]
+        else:
+            ids, start = [], 0
+            while start < len(word):
+                end = len(word)
+                while end > start:
+                    sub = word[start:end] if start == 0 else self.continuing + word[start:end]
+                    if sub in self.vocab:
+                        ids.append(self.vocab[sub])
+                        break
+                    end -= 1
+                if end == start:
+                    ids = [self.unk]
+                    break
+                start = end
+        if len(self._cache) < _CACHE_WORDS:
+            self._cache[word] = ids
+        return ids
+
+    def _pieces(self, text: str, limit: int) -> list[int]:
+        """The ids of ``text`` without special tokens, at most ``limit`` of them."""
+        ids: list[int] = []
+        pos = 0
+        matches = self._added.finditer(text) if self._added else ()
+        for m in (*matches, None):
+            piece = text[pos:m.start() if m else len(text)]
+            for word in self._p.words.findall(self.normalize(piece)) if piece else ():
+                ids += self._word(word)
+                if len(ids) >= limit:
+                    return ids[:limit]
+            if m is None:
+                break
+            ids.append(self.added[m.group()])
+            pos = m.end()
+            if len(ids) >= limit:
+                break
+        return ids[:limit]
+
+    def has_token(self, text: str) -> bool:
+        """Whether ``text`` alone (no prefix) gives at least one token: a query of only white
+        space, controls or invisible code points gives none (``query.empty``)."""
+        return bool(self._pieces(text, 1))
+
+    def encode_one(self, text: str) -> list[int]:
+        """Token ids of one text: the prefix and the text, [CLS] ... [SEP], truncated, no padding."""
+        return [self.first, *self._pieces(self.text_prefix + text, self.max_length - 2), self.last]
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids (with [CLS]/[SEP]) for each text, no padding.
-
-        Raises InputError if the tokenizer fails, including a Rust panic (PanicException is a
-        BaseException, which `except Exception` would let through and end a stream).
-        """
-        try:
-            texts = [self.text_prefix + t for t in texts] if self.text_prefix else list(texts)
-            return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=True)]
-        except BaseException as exc:
-            if not (isinstance(exc, Exception) or is_panic(exc)):
-                raise
-            raise InputError(f"the tokenizer failed on this text: {' '.join(str(exc).split())[:300]}") from None
+        """`encode_one` of each text."""
+        return [self.encode_one(t) for t in texts]

@@ -25,7 +25,6 @@ from typing import Any, BinaryIO
 from runtime.bundle.schema import (BYTES_PER_VALUE, DIGEST_BYTES, DIGEST_TAIL, FORMAT_NAME, MAX_CONTAINER, MAX_DEPTH,
                                    PRE_RELEASE_NAME, TAIL_BYTES, VALUE_ALLOWANCE, Key)
 from runtime.errors import BundleError
-from runtime.text import escape
 
 CORRUPTED = "checksum mismatch: the bundle is corrupted (its bytes changed after it was written)"
 EXTENSION = "not a dpedge bundle: it holds a msgpack extension type, which no field may"
@@ -60,7 +59,7 @@ class Source:
     def read(self, offset: int, n: int) -> bytes | memoryview:
         """Exactly ``n`` bytes at ``offset`` (a view when the source is in memory)."""
         if n < 0 or offset + n > self.size:
-            raise BundleError(_INCOMPLETE)
+            raise BundleError("container.msgpack", "", _INCOMPLETE)
         if self._data is not None:
             return self._data[offset:offset + n]
         if not self._at <= offset <= offset + n <= self._at + len(self._window):
@@ -73,7 +72,8 @@ class Source:
     def _pread(self, offset: int, n: int) -> bytes:
         data = os.pread(self._f.fileno(), n, offset)
         if len(data) != n:
-            raise BundleError("the bundle is truncated: the file changed or ended while it was read")
+            raise BundleError("container.msgpack", "", "the bundle is truncated: the file changed or ended while it "
+                                                       "was read")
         return data
 
     def bytes(self, b: Bin) -> bytes:
@@ -82,34 +82,36 @@ class Source:
     def check_digest(self) -> None:
         """The file ends with the digest entry, and the digest is its bytes' (one chunk at a time)."""
         if self.size < TAIL_BYTES or bytes(self.read(self.size - TAIL_BYTES, len(DIGEST_TAIL))) != DIGEST_TAIL:
-            raise BundleError(self._unsealed())
+            raise BundleError(*self._unsealed())
         h = hashlib.sha256()
         for at in range(0, self.size - TAIL_BYTES, _CHUNK):
             h.update(self.read(at, min(_CHUNK, self.size - TAIL_BYTES - at)) if self._data is not None
                      else self._pread(at, min(_CHUNK, self.size - TAIL_BYTES - at)))
         if h.digest() != bytes(self.read(self.size - DIGEST_BYTES, DIGEST_BYTES)):
-            raise BundleError(CORRUPTED)
+            raise BundleError("container.digest", "", CORRUPTED)
 
-    def _unsealed(self) -> str:
+    def _unsealed(self) -> tuple[str, str, str]:
         """Why a file without its digest entry is refused: a pre-release bundle, a truncated one,
         or not a bundle at all (read from its first entries)."""
         if not self.size or not (0x80 <= self.read(0, 1)[0] <= 0x8F or self.read(0, 1)[0] in (0xDE, 0xDF)):
-            return "not a dpedge bundle (it does not start with a msgpack map)"
+            return "container.not_bundle", "", "not a dpedge bundle (it does not start with a msgpack map)"
         try:
             first = read_document(Source.of(bytes(self.read(0, min(self.size, 4096)))), first_entries=2)
         except BundleError:
             first = {}
         if list(first)[:1] != [Key.FORMAT]:
-            return "not a dpedge bundle (its first entry is not format: dpedge)"
+            return "container.not_bundle", "", "not a dpedge bundle (its first entry is not format: dpedge)"
         if first.get(Key.FORMAT) == PRE_RELEASE_NAME:
             v = first.get(Key.VERSION)
             shown = ".".join(map(str, v)) if isinstance(v, list) and all(type(x) is int for x in v) else "?"
-            return (f"this bundle uses the pre-release format {escape(shown)}, which dpedge 1.x does not read: "
+            return ("container.pre_release", "", f"this bundle uses the pre-release format {shown}, which dpedge 1.x "
+                    f"does not read: "
                     f"rebuild it with `python -m exporter build` (a new release of the data: its epsilon adds to the "
                     f"old bundle's if both are used)")
         if first.get(Key.FORMAT) == FORMAT_NAME:
-            return f"the bundle is truncated or corrupted: it does not end with its '{Key.SHA256}' entry"
-        return "not a dpedge bundle (its first entry is not format: dpedge)"
+            return ("container.truncated", "", f"the bundle is truncated or corrupted: it does not end with its "
+                                               f"'{Key.SHA256}' entry")
+        return "container.not_bundle", "", "not a dpedge bundle (its first entry is not format: dpedge)"
 
 
 _INTS = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q",
@@ -137,13 +139,14 @@ def read_document(src: Source, first_entries: int = 0) -> dict[str, Any]:
             pos += size
             is_map = b <= 0x8F or b >= 0xDE
             if count > MAX_CONTAINER:
-                raise BundleError(f"not valid msgpack (ValueError: {count} exceeds "
+                raise BundleError("container.count", "", f"not valid msgpack (ValueError: {count} exceeds "
                                   f"max_{'map' if is_map else 'array'}_len({MAX_CONTAINER}))")
             left -= count + 1
             if left < 0:
-                raise BundleError(f"not a dpedge bundle: it holds more msgpack values than {src.size} bytes may")
+                raise BundleError("container.count", "", f"not a dpedge bundle: it holds more msgpack values than "
+                                                         f"{src.size} bytes may")
             if len(stack) >= MAX_DEPTH:
-                raise BundleError(TOO_DEEP)
+                raise BundleError("container.depth", "", TOO_DEEP)
             container = value = {} if is_map else []
         elif b <= 0xBF or b in (0xD9, 0xDA, 0xDB):
             size = _LENGTHS.get(b, 0)
@@ -151,7 +154,8 @@ def read_document(src: Source, first_entries: int = 0) -> dict[str, Any]:
             try:
                 value = str(src.read(pos + size, n), "utf-8")
             except UnicodeDecodeError:
-                raise BundleError("not valid msgpack (UnicodeDecodeError: a string is not valid UTF-8)") from None
+                raise BundleError("container.msgpack", "", "not valid msgpack (UnicodeDecodeError: a string is not "
+                                                           "valid UTF-8)") from None
             pos += size + n
         elif b in (0xC4, 0xC5, 0xC6):
             size = _LENGTHS[b]
@@ -166,9 +170,9 @@ def read_document(src: Source, first_entries: int = 0) -> dict[str, Any]:
         elif b in (0xC0, 0xC2, 0xC3):
             value = {0xC0: None, 0xC2: False, 0xC3: True}[b]
         elif b == 0xC1:
-            raise BundleError("not valid msgpack (FormatError: reserved byte 0xc1)")
+            raise BundleError("container.msgpack", "", "not valid msgpack (FormatError: reserved byte 0xc1)")
         else:
-            raise BundleError(EXTENSION)
+            raise BundleError("container.extension", "", EXTENSION)
         if container is not None and count:
             stack.append([container, count * (2 if is_map else 1), _NONE])
             continue
@@ -182,12 +186,13 @@ def read_document(src: Source, first_entries: int = 0) -> dict[str, Any]:
                 if frame[2] is _NONE:
                     if type(value) is not str:
                         if isinstance(value, Bin):  # msgpack-python's strict_map_key lets bin keys through
-                            raise BundleError(f"a map has a key that is not a string: "
-                                              f"{escape(repr(src.bytes(value)[:40]))}")
-                        raise BundleError(f"not valid msgpack (ValueError: {_PY_TYPE.get(type(value), 'object')} is not "
+                            raise BundleError("container.key", "", f"a map has a key that is not a string: "
+                                              f"{repr(src.bytes(value)[:40])}")
+                        raise BundleError("container.key", "", f"not valid msgpack (ValueError: "
+                                                               f"{_PY_TYPE.get(type(value), 'object')} is not "
                                           f"allowed for map key when strict_map_key=True)")
                     if value in parent:
-                        raise BundleError(f"a map repeats the key {escape(repr(value))[:80]}")
+                        raise BundleError("container.repeated_key", "", f"a map repeats the key {repr(value)[:80]}")
                     frame[2] = value
                 else:
                     parent[frame[2]] = value
@@ -202,8 +207,9 @@ def read_document(src: Source, first_entries: int = 0) -> dict[str, Any]:
                 break
             value = stack.pop()[0]
     if pos != src.size and not first_entries:
-        raise BundleError("not valid msgpack (ExtraData: bytes after the document)")
+        raise BundleError("container.msgpack", "", "not valid msgpack (ExtraData: bytes after the document)")
     if not isinstance(root, dict):
         kind = {list: "array", str: "string", int: "integer", float: "float", bool: "boolean", Bin: "bin"}
-        raise BundleError(f"not a dpedge bundle (its top level is {kind.get(type(root), 'nil')}, expected a map)")
+        raise BundleError("container.not_bundle", "", f"not a dpedge bundle (its top level is "
+                                                      f"{kind.get(type(root), 'nil')}, expected a map)")
     return root

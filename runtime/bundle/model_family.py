@@ -244,9 +244,9 @@ def check_onnx(model: bytes, weights_bytes: int) -> list[ExternalRef]:
                 raise _Refused(f"an initializer's external data ends at byte {r.offset + r.length}, past the "
                                f"{weights_bytes} bytes of encoder.weights")
     except _Bad as exc:
-        raise BundleError(f"field '{FIELD}' is not a valid ONNX model: {exc}") from None
+        raise BundleError("model.family", FIELD, f"field '{FIELD}' is not a valid ONNX model: {exc}") from None
     except _Refused as exc:
-        raise BundleError(f"field '{FIELD}' is outside the ONNX encoder family: {exc}") from None
+        raise BundleError("model.family", FIELD, f"field '{FIELD}' is outside the ONNX encoder family: {exc}") from None
     return refs
 
 
@@ -381,9 +381,9 @@ def check_tflite(model: bytes) -> None:
                 for tm in fb.tables(sig, index, _MOST_SIGNATURE_TENSORS, "signature tensors"):
                     _utf8(fb.string(tm, _TM_NAME), "a signature tensor name")
     except _Bad as exc:
-        raise BundleError(f"field '{FIELD}' is not a valid TFLite model: {exc}") from None
+        raise BundleError("model.family", FIELD, f"field '{FIELD}' is not a valid TFLite model: {exc}") from None
     except _Refused as exc:
-        raise BundleError(f"field '{FIELD}' is outside the TFLite encoder family: {exc}") from None
+        raise BundleError("model.family", FIELD, f"field '{FIELD}' is outside the TFLite encoder family: {exc}") from None
 
 
 def check_model(encoder_format: str, model: bytes, weights_bytes: int = 0) -> None:

@@ -1,12 +1,10 @@
-"""The bundle format 1.0, defined once, as data: every key, type, dtype, shape, bound and relation.
+"""The bundle format 1, in Python: format/1/schema.json read into names the runtime uses.
 
-`FIELDS` is the format: one `Field` per key path, in the order a writer writes them and the
-specification lists them. The reader (runtime.bundle.reader) interprets the table instead of
-checking each field by hand, docs/bundle-format.md's field tables are generated from it
-(docs/format_tables.py; a test fails when they differ), and the malformed bundles the Java
-core must refuse are derived from it (android_demo/golden.py). `RELATIONS` names the checks
-that involve several fields; each reader implements those few by hand, and the spec lists
-them from here.
+The format is defined once, as data, in format/1/schema.json (every key, type, dtype, shape,
+bound, condition, relation, constant and error code); the Python, Java and TypeScript readers
+each interpret that file, and docs/bundle-format.md is generated from it. This module gives
+the Python code its rows as `Field` objects, its constants as names (spelt once: each comes
+from the file), and the decoded form of a bundle (`Bundle`).
 
 Example:
     >>> FIELDS_BY_PATH["privacy.epsilon"].kind, FIELDS_BY_PATH["releases.votes.values"].shape
@@ -15,85 +13,45 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-FORMAT_NAME = "dpedge"
+from runtime.contract import schema as _contract
+
+_S = _contract()
+FORMAT_NAME: str = _S["format"]
 #: What this reader reads and what the writer writes: major 1 for ever; a minor adds optional fields.
-FORMAT_VERSION = (1, 0)
+FORMAT_VERSION: tuple[int, int] = tuple(_S["version"])  # type: ignore[assignment]
 #: The magic of the pre-release formats (0.x to 4.0): recognised only to refuse them in one line.
-PRE_RELEASE_NAME = "dpedge-bundle"
-
-
+PRE_RELEASE_NAME: str = _S["pre_release_name"]
 #: The statistics a bundle can release, in release order.
-STATISTICS = ("class_counts", "class_sums", "votes")
-ENCODER_FORMATS = ("onnx", "tflite")
-ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+STATISTICS: tuple[str, ...] = tuple(_S["statistics"])
 
-# --------------------------------------------------------------------------- the container
+_C = _S["container"]
 #: The file ends with the digest entry: the key "sha256" (a 7-byte fixstr), a bin8 header of
-#: length 32, the digest. The digest is SHA-256 of every byte before these 41.
-DIGEST_TAIL = b"\xa6sha256\xc4\x20"
-DIGEST_BYTES = 32
+#: length 32, the digest: SHA-256 of every byte before these 41.
+DIGEST_TAIL = bytes.fromhex(_C["digest_tail_hex"])
+DIGEST_BYTES: int = _C["digest_bytes"]
 TAIL_BYTES = len(DIGEST_TAIL) + DIGEST_BYTES
-#: Largest file (a Java array holds 2^31 - 9 bytes); containers nest at most MAX_DEPTH deep and
-#: hold at most size / BYTES_PER_VALUE + VALUE_ALLOWANCE entries in all (a container counts its
-#: length plus one), so a file cannot cost many times its size in memory; no container has
-#: more than MAX_CONTAINER entries.
-MAX_BUNDLE_BYTES = 2**31 - 9
-MAX_DEPTH = 32
-BYTES_PER_VALUE = 64
-VALUE_ALLOWANCE = 4096
-MAX_CONTAINER = 100_000
-#: An ONNX encoder's initializers may keep their data in ``encoder.weights``: external data
-#: whose location is this placeholder (256 bytes) and whose offset and length (within
-#: encoder.weights) are NUMBER_DIGITS-digit decimals. The fixed widths let a reader that maps the
-#: bundle file rewrite them in place for its engine.
-WEIGHTS_LOCATION = "dpedge-weights" + "." * 242
-NUMBER_DIGITS = 20
-
-# --------------------------------------------------------------------------- bounds
-MAX_CLASSES = 4096
-MAX_DIM = 4096
-MAX_TABLES = 1024
-MAX_BITS = 24
-MAX_LABEL_CHARS = 200
-MAX_DESCRIPTION_CHARS = 2000
-#: Longest free-text string (mechanism, neighbour relation, public inputs...).
-MAX_TEXT_CHARS = 10_000
-MAX_CHECK_TEXT_CHARS = 1000
-MAX_NAME_CHARS = 128
-MAX_PREFIX_CHARS = 64
-#: all-MiniLM-L6-v2's tokenizer.json has 466,247 characters; a 250,000-entry vocabulary fits.
-MAX_TOKENIZER_JSON_CHARS = 16_000_000
-MAX_SENSITIVITY = 2**31 - 1
-MAX_RECORDS_PER_UNIT = 1_000_000
-#: Every epsilon (the bundle's and each release's) is in [EPSILON_MIN, EPSILON_MAX]: with the
-#: other bounds, every quantity the scorer derives stays finite (see `RELATIONS`, "finite").
-EPSILON_MIN, EPSILON_MAX = 1e-6, 1e6
-TEMPERATURE_MIN, TEMPERATURE_MAX = 1e-3, 1e3
-#: The prior's boost R C K / (epsilon N) is capped here.
-BOOST_MAX = 1e6
-#: Relative tolerance of the privacy relations (the writer derives shares and scales by float
-#: arithmetic).
-PRIVACY_RTOL = 1e-9
-#: A backend whose embedding of the check text is less similar than this to the exporter's is
-#: computing something else (docs/encoder.md: other CPUs and engine versions stay above 0.998).
-CHECK_MIN_COSINE = 0.98
+MAX_BUNDLE_BYTES: int = _C["max_bundle_bytes"]
+MAX_DEPTH: int = _C["max_depth"]
+BYTES_PER_VALUE: int = _C["bytes_per_value"]
+VALUE_ALLOWANCE: int = _C["value_allowance"]
+MAX_CONTAINER: int = _C["max_container"]
 
 
 @dataclass(frozen=True)
 class Field:
-    """One key of the format.
+    """One row of the format's field table (format/1/schema.json "fields").
 
     ``kind``: "map", "str", "int", "float", "bool", "bin", "version", "strings" (an array of
-    strings), "ndarray" (an array record: ``{"dtype", "shape", "data"}``) or "any" (free
-    informational msgpack). ``need``: "required", "optional", or ``"iff X"`` (present exactly
-    when the condition X of `CONDITIONS` holds). ``low``/``high`` bound a number, or the
-    length of a string or of an array of strings. ``shape`` is in the symbols of `DIMS`.
-    ``text`` names a text rule of runtime.text ("label": printable, distinct; "printable").
+    strings) or "ndarray" (an array record: ``{"dtype", "shape", "data"}``). ``need``:
+    "required", "optional", or ``"iff X"`` (present exactly when the condition X holds).
+    ``low``/``high`` bound a number, or the length of a string, a bin or an array of strings.
+    ``shape`` is in the symbols of `DIMS`; ``text`` names a text kind ("printable", "label",
+    "description"); ``open`` marks an informational map with free keys.
     """
 
     path: str
@@ -106,7 +64,6 @@ class Field:
     shape: tuple[str, ...] = ()
     choices: tuple[Any, ...] = ()
     text: str | None = None
-    #: A map whose keys are free (informational: encoder.facts, exporter).
     open: bool = False
 
     @property
@@ -118,85 +75,9 @@ class Field:
         return self.path.rpartition(".")[0]
 
 
-R, O = "required", "optional"
-_I4, _I2, _F4 = "<i4", "<i2", "<f4"
-
-FIELDS: tuple[Field, ...] = (
-    Field("format", "str", R, "the magic", choices=(FORMAT_NAME,)),
-    Field("version", "version", R, "[major, minor]: [1, 0]"),
-    Field("requires", "strings", O, "paths a reader must know to answer as the writer meant (section 2)", high=64),
-    Field("labels", "strings", R, "the classes, in class-index order", low=2, high=MAX_CLASSES, text="label"),
-    Field("label_descriptions", "strings", O, "a public description of each label", text="description"),
-    Field("privacy", "map", R, "the guarantee in the bundle's own words"),
-    Field("privacy.epsilon", "float", R, "the bundle's epsilon: the releases' epsilons add up to it",
-          low=EPSILON_MIN, high=EPSILON_MAX),
-    Field("privacy.delta", "float", R, "always 0.0: pure epsilon-DP", low=0.0, high=0.0),
-    Field("privacy.max_records_per_unit", "int", R, "K: records one privacy unit may contribute (1: one record)",
-          low=1, high=MAX_RECORDS_PER_UNIT),
-    Field("privacy.neighbour_relation", "str", R, "who the guarantee protects, in words", high=MAX_TEXT_CHARS, text="printable"),
-    Field("privacy.privacy_unit", "str", R, "one record, or one person with up to K records", high=MAX_TEXT_CHARS, text="printable"),
-    Field("privacy.noise_source", "str", R, "the sampler and its randomness", high=MAX_TEXT_CHARS, text="printable"),
-    Field("privacy.public_inputs", "strings", R, "what the release used that is public (costs nothing)",
-          high=256),
-    Field("privacy.noise_library", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
-    Field("privacy.noise_library_version", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
-    Field("privacy.composition", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
-    Field("privacy.post_processing", "str", O, "informational", high=MAX_TEXT_CHARS, text="printable"),
-    Field("releases", "map", R, "one entry per released statistic; no other keys"),
-    *(f for name, values_doc, dtype, shape in (
-        ("class_counts", "noisy record count per class", _I4, ("C",)),
-        ("class_sums", "noisy per-class sums in the subspace, in grid units", _I4, ("C", "k")),
-        ("votes", "noisy vote tables, clipped to int16", _I2, ("T", "2^H", "C")))
-      for f in (
-        Field(f"releases.{name}", "map", O if name == "votes" else "iff class statistics",
-              f"the {name} release"),
-        Field(f"releases.{name}.epsilon", "float", R, "its share of epsilon", low=EPSILON_MIN, high=EPSILON_MAX),
-        Field(f"releases.{name}.sensitivity_l1", "int", R, "how far one unit moves the values (L1)",
-              low=1, high=MAX_SENSITIVITY),
-        Field(f"releases.{name}.noise_scale", "float", R, "sensitivity_l1 / epsilon",
-              low=0.0, high=MAX_SENSITIVITY / EPSILON_MIN),
-        Field(f"releases.{name}.mechanism", "str", R, "what was noised, in words", high=MAX_TEXT_CHARS, text="printable"),
-        *((Field("releases.class_sums.grid", "int", R, "grid steps per embedding unit", low=1, high=2**31),
-           Field("releases.class_sums.clip_l1", "float", R, "each record's L1 clip in the subspace, in "
-                 "embedding units", low=0.0, high=2**31)) if name == "class_sums" else ()),
-        Field(f"releases.{name}.values", "ndarray", R, values_doc, dtype=dtype, shape=shape),
-      )),
-    Field("subspace", "map", "iff class statistics", "the public basis of the class sums: z = P (x - origin)"),
-    Field("subspace.origin", "ndarray", R, "the public centre", dtype=_F4, shape=("D",)),
-    Field("subspace.projection", "ndarray", R, "P, k public directions", dtype=_F4, shape=("k", "D")),
-    Field("hashing", "map", "iff votes", "the SimHash hyperplanes of the vote tables"),
-    Field("hashing.hyperplanes", "ndarray", R, "T tables of H hyperplanes", dtype=_F4, shape=("T", "H", "D")),
-    Field("hashing.offsets", "ndarray", O, "a threshold per hyperplane (absent: 0)", dtype=_F4, shape=("T", "H")),
-    Field("hashing.seed", "int", O, "informational: the hyperplanes' seed", low=0, high=2**64 - 1),
-    Field("prior", "ndarray", "iff prior", "the label descriptions' embeddings (public)", dtype=_F4,
-          shape=("C", "D")),
-    Field("scoring", "map", "iff blend", "the blend's constants"),
-    Field("scoring.centroid_temperature", "float", R, "tau_c", low=TEMPERATURE_MIN, high=TEMPERATURE_MAX),
-    Field("scoring.prior_temperature", "float", R, "tau_p", low=TEMPERATURE_MIN, high=TEMPERATURE_MAX),
-    Field("scoring.prior_records_per_class", "float", R, "R in the prior's boost", low=0.0, high=1e6),
-    Field("scoring.description_pull", "float", R, "a: the pull of each class sum toward its description, "
-          "in noise norms", low=0.0, high=1e3),
-    Field("exporter", "map", O, "informational: name, version, creation time", open=True),
-    Field("encoder", "map", R, "the sentence encoder"),
-    Field("encoder.format", "str", R, "the engine family of `model`", choices=ENCODER_FORMATS),
-    Field("encoder.model", "bin", R, "the int8 model: an ONNX protobuf or a TFLite flatbuffer", low=1),
-    Field("encoder.tokenizer_json", "str", R, "a BERT WordPiece tokenizer.json", low=1, high=MAX_TOKENIZER_JSON_CHARS),
-    Field("encoder.max_length", "int", R, "tokens per text, [CLS] and [SEP] included", low=2, high=8192),
-    Field("encoder.dim", "int", R, "D: the embedding size", low=1, high=MAX_DIM),
-    Field("encoder.text_prefix", "str", R, "prepended to every text before tokenizing (often empty)",
-          high=MAX_PREFIX_CHARS, text="printable"),
-    Field("encoder.inputs", "strings", R, "the model's inputs", low=1, high=3, choices=ENCODER_INPUTS),
-    Field("encoder.output", "str", R, "the model's unit-embedding output", low=1, high=MAX_NAME_CHARS,
-          text="printable"),
-    Field("encoder.check_text", "str", R, "a public text a reader embeds at load", low=1,
-          high=MAX_CHECK_TEXT_CHARS, text="printable"),
-    Field("encoder.check_embedding", "ndarray", R, "the exporter's embedding of it (a unit vector)",
-          dtype=_F4, shape=("D",)),
-    Field("encoder.facts", "map", O, "informational: name, quantization, fidelity", open=True),
-    Field("encoder.weights", "bin", "iff onnx", "the ONNX initializers' external data (section 6)"),
-    Field("sha256", "bin", R, "SHA-256 of every byte before this key (section 1)",
-          low=DIGEST_BYTES, high=DIGEST_BYTES),
-)
+FIELDS: tuple[Field, ...] = tuple(
+    Field(**{**row, "shape": tuple(row.get("shape", ())), "choices": tuple(row.get("choices", ()))})
+    for row in _S["fields"])
 FIELDS_BY_PATH: dict[str, Field] = {f.path: f for f in FIELDS}
 
 
@@ -212,79 +93,77 @@ class _Keys:
         raise AttributeError(f"the format has no key {name.lower()!r}")
 
 
-Key = _Keys({f.key for f in FIELDS} | {"dtype", "shape", "data", "name", "created"})
+Key = _Keys({f.key for f in FIELDS} | set(_S["array_keys"]) | {"name", "created"})
 
-#: The symbols of array shapes, where each is defined, and its bounds.
-DIMS = {
-    "C": ("the number of labels", 2, MAX_CLASSES),
-    "D": ("encoder.dim", 1, MAX_DIM),
-    "k": ("rows of subspace.projection", 1, MAX_DIM),
-    "T": ("tables: hashing.hyperplanes' first axis", 1, MAX_TABLES),
-    "H": ("bits: hashing.hyperplanes' second axis", 1, MAX_BITS),
-}
+#: The symbols of array shapes: (what defines it, low, high).
+DIMS: dict[str, tuple[str, int, int]] = {k: (v["defined_by"], v["low"], v["high"]) for k, v in _S["dims"].items()}
+#: The conditions of ``need = "iff X"``: name -> (rule, words).
+CONDITIONS: dict[str, str] = {k: v["doc"] for k, v in _S["conditions"].items()}
+#: Checks across fields, in the order a reader applies them: (name, code, path, statement).
+RELATIONS: tuple[tuple[str, str | None, str | None, str], ...] = tuple(
+    (r["name"], r["code"], r["path"], r["statement"]) for r in _S["relations"])
+#: The text kinds: name -> (most characters, rules in order).
+TEXT_KINDS: dict[str, tuple[int, tuple[str, ...]]] = {
+    k: (v["max_chars"], tuple(v["rules"])) for k, v in _S["text"]["kinds"].items()}
+#: Every refusal's code and what it means.
+ERRORS: dict[str, str] = _S["errors"]
 
-#: The conditions of ``need = "iff X"``.
-CONDITIONS = {
-    "class statistics": "releases.class_sums or releases.class_counts is present (they and subspace come "
-                        "together)",
-    "votes": "releases.votes is present",
-    "prior": "label_descriptions and releases.class_sums are present",
-    "blend": "releases.class_sums is present",
-    "onnx": "encoder.format is onnx",
-}
+ENCODER_FORMATS: tuple[str, ...] = FIELDS_BY_PATH["encoder.format"].choices
+ENCODER_INPUTS: tuple[str, ...] = FIELDS_BY_PATH["encoder.inputs"].choices
+MAX_CLASSES, MAX_DIM = DIMS["C"][2], DIMS["D"][2]
+MAX_TABLES, MAX_BITS = DIMS["T"][2], DIMS["H"][2]
+MAX_LABEL_CHARS, MAX_DESCRIPTION_CHARS = TEXT_KINDS["label"][0], TEXT_KINDS["description"][0]
+#: Longest free-text string (mechanism, neighbour relation, public inputs...).
+MAX_TEXT_CHARS = TEXT_KINDS["printable"][0]
+MAX_CHECK_TEXT_CHARS = int(FIELDS_BY_PATH["encoder.check_text"].high)
+MAX_TOKENIZER_JSON_CHARS = int(FIELDS_BY_PATH["encoder.tokenizer_json"].high)
+MAX_SENSITIVITY = int(FIELDS_BY_PATH["releases.votes.sensitivity_l1"].high)
+MAX_RECORDS_PER_UNIT = int(FIELDS_BY_PATH["privacy.max_records_per_unit"].high)
+EPSILON_MIN, EPSILON_MAX = FIELDS_BY_PATH["privacy.epsilon"].low, FIELDS_BY_PATH["privacy.epsilon"].high
+TEMPERATURE_MIN = FIELDS_BY_PATH["scoring.centroid_temperature"].low
+TEMPERATURE_MAX = FIELDS_BY_PATH["scoring.centroid_temperature"].high
+#: Relative tolerance of the privacy relations (the writer derives shares and scales by float
+#: arithmetic).
+PRIVACY_RTOL: float = _S["privacy_rtol"]
+#: Largest C x k x D (relation "work").
+MAX_WORK: int = _S["max_work"]
+CHECK_NORM: tuple[float, float] = tuple(_S["check_norm"])  # type: ignore[assignment]
+#: How the bundle must word its privacy unit and neighbour relation (relation "wording").
+WORDING: dict[str, dict[str, str]] = _S["wording"]
+#: The prior's boost R C K / (epsilon N) is capped here; a vector whose norm is at most
+#: NEAR_ZERO has no direction; unit(v) divides by at least UNIT_MIN_NORM.
+BOOST_MAX: float = float(_S["scoring"]["boost_max"])
+NEAR_ZERO: float = _S["scoring"]["near_zero"]
+UNIT_MIN_NORM: float = _S["scoring"]["unit_min_norm"]
+#: A text longer than this (code points) is refused rather than tokenized.
+MAX_QUERY_CHARS: int = _S["query"]["max_chars"]
 
-#: Checks across fields, in the order a reader applies them (name, what must hold).
-RELATIONS = (
-    ("something to classify with", "releases holds class_sums or votes (or both)"),
-    ("shares", "the releases' epsilons add up to privacy.epsilon (relative tolerance 1e-9)"),
-    ("noise scale", "each release's noise_scale is its sensitivity_l1 / epsilon (relative tolerance 1e-9)"),
-    ("sensitivity", "with K = privacy.max_records_per_unit: class_counts' sensitivity_l1 is K; class_sums' is "
-                    "K x round(grid x clip_l1), which must be at least 1; votes' is K x T"),
-    ("descriptions", "label_descriptions has one entry per label"),
-    ("subspace", "k is at most D"),
-    ("check", "encoder.check_embedding has an L2 norm between 0.9 and 1.1"),
-    ("labels", "labels are distinct after fold (section 3)"),
-    ("finite", "within these bounds every score is finite: cosines over temperatures of at least 1e-3, a boost "
-               "of at most 1e6, a pull of at most 1e3 x sqrt(8192) x (2^31 - 1) / 1e-6"),
-)
+_E = _S["encoder"]
+#: An engine whose embedding of the check text is less similar than this to the exporter's is
+#: computing something else (docs/encoder.md: other CPUs and engine versions stay above 0.998).
+CHECK_MIN_COSINE: float = _E["check_min_cosine"]
+#: Engine budgets (runtime/limits.py): the arena every tensor comes from, and the time one run
+#: may take at load and per query.
+ENGINE_ARENA_BYTES: int = _E["arena_bytes"]
+LOAD_RUN_SECONDS_BASE: float = _E["load_run_seconds"]
+QUERY_RUN_SECONDS_BASE: float = _E["query_run_seconds"]
 
 # --------------------------------------------------------------------------- engines
-# A bundle travels, so what it hands to native code (tokenizers, onnxruntime, LiteRT) is of a
-# declared family and bounded (runtime/bundle/tokenizer_family.py, runtime/bundle/model_family.py).
-
-MAX_VOCAB_SIZE = 250_000
-MAX_TOKEN_CHARS = 100
-MAX_ADDED_TOKENS = 1000
-MAX_INPUT_CHARS_PER_WORD = 100
-MAX_PREFIX_CHARS_WORDPIECE = 8
-TOKENIZER_KEYS = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
-                  "post_processor", "decoder", "model")
-TOKENIZER_REQUIRED = ("added_tokens", "normalizer", "pre_tokenizer", "post_processor", "model")
-TOKENIZER_NORMALIZER = "BertNormalizer"
-TOKENIZER_PRE_TOKENIZER = "BertPreTokenizer"
-TOKENIZER_MODEL = "WordPiece"
-TOKENIZER_POST_PROCESSOR = "TemplateProcessing"
-TOKENIZER_DECODER = "WordPiece"
-
-#: The ONNX operators an encoder may use: exactly those of the int8 encoders the exporter writes
-#: (optimum export, MatMulNBits, int8 Gather). No control flow, no subgraphs.
-ONNX_DOMAINS = ("", "ai.onnx", "com.microsoft")
-ONNX_OPS = frozenset({
-    ("", op) for op in (
-        "Add", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "DequantizeLinear", "Div", "Equal",
-        "Erf", "Expand", "Gather", "LayerNormalization", "MatMul", "Mul", "ReduceL2", "ReduceSum", "Reshape",
-        "Shape", "Slice", "Softmax", "Sqrt", "Sub", "Transpose", "Unsqueeze", "Where")
-} | {("com.microsoft", "MatMulNBits")})
-MAX_ONNX_NODES = 20_000
+# A bundle travels, so what it hands to native code (onnxruntime, LiteRT) is of a declared
+# family and bounded (runtime/bundle/model_family.py).
+_O, _T = _S["onnx"], _S["tflite"]
+ONNX_DOMAINS: tuple[str, ...] = tuple(_O["domains"])
+ONNX_OPS = frozenset(tuple(op) for op in _O["ops"])
+MAX_ONNX_NODES: int = _O["max_nodes"]
+#: An ONNX encoder's initializers may keep their data in ``encoder.weights``: external data
+#: whose location is this placeholder (256 bytes) and whose offset and length (within
+#: encoder.weights) are NUMBER_DIGITS-digit decimals. The fixed widths let a reader that maps the
+#: bundle file rewrite them in place for its engine.
+WEIGHTS_LOCATION: str = _O["weights_location"] + "." * (_O["weights_location_bytes"] - len(_O["weights_location"]))
+NUMBER_DIGITS: int = _O["number_digits"]
 #: The TFLite builtin operators an encoder may use, by name and schema code, in one subgraph.
-TFLITE_OPS = {
-    "ADD": 0, "CONCATENATION": 2, "DEQUANTIZE": 6, "FULLY_CONNECTED": 9, "L2_NORMALIZATION": 11, "MUL": 18,
-    "RESHAPE": 22, "SOFTMAX": 25, "GATHER": 36, "TRANSPOSE": 39, "MEAN": 40, "SUB": 41, "STRIDED_SLICE": 45,
-    "CAST": 53, "EXPAND_DIMS": 70, "RSQRT": 76, "SHAPE": 77, "REDUCE_PROD": 81, "PACK": 83, "ZEROS_LIKE": 93,
-    "RANGE": 96, "SQUARED_DIFFERENCE": 99, "BATCH_MATMUL": 126, "BROADCAST_TO": 130, "GELU": 150,
-}
-MAX_TFLITE_OPERATORS = 20_000
-
+TFLITE_OPS: dict[str, int] = _T["ops"]
+MAX_TFLITE_OPERATORS: int = _T["max_operators"]
 # --------------------------------------------------------------------------- decoded form
 
 
@@ -322,6 +201,9 @@ class EncoderSpec:
     facts: dict[str, Any] | None = None
     weights: bytes = b""
     weights_file: WeightsFile | None = None
+    #: The tokenizer.json as the reader checked it (runtime.bundle.tokenizer_family); None until
+    #: a reader has checked it (an exporter's own spec).
+    tokenizer: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

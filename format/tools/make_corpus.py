@@ -1,0 +1,400 @@
+"""Writes the conformance corpus, format/1/corpus/: bundles and what every reader must answer.
+
+    python format/tools/make_corpus.py            # rewrites format/1/corpus/ (the tiny encoders stay)
+
+The corpus is the contract's proof: a reader written from format/1/ alone runs it and must
+refuse every ``refuse`` bundle with its code and path, read every ``accept`` bundle, give each
+query's token ids exactly, its embedding within the tolerance, and each embedding's scores and
+label (cases.json says how). The answers come from the Python reader; this script checks each
+refusal's code and path against what the case was made to break, so a wrong answer in Python
+stops the corpus from being written.
+
+The ``accept`` bundles are real builds of data/assistant through the exporter (`exporter.build`)
+with the tiny encoders of format/tools/tiny_encoder.py (by default taken back out of the
+corpus's own bundles, so that nothing but the corpus is committed), noised through the test hook by a
+fixed public pattern (each bundle says it is not differentially private), so the corpus is the
+same on every run; the variants and refusals are edits of them (format/tools/cases.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import cases  # noqa: E402
+from runtime import BundleError, Classifier, InputError  # noqa: E402
+from runtime import bundle as fmt  # noqa: E402
+from runtime.scoring import Scorer  # noqa: E402
+from runtime.text import escape, escape_json, label_key, shows_something, unassigned, unprintable  # noqa: E402
+from runtime.tokenizer import TextTokenizer  # noqa: E402
+from runtime.bundle.tokenizer_family import check_tokenizer_json  # noqa: E402
+
+CORPUS = ROOT / "format" / "1" / "corpus"
+DATA = ROOT / "data" / "assistant"
+
+#: How close another reader's numbers must be (cases.json repeats them for readers).
+TOLERANCE = {
+    "scores": 1e-9,
+    "embedding": 1e-5,
+    "embedding_cosine": 0.999,
+    "label_margin": 0.02,
+}
+
+#: Texts chosen to exercise every step of the normaliser, pre-tokenizer and WordPiece.
+SAMPLE = [
+    "wake me up at 6:30 tomorrow",
+    "Turn OFF the lights in the LIVING room!!!",
+    "Café crème, naïve résumé, Ångström, Øresund, façade",
+    "Zürich → Genève (via Bern); ETA 14h05?",
+    "what's the weather like... in São Paulo?",
+    "don't/can't/won't — it's \"quoted\" and 'single' [brackets] {braces} <angles>",
+    "email me at ana.silva@example.com or visit https://example.org/a?b=c&d=e#frag",
+    "东京明天的天气怎么样？",
+    "日本語のテキスト：カタカナとひらがな、漢字。",
+    "한국어 문장도 테스트합니다",
+    "𠮷野家 and 𩸽 are outside the basic CJK plane",
+    "Play Beyoncé 🎵🎶 and 👍🏽 with a family 👨‍👩‍👧 emoji",
+    "مرحبا، كيف حالك؟ — Arabic, right to left",
+    "Ελληνικά: αβγ ΔΕΖ ΣΑΣ",
+    "Русский текст с Ёлкой",
+    "e\u0301 combining acute, n\u0303 combining tilde, A\u030a ring, ệ\u0302 stacked",
+    "zero\u200bwidth\u200cjoiner\u200dtest and soft\u00adhyphen",
+    "tabs\tand\nnewlines\r\nand  double  spaces",
+    "control \x01\x02\x7f chars and a NUL \x00 in the middle",
+    "replacement char \ufffd here, private use \ue000 and \U000f0000",
+    "İstanbul ﬁle ß Ǆ ǅ ǆ Ⅻ ㍻",
+    "new in Unicode 16 and later: \u1ac1\u1aeb \U00011f36 \U000105c9",
+    "[CLS] literal [SEP] and [MASK] mid[UNK]word",
+    "x",
+    "?",
+    "OK",
+    "1234567890 3.14159 1,000,000 -42 +7 50%",
+    "a" * 120 + " after a word longer than one hundred characters",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    " ".join(["the quick brown fox jumps over the lazy dog"] * 8),  # over max_length tokens: truncated
+]
+#: Queries every reader must refuse, and the code.
+REFUSED_QUERIES = [("", "query.empty"), ("   \t ", "query.empty"), ("\u200b\u2060\ufeff", "query.empty"),
+                   ("\x01\x02\x7f", "query.empty")]
+#: Texts whose escape, key and text rules every reader must reproduce.
+TEXT_CASES = [
+    "plain ASCII", "ok\x1b[2J\u202e", "a\tb\nc\rd\x00\x7f\x85", "tag \U000e0041\U000e007f",
+    "\u2028\u2029\u061c", "\ufdd0\ufffe\uffff\U0001fffe\U0010ffff\ue000", "Ｂｉｌｌｉｎｇ\u200b", "ﬁle\u200d",
+    "e\u0301", "\u00ad\u034f\ufeff", "ｶﾞｷﾞ", "㍻ Ⅻ ß", "\u3164\u115f\u1160\uffa0", "a\U0001d173b",
+    "\u180b\u180e\u180f", "alarm\u200ctimer", "Ω\u2126K\u212a", "\u2060\u2061\u206f", "\U000e0100 variation",
+    "\u200e\u200f mark", "한국어 \u1100\u1161", "wеather", "weather", "Illness", "lllness", "rn", "m", "0O", "O0",
+    "\u2800\u2800", "\U0001d159", "\u0378 unassigned", "\U0002fffd", "e\u0323\u0301", "e\u0301\u0323",
+    "İ", "ǅ", "\u0301\u0302", "👨‍👩‍👧", "\u0644\u0627", "ﻻ",
+]
+
+
+class PatternNoise:
+    """The corpus's test-hook noise: a fixed public pattern (-5..5 by cell position), so the
+    corpus is the same on every run; bundles made with it say they are not differentially private."""
+
+    def facts(self) -> dict[str, str]:
+        return {"noise_library": "format/tools/make_corpus.py", "noise_library_version": "1",
+                "noise_source": "a fixed pattern by cell position, for the conformance corpus"}
+
+    def epsilon_spent(self, scale: float, sensitivity: int) -> float:
+        return sensitivity / scale
+
+    def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
+        pattern = (np.arange(counts.size, dtype=np.int64) * 7919) % 11 - 5
+        return counts.astype(np.int64) + pattern.reshape(counts.shape)
+
+
+def unpack_encoder(bundle: Path, dest: Path) -> Path:
+    """The exported encoder a bundle carries, as the folder `python -m exporter encoder` writes
+    (model, weights, tokenizer.json, encoder.json with its check embedding)."""
+    from exporter.encoder_export import MODEL_FILES, WEIGHTS_FILE
+
+    e = fmt.load(bundle).encoder
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / MODEL_FILES[e.format]).write_bytes(e.model)
+    if e.format == "onnx":
+        w = e.weights_file
+        with open(w.path, "rb") as f:
+            f.seek(w.offset)
+            (dest / WEIGHTS_FILE).write_bytes(f.read(w.length))
+    (dest / "tokenizer.json").write_text(e.tokenizer_json, encoding="utf-8")
+    facts = {**(e.facts or {}), "format": e.format, "max_length": e.max_length, "dim": e.dim, "inputs": list(e.inputs),
+             "output": e.output, "text_prefix": e.text_prefix,
+             "check": {"text": e.check_text, "embedding": _floats(e.check_embedding)}}
+    (dest / "encoder.json").write_text(json.dumps(facts, indent=2, ensure_ascii=False), encoding="utf-8")
+    return dest
+
+
+def build(out: Path, encoders: Path, **overrides: Any) -> Path:
+    from exporter.build import BuildOptions, build as build_bundle
+
+    fmt_ = overrides.get("encoder_format", "onnx")
+    opts = dict(train=DATA / "train.jsonl", labels=DATA / "labels.txt", epsilon=8.0, out=out,
+                models_dir=Path(tempfile.mkdtemp()), progress=False, seed=1234, encoder_source=encoders / fmt_,
+                workers=1)
+    opts.update(overrides)
+    build_bundle(BuildOptions(**opts), noise_for_tests=PatternNoise())
+    doc = cases.document(out.read_bytes())
+    doc["exporter"]["created"] = "the conformance corpus"  # a fixed date: the corpus is the same on every run
+    out.write_bytes(cases.seal(doc))
+    return out
+
+
+def _floats(a: np.ndarray) -> list[float]:
+    return [float(x) for x in np.asarray(a, np.float64).ravel()]
+
+
+def _scored(scorer: Scorer, labels: tuple[str, ...], emb: np.ndarray) -> dict[str, Any]:
+    scores = scorer.scores(np.asarray(emb, np.float32)[None, :])[0]
+    top = np.sort(scores)[::-1]
+    return {"scores": _floats(scores), "label": labels[int(np.argmax(scores))],
+            "margin": float(top[0] - top[1])}
+
+
+def queries(path: Path, texts: list[str], engine: bool) -> list[dict[str, Any]]:
+    """The Python reader's answers: token ids; with the engine, the embedding, scores and label."""
+    if engine:
+        clf = Classifier.load(path, threads=1)
+        tok, scorer, labels = clf.tokenizer, clf.scorer, clf.labels
+    else:
+        b = fmt.load(path)
+        tok = TextTokenizer(check_tokenizer_json(b.encoder.tokenizer_json), b.encoder.max_length, b.encoder.text_prefix)
+        clf, scorer, labels = None, None, b.labels
+    out = []
+    for text in texts:
+        row: dict[str, Any] = {"text": text, "token_ids": tok.encode_one(text)}
+        if clf is not None:
+            emb = clf.embed([text])[0]
+            row["embedding"] = _floats(emb)
+            row.update(_scored(scorer, labels, emb))
+            assert clf.classify([text])[0].label == row["label"]
+        out.append(row)
+    for text, code in REFUSED_QUERIES:
+        if tok.has_token(text):  # a tokenizer without clean_text keeps controls and invisible characters
+            out.append({"text": text, "token_ids": tok.encode_one(text)})
+            continue
+        if clf is not None:
+            try:
+                clf.classify([text])
+            except InputError as exc:
+                assert exc.code == code, (text, exc.code)
+            else:
+                raise SystemExit(f"{path.name}: the query {text!r} was classified")
+        out.append({"text": text, "code": code})
+    return out
+
+
+def vectors(path: Path, dim: int, embeddings: list[list[float]]) -> list[dict[str, Any]]:
+    """Scores of given vectors: some query embeddings, then unusual ones (zero, not unit, scaled)."""
+    b = fmt.load(path)
+    scorer = Scorer(b)
+    rng = np.random.default_rng(7)  # public test vectors, not noise
+    embs = [np.asarray(e, np.float32) for e in embeddings[:6]]
+    embs += [rng.standard_normal(dim).astype(np.float32) for _ in range(4)]
+    embs += [np.zeros(dim, np.float32), 3.0 * embs[0], np.float32(1e-7) * embs[1], embs[1] + embs[2]]
+    return [{"embedding": _floats(e), **_scored(scorer, b.labels, e)} for e in embs]
+
+
+def text_rows() -> list[dict[str, Any]]:
+    rows = []
+    for t in TEXT_CASES:
+        bad, gap = unprintable(t), unassigned(t)
+        rows.append({"text": t, "escaped": escape(t), "escaped_json": escape_json(json.dumps(t, ensure_ascii=False)),
+                     "key": label_key(t), "unprintable": None if bad is None else ord(bad),
+                     "unassigned": None if gap is None else ord(gap), "shows_something": shows_something(t)})
+    return rows
+
+
+# --------------------------------------------------------------------------- the scoring branches
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Edit:
+    return lambda d: cases.put(d, path, value(cases.get(d, path)) if callable(value) else value)
+
+
+def _drop(*paths: str) -> Edit:
+    return lambda d: cases.drop(d, *paths)
+
+
+def _values(path: str, change: Callable[[np.ndarray], None]) -> Edit:
+    def edit(d: dict[str, Any]) -> None:
+        r = cases.get(d, path)
+        a = np.frombuffer(r["data"], r["dtype"]).reshape(r["shape"]).copy()
+        change(a)
+        r["data"] = a.tobytes()
+    return edit
+
+
+def _spend(epsilon: float) -> Edit:
+    """The releases' shares rescaled to add up to ``epsilon``, each noise scale its sensitivity
+    over its new share (the relations hold; the values stay as released)."""
+    def edit(d: dict[str, Any]) -> None:
+        scale = epsilon / sum(r["epsilon"] for r in d["releases"].values())
+        total = 0.0
+        for r in d["releases"].values():
+            r["epsilon"] *= scale
+            r["noise_scale"] = r["sensitivity_l1"] / r["epsilon"]
+            total += r["epsilon"]
+        d["privacy"]["epsilon"] = total
+    return edit
+
+
+_CLASS_STATISTICS = ("releases.class_counts", "releases.class_sums", "subspace", "prior", "scoring")
+#: name -> the edits that make it from the base with vote tables: each branch of the scoring
+#: rule (docs/bundle-format.md section 7) taken at least once.
+SCORED: dict[str, list[Edit]] = {
+    "blend-with-votes": [],
+    "blend-with-votes-without-offsets": [_drop("hashing.offsets")],
+    "blend-without-votes": [_drop("releases.votes", "hashing"), _spend(8.0)],
+    "without-prior": [_drop("releases.votes", "hashing", "label_descriptions", "prior"), _spend(8.0)],
+    "without-pull": [_set("scoring.description_pull", 0.0)],
+    "pull-below-one": [_set("scoring.description_pull", 0.1)],
+    "pull-at-its-bound": [_set("scoring.description_pull", 1000.0)],
+    "boost-capped": [_spend(1e-3), _set("scoring.prior_records_per_class", 1e6)],
+    "votes-alone-with-offsets": [_drop(*_CLASS_STATISTICS), _spend(8.0)],
+    "votes-alone-without-offsets": [_drop(*_CLASS_STATISTICS, "hashing.offsets"), _spend(8.0)],
+    "counts-below-one": [_values("releases.class_counts.values", lambda a: a.fill(-5))],
+    "zero-class-sum-row": [_values("releases.class_sums.values", lambda a: a.__setitem__(0, 0)),
+                           _set("scoring.description_pull", 0.0)],
+    "zero-class-sum-row-pulled": [_values("releases.class_sums.values", lambda a: a.__setitem__(0, 0))],
+    "temperatures-at-their-bounds": [_set("scoring.centroid_temperature", 1e-3), _set("scoring.prior_temperature", 1e3)],
+    "sharp-prior": [_set("scoring.prior_temperature", 1e-3)],
+    "votes-all-negative": [_values("releases.votes.values", lambda a: a.fill(-3))],
+}
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _write(out: Path, name: str, data: bytes) -> str:
+    (out / name).parent.mkdir(parents=True, exist_ok=True)
+    (out / name).write_bytes(data)
+    return name
+
+
+def _refused(data: bytes) -> BundleError | None:
+    try:
+        fmt.unpack(data)
+    except BundleError as exc:
+        return exc
+    return None
+
+
+def write(out: Path, encoders: Path) -> dict[str, Any]:
+    """Every bundle into ``out`` (accept/, refuse/), and the index."""
+    work = Path(tempfile.mkdtemp())
+    default = build(work / "default.dpedge", encoders)
+    tables = build(work / "tables.dpedge", encoders, votes_share=0.1, tables=4, bits=4)
+    random = build(work / "random.dpedge", encoders, hashing="random", tables=4, bits=4)
+    real = [("default", default), ("tables", tables), ("random", random),
+            ("tflite", build(work / "tflite.dpedge", encoders, encoder_format="tflite"))]
+    tables_doc = cases.document(tables.read_bytes())
+    person = copy.deepcopy(tables_doc)
+    for path, value in cases.per_unit(3, person):
+        cases.put(person, path, value)
+    real.append(("three-records-per-person", work / _write(work, "three-records-per-person.dpedge", cases.seal(person))))
+
+    index: dict[str, Any] = {"tolerance": TOLERANCE, "accept": [], "refuse": [], "text": text_rows()}
+    texts = SAMPLE + [json.loads(line)["text"] for line in (DATA / "test.jsonl").read_text().splitlines()[:12]]
+    for name, path in real:
+        b = fmt.load(path)
+        rows = queries(path, texts, engine=True)
+        embeddings = [r["embedding"] for r in rows if "embedding" in r]
+        entry = {"file": _write(out, f"accept/{name}.dpedge", path.read_bytes()), "engine": b.encoder.format,
+                 "labels": list(b.labels), "queries": rows, "vectors": vectors(path, b.encoder.dim, embeddings)}
+        index["accept"].append(entry)
+    # Load-time refusal: a unit check embedding the engine does not compute (another direction).
+    doc = copy.deepcopy(tables_doc)
+    _values("encoder.check_embedding", lambda a: a.__setitem__(slice(None), a[::-1].copy()))(doc)
+    index["accept"].append({"file": _write(out, "accept/check-embedding-another-direction.dpedge", cases.seal(doc)),
+                            "engine": "onnx", "labels": list(doc["labels"]),
+                            "load": {"code": "engine.check", "path": "encoder.check_embedding"}})
+
+    base = cases.small_base(tables.read_bytes())
+    for name, edits in SCORED.items():
+        doc = copy.deepcopy(base)
+        for edit in edits:
+            edit(doc)
+        data = cases.seal(doc)
+        path = work / _write(work, f"{name}.dpedge", data)
+        index["accept"].append({"file": _write(out, f"accept/scoring/{name}.dpedge", data), "engine": None,
+                                "labels": list(doc["labels"]),
+                                "vectors": vectors(path, doc["encoder"]["dim"], [])})
+    for name, data in cases.valid(base):
+        path = work / _write(work, f"{name}.dpedge", data)
+        index["accept"].append({"file": _write(out, f"accept/variants/{name}.dpedge", data), "engine": None,
+                                "labels": list(fmt.load(path).labels),
+                                "queries": queries(path, SAMPLE[:8] + SAMPLE[16:23], engine=False)})
+    made = cases.malformed(base) + cases.real_encoder_cases(tables.read_bytes())
+    for case in made:
+        exc = _refused(case.data)
+        if exc is None:
+            raise SystemExit(f"{case.name}: the Python reader accepted it")
+        if (exc.code, exc.path) != (case.code, case.path):
+            raise SystemExit(f"{case.name}: made to be refused with {case.code} at {case.path!r}, but the Python "
+                             f"reader said {exc.code} at {exc.path!r}: {exc}")
+        index["refuse"].append({"file": _write(out, f"refuse/{case.name}.dpedge", case.data), "code": case.code,
+                                "path": case.path})
+    shutil.rmtree(work, ignore_errors=True)
+    return index
+
+
+def dumps(index: dict[str, Any]) -> str:
+    """cases.json: one case per line (diffs stay readable)."""
+    lines = ["{", f'  "about": {json.dumps(ABOUT)},', f'  "tolerance": {json.dumps(index["tolerance"])},']
+    for key in ("accept", "refuse", "text"):
+        rows = index[key]
+        body = ",\n".join("    " + json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)
+        lines.append(f'  "{key}": [\n{body}\n  ]' + ("," if key != "text" else ""))
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+ABOUT = ("The conformance corpus of format 1 (docs/bundle-format.md section 9 says how a reader runs it). "
+         "refuse: each file is refused with code and path. accept: each file is read; engine names the encoder "
+         "format whose engine runs its queries end to end (null: tokenizer and scoring only); load, when present, "
+         "is the refusal at load; each query's token_ids are exact; a query with code is refused; embedding is "
+         "within tolerance.embedding per coordinate on the reference engine (cosine at least "
+         "tolerance.embedding_cosine on any other); scores and label follow from the given embedding (scores "
+         "within tolerance.scores); an end-to-end label is compared where margin exceeds tolerance.label_margin. "
+         "text: escape, escape_json, key and the text rules of each string.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=CORPUS)
+    ap.add_argument("--encoders", type=Path, default=None,
+                    help="the tiny encoders (format/tools/tiny_encoder.py's onnx/ and tflite/; default: taken out of "
+                         "the corpus's own accept/default.dpedge and accept/tflite.dpedge)")
+    args = ap.parse_args(argv)
+    encoders = args.encoders
+    if encoders is None:
+        encoders = Path(tempfile.mkdtemp())
+        for name, bundle in (("onnx", "default"), ("tflite", "tflite")):
+            unpack_encoder(CORPUS / "accept" / f"{bundle}.dpedge", encoders / name)
+    for sub in ("accept", "refuse"):
+        shutil.rmtree(args.out / sub, ignore_errors=True)
+    index = write(args.out, encoders)
+    (args.out / "cases.json").write_text(dumps(index), encoding="utf-8")
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(f"wrote {args.out}: {len(index['accept'])} accepted bundles, {len(index['refuse'])} refused, "
+          f"{len(index['text'])} text cases; {size / 2**20:.2f} MiB in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""How a bundle words its privacy unit and neighbour relation: derived from K, never free.
+
+A reader shows who a bundle protects; a bundle that said "one person (all of their records)"
+while its numbers are record-level would make a reader repeat a guarantee the release does not
+give. So the words are a function of ``privacy.max_records_per_unit`` (K) and the unit's kind
+(format/1/schema.json "wording"): the exporter writes them with `privacy_unit` and
+`neighbour_relation`, and a reader refuses a bundle whose words are not these (`check`,
+relation ``wording``).
+
+Example:
+    >>> privacy_unit(3), neighbour_relation(3, "'user_id'")
+    ('one person, up to 3 records', "add or remove one person (all their records, at most 3; persons identified by the column 'user_id')")
+    >>> privacy_unit(None), neighbour_relation(None)
+    ('one record', 'add or remove one record')
+"""
+
+from __future__ import annotations
+
+from runtime.bundle.schema import WORDING
+from runtime.errors import BundleError
+
+
+def _k(template: str, k: int) -> str:
+    return template.replace("{K}", str(k))
+
+
+def privacy_unit(k: int | None) -> str:
+    """The unit: one record (``k`` None), or one person with up to ``k`` records."""
+    return WORDING["record"]["privacy_unit"] if k is None else _k(WORDING["person"]["privacy_unit"], k)
+
+
+def neighbour_relation(k: int | None, column: str = "") -> str:
+    """The neighbour relation; ``column`` names how persons are identified (as the exporter
+    quotes the unit column)."""
+    if k is None:
+        return WORDING["record"]["neighbour_relation"]
+    person = WORDING["person"]
+    return _k(person["neighbour_relation_prefix"], k) + column + person["neighbour_relation_suffix"]
+
+
+def check(unit: str, relation: str, k: int) -> None:
+    """Refuse (``relation.wording``) words that are not those of K: record words need K = 1;
+    person words must state this K and name how persons are identified."""
+    person = WORDING["person"]
+    if unit == privacy_unit(None):
+        if k != 1:
+            raise BundleError("relation.wording", "privacy.privacy_unit",
+                              f"field 'privacy.privacy_unit' says one record, but field 'privacy.max_records_per_unit' "
+                              f"is {k}: the privacy facts contradict each other")
+        if relation != neighbour_relation(None):
+            raise BundleError("relation.wording", "privacy.neighbour_relation",
+                              f"field 'privacy.neighbour_relation' must be {neighbour_relation(None)!r} for a unit of "
+                              f"one record: the privacy facts contradict each other")
+        return
+    if unit != privacy_unit(k):
+        raise BundleError("relation.wording", "privacy.privacy_unit",
+                          f"field 'privacy.privacy_unit' must be {privacy_unit(None)!r} or {privacy_unit(k)!r} with "
+                          f"{k} record(s) per unit: the privacy facts contradict each other")
+    prefix, suffix = _k(person["neighbour_relation_prefix"], k), person["neighbour_relation_suffix"]
+    if not (relation.startswith(prefix) and relation.endswith(suffix) and len(relation) > len(prefix) + len(suffix)):
+        raise BundleError("relation.wording", "privacy.neighbour_relation",
+                          f"field 'privacy.neighbour_relation' must read {prefix}...{suffix} for {k} record(s) per "
+                          f"person: the privacy facts contradict each other")
