@@ -197,6 +197,14 @@ def queries(path: Path, texts: list[str], engine: bool) -> list[dict[str, Any]]:
     return out
 
 
+def check_row(path: Path) -> dict[str, Any]:
+    """The engine's answer for the bundle's check text: what a reader's engine (or a stand-in for
+    it) must return at load."""
+    clf = Classifier.load(path, threads=1)
+    ids = clf.tokenizer.encode_one(clf.bundle.encoder.check_text)
+    return {"token_ids": ids, "embedding": _floats(clf.encoder.embed_one(ids))}
+
+
 def vectors(path: Path, dim: int, embeddings: list[list[float]]) -> list[dict[str, Any]]:
     """Scores of given vectors: some query embeddings, then unusual ones (zero, not unit, scaled)."""
     b = fmt.load(path)
@@ -295,8 +303,9 @@ def _refused(data: bytes) -> BundleError | None:
     return None
 
 
-def write(out: Path, encoders: Path) -> dict[str, Any]:
-    """Every bundle into ``out`` (accept/, refuse/), and the index."""
+def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
+    """Every bundle into ``out`` (accept/, refuse/), and the index (``real_only``: the engine
+    bundles and their queries alone, for a corpus of a real encoder)."""
     work = Path(tempfile.mkdtemp())
     default = build(work / "default.dpedge", encoders)
     tables = build(work / "tables.dpedge", encoders, votes_share=0.1, tables=4, bits=4)
@@ -316,13 +325,17 @@ def write(out: Path, encoders: Path) -> dict[str, Any]:
         rows = queries(path, texts, engine=True)
         embeddings = [r["embedding"] for r in rows if "embedding" in r]
         entry = {"file": _write(out, f"accept/{name}.dpedge", path.read_bytes()), "engine": b.encoder.format,
-                 "labels": list(b.labels), "queries": rows, "vectors": vectors(path, b.encoder.dim, embeddings)}
+                 "labels": list(b.labels), "check": check_row(path), "queries": rows,
+                 "vectors": vectors(path, b.encoder.dim, embeddings)}
         index["accept"].append(entry)
+    if real_only:
+        shutil.rmtree(work, ignore_errors=True)
+        return {**index, "text": []}
     # Load-time refusal: a unit check embedding the engine does not compute (another direction).
     doc = copy.deepcopy(tables_doc)
     _values("encoder.check_embedding", lambda a: a.__setitem__(slice(None), a[::-1].copy()))(doc)
     index["accept"].append({"file": _write(out, "accept/check-embedding-another-direction.dpedge", cases.seal(doc)),
-                            "engine": "onnx", "labels": list(doc["labels"]),
+                            "engine": "onnx", "labels": list(doc["labels"]), "check": check_row(tables),
                             "load": {"code": "engine.check", "path": "encoder.check_embedding"}})
 
     base = cases.small_base(tables.read_bytes())
@@ -366,7 +379,8 @@ def dumps(index: dict[str, Any]) -> str:
 
 ABOUT = ("The conformance corpus of format 1 (docs/bundle-format.md section 9 says how a reader runs it). "
          "refuse: each file is refused with code and path. accept: each file is read; engine names the encoder "
-         "format whose engine runs its queries end to end (null: tokenizer and scoring only); load, when present, "
+         "format whose engine runs its queries end to end (null: tokenizer and scoring only); check is the engine's "
+         "token ids and embedding of the bundle's check text (a stand-in engine answers with it); load, when present, "
          "is the refusal at load; each query's token_ids are exact; a query with code is refused; embedding is "
          "within tolerance.embedding per coordinate on the reference engine (cosine at least "
          "tolerance.embedding_cosine on any other); scores and label follow from the given embedding (scores "
@@ -380,15 +394,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoders", type=Path, default=None,
                     help="the tiny encoders (format/tools/tiny_encoder.py's onnx/ and tflite/; default: taken out of "
                          "the corpus's own accept/default.dpedge and accept/tflite.dpedge)")
+    ap.add_argument("--real", action="store_true",
+                    help="a corpus of the real default encoder (exported into models/), for the integration tier: the "
+                         "engine bundles and their queries only (use another --out)")
     args = ap.parse_args(argv)
     encoders = args.encoders
-    if encoders is None:
+    if args.real:
+        from exporter.encoder_export import export_encoder
+
+        if args.out.resolve() == CORPUS.resolve():
+            raise SystemExit("--real writes a corpus of the real encoder: give it another --out")
+        encoders = Path(tempfile.mkdtemp())
+        for name in ("onnx", "tflite"):
+            (encoders / name).symlink_to(export_encoder(None, ROOT / "models", encoder_format=name).directory)
+    elif encoders is None:
         encoders = Path(tempfile.mkdtemp())
         for name, bundle in (("onnx", "default"), ("tflite", "tflite")):
             unpack_encoder(CORPUS / "accept" / f"{bundle}.dpedge", encoders / name)
     for sub in ("accept", "refuse"):
         shutil.rmtree(args.out / sub, ignore_errors=True)
-    index = write(args.out, encoders)
+    index = write(args.out, encoders, real_only=args.real)
     (args.out / "cases.json").write_text(dumps(index), encoding="utf-8")
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"wrote {args.out}: {len(index['accept'])} accepted bundles, {len(index['refuse'])} refused, "
