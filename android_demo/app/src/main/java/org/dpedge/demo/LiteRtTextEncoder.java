@@ -16,7 +16,9 @@ import java.util.Map;
  * [1, n] with n dynamic (the interpreter resizes to each text's length, so a short text does
  * not pay for 128 tokens) and {@code sentence_embedding} [1, dim] out. A TFLite bundle has no
  * {@code encoder.weights}: the flatbuffer holds every buffer. The model bytes are copied once
- * into a direct buffer, which the interpreter requires and keeps.
+ * into a direct buffer, which the interpreter requires and keeps. The interpreter is cancellable:
+ * when a run outlives its time budget, the core's {@code Classifier} calls {@link #cancel()},
+ * and LiteRT stops between two operators.
  */
 final class LiteRtTextEncoder implements TextEncoder, AutoCloseable {
     private static final String SIGNATURE = "serving_default";
@@ -29,7 +31,9 @@ final class LiteRtTextEncoder implements TextEncoder, AutoCloseable {
     LiteRtTextEncoder(Bundle.Encoder spec, int threads) {
         ByteBuffer model = ByteBuffer.allocateDirect(spec.model().length).order(ByteOrder.nativeOrder());
         model.put(spec.model()).rewind();
-        Interpreter.Options options = new Interpreter.Options().setNumThreads(threads);
+        Interpreter.Options options = new Interpreter.Options();
+        options.setNumThreads(threads);
+        options.setCancellable(true);
         interpreter = new Interpreter(model, options);
         input = spec.inputs().get(0);  // "input_ids": the only input of a TFLite bundle
         output = spec.output();
@@ -37,7 +41,8 @@ final class LiteRtTextEncoder implements TextEncoder, AutoCloseable {
     }
 
     @Override
-    public float[] embed(int[] tokenIds) {
+    public synchronized float[] embed(int[] tokenIds) {
+        interpreter.setCancelled(false);  // a run cancelled before this one left the flag set
         Map<String, Object> inputs = new HashMap<>();
         inputs.put(input, new int[][] {tokenIds});
         float[][] embedding = new float[1][dim];
@@ -45,6 +50,12 @@ final class LiteRtTextEncoder implements TextEncoder, AutoCloseable {
         outputs.put(output, embedding);
         interpreter.runSignature(inputs, outputs, SIGNATURE);
         return embedding[0];
+    }
+
+    /** Stops the run in progress between two operators (from the core's watchdog thread). */
+    @Override
+    public void cancel() {
+        interpreter.setCancelled(true);
     }
 
     @Override

@@ -13,8 +13,10 @@ import android.widget.TextView;
 
 import org.dpedge.core.BundleReader;
 import org.dpedge.core.Classifier;
+import org.dpedge.core.DpedgeException;
 import org.dpedge.core.Prediction;
 import org.dpedge.core.PrivacyFacts;
+import org.dpedge.core.QueryException;
 import org.dpedge.core.Text;
 import org.dpedge.core.TextEncoder;
 
@@ -32,7 +34,9 @@ import java.util.concurrent.Executors;
  * thread (about a second on a phone), and every query runs there too: the UI thread only
  * shows results. Every text that comes from the bundle or an engine (labels, the privacy
  * statements, an engine's error, which may quote the model's names) passes {@link Text#escape}
- * before it is shown. The layout is built in code to keep the demo to a few files.
+ * before it is shown (the core's refusals come escaped: {@link DpedgeException#getMessage()}).
+ * Each engine run has the contract's time budget; the core cancels a run that outlives it.
+ * The layout is built in code to keep the demo to a few files.
  */
 public final class MainActivity extends Activity {
     private static final String ASSET = "bundle.dpedge";
@@ -40,7 +44,7 @@ public final class MainActivity extends Activity {
 
     private final ExecutorService worker = Executors.newSingleThreadExecutor();
     private final Handler ui = new Handler(Looper.getMainLooper());
-    private Classifier classifier;
+    private volatile Classifier classifier;
     private AutoCloseable engine;
     private TextView status;
     private TextView result;
@@ -86,9 +90,9 @@ public final class MainActivity extends Activity {
                     ? new LiteRtTextEncoder(bundle.encoder(), THREADS)
                     : new OnnxTextEncoder(bundle.encoder(), THREADS);
             engine = (AutoCloseable) encoder;
-            Classifier loaded = new Classifier(bundle, encoder);
-            loaded.verify();  // refuses an engine that computes other embeddings than the exporter's
-            classifier = loaded;
+            // Embeds the check text at load: refuses an engine that computes other embeddings than
+            // the exporter's (engine.check), fails on it (engine.load) or is too slow (engine.budget).
+            classifier = new Classifier(bundle, encoder);
             Map<String, Object> p = bundle.privacy();
             StringBuilder facts = new StringBuilder().append(bundle.labels().size()).append(" labels, ").append(format)
                     .append(" encoder\nepsilon = ").append(bundle.epsilon()).append(", delta = 0 (pure DP) per ")
@@ -101,6 +105,8 @@ public final class MainActivity extends Activity {
                 status.setText(facts);
                 classify.setEnabled(true);
             });
+        } catch (DpedgeException e) {
+            show(status, "Cannot use " + ASSET + " (" + e.code() + "): " + e.getMessage());
         } catch (Exception e) {
             show(status, "Cannot use " + ASSET + ": " + Text.escape(String.valueOf(e.getMessage())));
         }
@@ -108,18 +114,16 @@ public final class MainActivity extends Activity {
 
     private String describe(String text) {
         try {
-            Prediction prediction = classifier.predict(text);
-            StringBuilder out = new StringBuilder(Text.escape(prediction.label())).append('\n');
+            Prediction answer = classifier.classify(text);
+            StringBuilder out = new StringBuilder(Text.escape(answer.label())).append('\n');
             // Vote sums (vote tables alone) are whole numbers; the blended scores are small reals.
             String row = classifier.scorer().plainVotes() ? "  %-24s %10.1f%n" : "  %-24s %10.4f%n";
-            for (Map.Entry<String, Double> e : prediction.top(prediction.scores().size())) {
+            for (Map.Entry<String, Double> e : answer.top(answer.scores().size())) {
                 out.append(String.format(java.util.Locale.ROOT, row, Text.escape(e.getKey()), e.getValue()));
             }
             return out.toString();
-        } catch (IllegalArgumentException e) {
-            return e.getMessage();  // empty or oversized text
-        } catch (Exception e) {
-            return "Encoder failed: " + Text.escape(String.valueOf(e.getMessage()));
+        } catch (QueryException e) {
+            return e.getMessage();  // escaped: an empty or oversized text, or the engine failed on it
         }
     }
 
@@ -141,6 +145,9 @@ public final class MainActivity extends Activity {
     @Override
     protected void onDestroy() {
         worker.shutdownNow();
+        if (classifier != null) {
+            classifier.close();
+        }
         if (engine != null) {
             try {
                 engine.close();

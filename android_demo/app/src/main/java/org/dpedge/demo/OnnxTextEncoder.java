@@ -15,8 +15,10 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Runs a bundle's ONNX encoder with ONNX Runtime Android, one text per call.
@@ -35,12 +37,18 @@ import java.util.Map;
  * {@code attention_mask} and all-zeros {@code token_type_ids} when listed), int64, shape [1, n],
  * and reads the bundle's output ({@code sentence_embedding}, [1, dim], pooled and L2-normalised
  * inside the graph).
+ *
+ * <p>Each run has its own {@link OrtSession.RunOptions}: when a run outlives its time budget,
+ * the core's {@code Classifier} calls {@link #cancel()} from its waiting (watchdog) thread, which
+ * sets the terminate flag of the runs in progress, and ONNX Runtime ends them with an error.
  */
 final class OnnxTextEncoder implements TextEncoder, AutoCloseable {
     private final OrtEnvironment env;
     private final OrtSession session;
     private final List<String> inputs;
     private final String output;
+    /** The options of the runs in progress (guarded by itself): cancel() terminates them. */
+    private final Set<OrtSession.RunOptions> running = new HashSet<>();
 
     OnnxTextEncoder(Bundle.Encoder spec, int threads) throws OrtException {
         env = OrtEnvironment.getEnvironment();
@@ -100,17 +108,39 @@ final class OnnxTextEncoder implements TextEncoder, AutoCloseable {
         values.put("attention_mask", ones);
         values.put("token_type_ids", zeros);
         Map<String, OnnxTensor> feeds = new HashMap<>();
+        OrtSession.RunOptions options = new OrtSession.RunOptions();
+        synchronized (running) {
+            running.add(options);
+        }
         try {
             for (String name : inputs) {
                 feeds.put(name, OnnxTensor.createTensor(env, values.get(name)));
             }
-            try (OrtSession.Result result = session.run(feeds, Collections.singleton(output))) {
+            try (OrtSession.Result result = session.run(feeds, Collections.singleton(output), options)) {
                 float[][] embedding = (float[][]) result.get(0).getValue();
                 return embedding[0];
             }
         } finally {
+            synchronized (running) {  // never closed while cancel() sets its flag
+                running.remove(options);
+                options.close();
+            }
             for (OnnxTensor tensor : feeds.values()) {
                 tensor.close();
+            }
+        }
+    }
+
+    /** Terminates the runs in progress (called by the core's watchdog when a run outlives its budget). */
+    @Override
+    public void cancel() {
+        synchronized (running) {
+            for (OrtSession.RunOptions options : running) {
+                try {
+                    options.setTerminate(true);
+                } catch (OrtException e) {
+                    // the run ends on its own; the core has refused the text already
+                }
             }
         }
     }

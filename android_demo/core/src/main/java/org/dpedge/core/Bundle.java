@@ -2,22 +2,22 @@ package org.dpedge.core;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * A validated bundle of format 1.0 ({@code docs/bundle-format.md}): the released noisy
- * statistics, the public inputs they were computed with, and the encoder that embeds a text the
- * way they expect. The one value {@link BundleReader} hands out; every instance has passed the
- * checks of the Python reader. Everything in it is released or public: reading it any number of
- * times costs no privacy budget.
+ * A validated bundle of format 1 (docs/bundle-format.md): the released noisy statistics, the
+ * public inputs they were computed with, and the encoder that embeds a text the way they
+ * expect. The one value {@link BundleReader} hands out. Everything in it is released or
+ * public: reading it any number of times costs no privacy budget.
  *
  * <p>Arrays are flat, in C order, as released: {@code classCounts} [C], {@code classSums}
  * [C][k] in grid units, {@code origin} [D], {@code projection} [k][D], {@code votes}
- * [T][2^H][C], {@code hyperplanes} [T][H][D], {@code offsets} [T][H], {@code prior} [C][D]. A
- * bundle has class statistics (counts, sums, subspace, scoring), vote tables (votes,
- * hyperplanes), or both; the absent ones are null. The public accessors return copies; the
- * package reads the arrays directly.
+ * [T][2^H][C], {@code hyperplanes} [T][H][D], {@code offsets} [T][H], {@code prior} [C][D];
+ * absent ones are null. The public accessors return copies.
  */
 public final class Bundle {
     final List<String> labels;
@@ -27,62 +27,58 @@ public final class Bundle {
     final int[] version;
     final int[] classCounts;
     final int[] classSums;
-    final int k;
     final float[] origin;
     final float[] projection;
     final short[] votes;
     final float[] hyperplanes;
     final float[] offsets;
+    final float[] prior;
+    final int k;
     final int tables;
     final int bits;
-    final float[] prior;
-    final Scoring scoring;
+    final Map<?, ?> scoring;
     final Map<String, Object> exporter;
     final Encoder encoder;
 
-    Bundle(Builder b) {
-        labels = b.labels;
-        labelDescriptions = b.labelDescriptions;
-        privacy = b.privacy;
-        releases = b.releases;
-        version = b.version;
-        classCounts = b.classCounts;
-        classSums = b.classSums;
-        k = b.k;
-        origin = b.origin;
-        projection = b.projection;
-        votes = b.votes;
-        hyperplanes = b.hyperplanes;
-        offsets = b.offsets;
-        tables = b.tables;
-        bits = b.bits;
-        prior = b.prior;
-        scoring = b.scoring;
-        exporter = b.exporter;
-        encoder = b.encoder;
+    Bundle(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases, int[] version,
+            Tokenizer tokenizer, List<ModelFamily.ExternalData> externalData) {
+        labels = Contract.cast(publicCopy(v.get("labels")));
+        labelDescriptions = Contract.cast(publicCopy(v.get("label_descriptions")));
+        privacy = Contract.cast(publicCopy(v.get("privacy")));
+        this.releases = Collections.unmodifiableMap(releases);
+        this.version = version;
+        classCounts = (int[]) v.get("releases.class_counts.values");
+        classSums = (int[]) v.get("releases.class_sums.values");
+        origin = (float[]) v.get("subspace.origin");
+        projection = (float[]) v.get("subspace.projection");
+        votes = (short[]) v.get("releases.votes.values");
+        hyperplanes = (float[]) v.get("hashing.hyperplanes");
+        offsets = (float[]) v.get("hashing.offsets");
+        prior = (float[]) v.get("prior");
+        k = classSums == null ? 0 : dims.get("k");
+        tables = votes == null ? 0 : dims.get("T");
+        bits = votes == null ? 0 : dims.get("H");
+        scoring = (Map<?, ?>) v.get("scoring");
+        exporter = Contract.cast(publicCopy(v.getOrDefault("exporter", Collections.emptyMap())));
+        encoder = new Encoder(v, tokenizer, externalData);
     }
 
-    /** What the reader collects before it builds a Bundle. */
-    static final class Builder {
-        List<String> labels;
-        List<String> labelDescriptions;
-        Map<String, Object> privacy;
-        Map<String, PrivacyFacts> releases;
-        int[] version;
-        int[] classCounts;
-        int[] classSums;
-        int k;
-        float[] origin;
-        float[] projection;
-        short[] votes;
-        float[] hyperplanes;
-        float[] offsets;
-        int tables;
-        int bits;
-        float[] prior;
-        Scoring scoring;
-        Map<String, Object> exporter;
-        Encoder encoder;
+    /** A parsed value with binary data copied out and containers unmodifiable: nothing public aliases the file. */
+    static Object publicCopy(Object v) {
+        if (v instanceof Container.Bin) {
+            return ((Container.Bin) v).copy();
+        } else if (v instanceof List) {
+            List<Object> out = new ArrayList<>();
+            for (Object x : (List<?>) v) {
+                out.add(publicCopy(x));
+            }
+            return Collections.unmodifiableList(out);
+        } else if (v instanceof Map) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            ((Map<?, ?>) v).forEach((key, x) -> out.put((String) key, publicCopy(x)));
+            return Collections.unmodifiableMap(out);
+        }
+        return v;
     }
 
     /** The classes, in class-index order (escape them before showing: {@link Text#escape}). */
@@ -95,11 +91,7 @@ public final class Bundle {
         return labelDescriptions;
     }
 
-    /**
-     * The privacy map as read, for display: epsilon, delta, max_records_per_unit, the neighbour
-     * relation, privacy unit, noise source and public inputs, and the optional informational
-     * strings. Unmodifiable.
-     */
+    /** The privacy map as read (epsilon, delta, max_records_per_unit, the unit and relation...). */
     public Map<String, Object> privacy() {
         return privacy;
     }
@@ -109,7 +101,7 @@ public final class Bundle {
         return releases;
     }
 
-    /** The bundle's epsilon (pure epsilon-DP: delta is 0); the releases' shares add up to it. */
+    /** The bundle's epsilon (pure epsilon-DP); the releases' shares add up to it. */
     public double epsilon() {
         return (Double) privacy.get("epsilon");
     }
@@ -119,74 +111,14 @@ public final class Bundle {
         return (Long) privacy.get("max_records_per_unit");
     }
 
-    /** [1, minor]. */
+    /** [major, minor]. */
     public int[] version() {
         return version.clone();
-    }
-
-    public boolean hasClassStatistics() {
-        return classSums != null;
-    }
-
-    public boolean hasVotes() {
-        return votes != null;
     }
 
     /** D, the embedding size. */
     public int dim() {
         return encoder.dim;
-    }
-
-    /** T, the vote tables (0 without). */
-    public int tables() {
-        return tables;
-    }
-
-    /** H, the bits per table (0 without vote tables). */
-    public int bits() {
-        return bits;
-    }
-
-    /** k, the dimension of the public subspace of the class sums (0 without them). */
-    public int k() {
-        return k;
-    }
-
-    public int[] classCounts() {
-        return classCounts == null ? null : classCounts.clone();
-    }
-
-    public int[] classSums() {
-        return classSums == null ? null : classSums.clone();
-    }
-
-    public float[] origin() {
-        return origin == null ? null : origin.clone();
-    }
-
-    public float[] projection() {
-        return projection == null ? null : projection.clone();
-    }
-
-    public short[] votes() {
-        return votes == null ? null : votes.clone();
-    }
-
-    public float[] hyperplanes() {
-        return hyperplanes == null ? null : hyperplanes.clone();
-    }
-
-    public float[] offsets() {
-        return offsets == null ? null : offsets.clone();
-    }
-
-    public float[] prior() {
-        return prior == null ? null : prior.clone();
-    }
-
-    /** The blend's constants, or null for a bundle of vote tables alone. */
-    public Scoring scoring() {
-        return scoring;
     }
 
     /** Informational: who wrote the bundle, when (any values). */
@@ -198,36 +130,18 @@ public final class Bundle {
         return encoder;
     }
 
-    /** The blend's constants ({@code scoring}; docs/bundle-format.md section 7). */
-    public static final class Scoring {
-        public final double centroidTemperature;
-        public final double priorTemperature;
-        public final double priorRecordsPerClass;
-        public final double descriptionPull;
-
-        Scoring(Map<?, ?> m) {
-            centroidTemperature = (Double) m.get("centroid_temperature");
-            priorTemperature = (Double) m.get("prior_temperature");
-            priorRecordsPerClass = (Double) m.get("prior_records_per_class");
-            descriptionPull = (Double) m.get("description_pull");
-        }
-    }
-
     /**
      * The sentence encoder and what an engine needs to run it (section 6). The app hands
      * {@link #model()} to ONNX Runtime or LiteRT through its {@link TextEncoder}; an ONNX model's
-     * initializers keep their data in {@link #weights()}, at the ranges {@link #externalData()}
-     * lists, under the placeholder location {@link #WEIGHTS_LOCATION}.
+     * initializers keep their data in {@link #weights()}, at the ranges {@link #externalData()} lists.
      */
     public static final class Encoder {
-        /** Where an ONNX initializer's external data says it is: 256 bytes, "dpedge-weights" and full stops. */
-        public static final String WEIGHTS_LOCATION = "dpedge-weights" + ".".repeat(242);
-
         final String format;
-        final byte[] model;
-        final Msgpack.Bin weights;
+        final Container.Bin model;
+        final Container.Bin weights;
         final List<ModelFamily.ExternalData> externalData;
         final String tokenizerJson;
+        final Tokenizer tokenizer;
         final int maxLength;
         final int dim;
         final String textPrefix;
@@ -237,22 +151,21 @@ public final class Bundle {
         final float[] checkEmbedding;
         final Map<String, Object> facts;
 
-        Encoder(Map<?, ?> m, float[] checkEmbedding, List<ModelFamily.ExternalData> externalData) {
-            format = (String) m.get("format");
-            model = ((Msgpack.Bin) m.get("model")).copy();
-            weights = (Msgpack.Bin) m.get("weights");
+        Encoder(Map<String, Object> v, Tokenizer tokenizer, List<ModelFamily.ExternalData> externalData) {
+            format = (String) v.get("encoder.format");
+            model = (Container.Bin) v.get("encoder.model");
+            weights = (Container.Bin) v.get("encoder.weights");
             this.externalData = externalData;
-            tokenizerJson = (String) m.get("tokenizer_json");
-            maxLength = (int) (long) (Long) m.get("max_length");
-            dim = (int) (long) (Long) m.get("dim");
-            textPrefix = (String) m.get("text_prefix");
-            @SuppressWarnings("unchecked")
-            List<String> in = (List<String>) m.get("inputs");
-            inputs = in;
-            output = (String) m.get("output");
-            checkText = (String) m.get("check_text");
-            this.checkEmbedding = checkEmbedding;
-            facts = BundleReader.publicMap(m.get("facts"));
+            tokenizerJson = (String) v.get("encoder.tokenizer_json");
+            this.tokenizer = tokenizer;
+            maxLength = ((Long) v.get("encoder.max_length")).intValue();
+            dim = ((Long) v.get("encoder.dim")).intValue();
+            textPrefix = (String) v.get("encoder.text_prefix");
+            inputs = Contract.cast(publicCopy(v.get("encoder.inputs")));
+            output = (String) v.get("encoder.output");
+            checkText = (String) v.get("encoder.check_text");
+            checkEmbedding = (float[]) v.get("encoder.check_embedding");
+            facts = Contract.cast(publicCopy(v.getOrDefault("encoder.facts", Collections.emptyMap())));
         }
 
         /** "onnx" or "tflite". */
@@ -260,15 +173,12 @@ public final class Bundle {
             return format;
         }
 
-        /** The model: an ONNX protobuf or a TFLite flatbuffer. Not a copy (a TFLite model is 23 MB): do not modify it. */
+        /** The model: an ONNX protobuf or a TFLite flatbuffer (a copy). */
         public byte[] model() {
-            return model;
+            return model.copy();
         }
 
-        /**
-         * An ONNX encoder's weights (encoder.weights): a read-only little-endian view of the
-         * bundle's bytes, not a copy. Empty for TFLite.
-         */
+        /** An ONNX encoder's weights: a read-only little-endian view of the bundle's bytes (empty for TFLite). */
         public ByteBuffer weights() {
             ByteBuffer b = weights == null ? ByteBuffer.allocate(0) : weights.buffer();
             return b.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN);
@@ -279,9 +189,14 @@ public final class Bundle {
             return externalData;
         }
 
-        /** The BERT WordPiece tokenizer.json, for {@link WordPieceTokenizer}. */
+        /** The tokenizer.json, as checked. */
         public String tokenizerJson() {
             return tokenizerJson;
+        }
+
+        /** The contract's tokenizer built from it. */
+        public Tokenizer tokenizer() {
+            return tokenizer;
         }
 
         /** Tokens per text, [CLS] and [SEP] included. */
@@ -308,7 +223,7 @@ public final class Bundle {
             return output;
         }
 
-        /** A public text the app embeds once at load ({@link Classifier#verify()}). */
+        /** A public text {@link Classifier} embeds at load. */
         public String checkText() {
             return checkText;
         }

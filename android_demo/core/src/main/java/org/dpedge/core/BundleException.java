@@ -1,24 +1,23 @@
 package org.dpedge.core;
 
 /**
- * The bundle cannot be used: not a bundle, truncated, corrupted, of an unknown major version,
- * or internally inconsistent.
- *
- * <p>Why one checked type: an app must be able to tell "this bundle file is bad" (show an
- * error, download it again) apart from a bad query and from a bug, and a checked exception
- * makes every caller of {@link BundleReader} decide. It mirrors the Python reader's single
- * {@code runtime.BundleError}: every malformed input raises exactly this, never a
- * msgpack, buffer or index exception from deep inside, and the message names the field
- * (for example {@code missing field 'privacy.epsilon'}) with the same key phrases as Python.
+ * The bundle cannot be used: not a bundle, truncated, corrupted, of another major version,
+ * inconsistent, or its encoder cannot run here. The reader raises exactly this for every
+ * malformed input, never a buffer or index exception from deep inside.
  */
-public class BundleException extends Exception {
+public final class BundleException extends DpedgeException {
     private static final long serialVersionUID = 1L;
 
-    public BundleException(String message) {
-        super(message);
+    public BundleException(String code, String path, String message) {
+        super(code, path, message, null);
     }
 
-    public BundleException(String message, Throwable cause) {
-        super(message, cause);
+    BundleException(String code, String path, String message, Throwable cause) {
+        super(code, path, message, cause);
+    }
+
+    /** The same refusal with {@code prefix} (a file name) before its message. */
+    BundleException within(String prefix) {
+        return new BundleException(code(), path(), prefix + ": " + rawMessage(), this);
     }
 }

@@ -4,68 +4,84 @@ import java.io.File;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.Deque;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-import org.dpedge.core.Fields.Field;
-
 /**
- * Reads a bundle of format 1.0 ({@code docs/bundle-format.md}); anything else is refused with
- * one {@link BundleException}, in the words of the Python reader ({@code runtime/bundle/reader.py}).
- *
- * <p>Why a port of that reader rather than a looser one: a phone must refuse exactly the files
- * a laptop refuses, or a file broken on one platform would be "fine" on another. The order is
- * Python's: the container (the digest over every byte before the last 41, then one msgpack map
- * under the rules of {@link Msgpack}, its first entries {@code format} and {@code version}, its
- * last {@code sha256}); the version (major 1, any minor); every row of the format's table
- * ({@link Fields}) in the table's order; keys the table does not know; {@code requires}; the
- * relations; the tokenizer and model families. A pre-release file (formats 0.x to 4.0, whose
- * first entry is {@code format: "dpedge-bundle"} and which ends without the digest entry) is
- * refused in one line naming its version.
+ * Reads a bundle of format 1 by interpreting format/1/schema.json, in the order that decides
+ * which refusal a file gets first (docs/bundle-format.md section 8, runtime/bundle/reader.py):
+ * the container ({@link Container}); the version; every row of the field table in its order
+ * (presence, then the value: type, finiteness, bounds, text rules, choices; an array record's
+ * record, dtype, shape, data and finiteness); unknown keys; {@code requires}; the relations in
+ * order; the tokenizer family ({@link TokenizerFamily}); the model family ({@link ModelFamily}).
+ * Every refusal is one {@link BundleException} with the reference reader's code and path.
  */
 public final class BundleReader {
-    static final String FORMAT_NAME = "dpedge";
-    static final int MAJOR = 1;
-    static final int MINOR = 0;
-    static final String PRE_RELEASE_NAME = "dpedge-bundle";
-    /** The file ends with the key "sha256" (a 7-byte fixstr), a bin8 header of 32, the digest. */
-    static final byte[] DIGEST_TAIL = {(byte) 0xa6, 's', 'h', 'a', '2', '5', '6', (byte) 0xc4, 0x20};
-    static final int TAIL_BYTES = DIGEST_TAIL.length + 32;
-    /** The largest array a JVM holds, and so the largest bundle. */
-    static final long MAX_BUNDLE_BYTES = Integer.MAX_VALUE - 8;
-    static final String CORRUPTED = "checksum mismatch: the bundle is corrupted (its bytes changed after it was written)";
+    /** One row of the field table. */
+    static final class Row {
+        final String path;
+        final String key;
+        final String parent;
+        final Map<String, Object> m;
+
+        Row(Map<String, Object> m) {
+            this.m = m;
+            path = (String) m.get("path");
+            int dot = path.lastIndexOf('.');
+            key = path.substring(dot + 1);
+            parent = dot < 0 ? "" : path.substring(0, dot);
+        }
+
+        String kind() {
+            return (String) m.get("kind");
+        }
+
+        String s(String name) {
+            return (String) m.get(name);
+        }
+
+        List<Object> list(String name) {
+            return Contract.cast(m.getOrDefault(name, List.of()));
+        }
+    }
+
+    static final List<Row> FIELDS = new ArrayList<>();
+    static final Map<String, Row> BY_PATH = new HashMap<>();
+
+    static {
+        for (Object o : Contract.list("fields")) {
+            Row r = new Row(Contract.cast(o));
+            FIELDS.add(r);
+            BY_PATH.put(r.path, r);
+        }
+    }
+
+    private static final long MAJOR = ((Number) Contract.list("version").get(0)).longValue();
+    private static final long MINOR = ((Number) Contract.list("version").get(1)).longValue();
 
     private BundleReader() {
     }
 
-    /**
-     * Reads a bundle file; messages start with its path, like Python's. (java.io: Android has
-     * java.nio.file only from API 26.)
-     */
+    /** Reads and validates a bundle file; every refusal's message starts with the file's name. */
     public static Bundle read(File file) throws BundleException {
-        if (file.isDirectory()) {
-            throw new BundleException(file + ": is a directory, not a bundle file");
+        if (file.isDirectory() || (file.exists() && !file.isFile())) {
+            throw new BundleException("container.size", "", file + ": not a regular file, so not a bundle");
         }
         if (!file.exists()) {
-            throw new BundleException(file + ": no such bundle file");
+            throw new BundleException("container.size", "", file + ": no such bundle file");
         }
         long size = file.length();
-        if (size > MAX_BUNDLE_BYTES) {
-            throw new BundleException(file + ": " + size + " bytes is larger than any bundle (" + MAX_BUNDLE_BYTES + " max)");
+        if (size > Container.MAX_BUNDLE_BYTES) {
+            throw new BundleException("container.size", "", file + ": " + size + " bytes is larger than any bundle");
         }
         byte[] data = new byte[(int) size];
         try (InputStream in = new FileInputStream(file)) {
@@ -74,361 +90,350 @@ public final class BundleReader {
                 n += r;
             }
             if (n < data.length || in.read() >= 0) {
-                throw new BundleException(file + ": cannot read bundle: the file changed while it was read");
+                throw new BundleException("container.size", "", file + ": the file changed while it was read");
             }
-        } catch (IOException e) {  // FileNotFoundException included: no permission, say
-            throw new BundleException(file + ": cannot read bundle: " + Text.escape(String.valueOf(e.getMessage())), e);
+        } catch (IOException e) {
+            throw new BundleException("container.size", "", file + ": cannot read it: " + e.getMessage());
+        } catch (OutOfMemoryError e) {
+            throw new BundleException("container.size", "", file + ": does not fit in this process's memory", e);
         }
         try {
             return read(data);
         } catch (BundleException e) {
-            throw new BundleException(file + ": " + e.getMessage(), e);
+            throw e.within(file.toString());
         }
     }
 
     /** Parses and validates bundle bytes (kept: the encoder's weights are a view of them). */
     public static Bundle read(byte[] data) throws BundleException {
-        Map<String, Object> doc = parse(data);
-        int minor = version(doc);
-        return decode(doc, minor);
-    }
-
-    // ------------------------------------------------------------------ the container
-
-    @SuppressWarnings("unchecked")
-    static Map<String, Object> parse(byte[] data) throws BundleException {
-        if (data.length > MAX_BUNDLE_BYTES) {
-            throw new BundleException(data.length + " bytes is larger than any bundle (" + MAX_BUNDLE_BYTES + " max)");
-        }
-        int body = data.length - TAIL_BYTES;
-        if (body < 0 || !Arrays.equals(data, body, body + DIGEST_TAIL.length, DIGEST_TAIL, 0, DIGEST_TAIL.length)) {
-            throw new BundleException(unsealed(data));
-        }
-        try {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            md.update(data, 0, body);
-            if (!MessageDigest.isEqual(md.digest(), Arrays.copyOfRange(data, data.length - 32, data.length))) {
-                throw new BundleException(CORRUPTED);
-            }
-        } catch (NoSuchAlgorithmException e) {
-            throw new BundleException("this Java runtime has no SHA-256", e);
-        }
-        Object doc = Msgpack.parse(data, 0, data.length);
-        if (!(doc instanceof Map)) {
-            throw new BundleException("not a dpedge bundle (its top level is " + Msgpack.kind(doc) + ", expected a map)");
-        }
-        List<String> keys = new ArrayList<>(((Map<String, Object>) doc).keySet());
+        Map<String, Object> doc = Container.read(data);
+        List<String> keys = new ArrayList<>(doc.keySet());
         if (keys.size() < 2 || !keys.get(0).equals("format") || !keys.get(1).equals("version")
                 || !keys.get(keys.size() - 1).equals("sha256")) {
-            throw new BundleException("a bundle's map starts with 'format' and 'version' and ends with 'sha256', got "
-                    + Text.show(keys.subList(0, Math.min(2, keys.size()))) + " ... " + Text.show(keys.get(keys.size() - 1)));
+            throw new BundleException("container.layout", "", "a bundle's map starts with format and version and ends "
+                    + "with sha256");
         }
-        return (Map<String, Object>) doc;
-    }
-
-    /** Why a file that does not end with its digest entry is refused: pre-release, truncated, or no bundle. */
-    private static String unsealed(byte[] data) {
-        List<Object> first = Msgpack.head(data, 4);
-        if (first == null) {
-            return "not a dpedge bundle (it does not start with a msgpack map)";
-        }
-        if ("format".equals(first.get(0)) && PRE_RELEASE_NAME.equals(first.get(1))) {
-            List<String> v = new ArrayList<>(Arrays.asList("?", "?"));
-            Object version = first.get(3);
-            if (version instanceof List
-                    && ((List<?>) version).stream().allMatch(x -> x instanceof Long || x instanceof BigInteger)) {
-                v.clear();
-                for (Object x : (List<?>) version) {
-                    v.add(x.toString());
-                }
-            }
-            return "this bundle uses the pre-release format " + String.join(".", v.subList(0, Math.min(2, v.size())))
-                    + ", which dpedge 1.x does not read: rebuild it with `python -m exporter build` (a new release of "
-                    + "the data: its epsilon adds to the old bundle's if both are used)";
-        }
-        if ("format".equals(first.get(0)) && FORMAT_NAME.equals(first.get(1))) {
-            return "the bundle is truncated or corrupted: it does not end with its 'sha256' entry";
-        }
-        return "not a dpedge bundle (its first entry is not format: dpedge)";
-    }
-
-    /** The minor version, if the major is 1. */
-    private static int version(Map<String, Object> doc) throws BundleException {
-        Object format = doc.get("format");
-        if (!FORMAT_NAME.equals(format)) {
-            throw new BundleException("not a dpedge bundle: field 'format' is " + Text.show(format) + ", expected '"
-                    + FORMAT_NAME + "'");
+        if (!Contract.string("format").equals(doc.get("format"))) {
+            throw fail("version.format", "format", "is not \"" + Contract.string("format") + "\": not a dpedge bundle");
         }
         Object v = doc.get("version");
         boolean ok = v instanceof List && ((List<?>) v).size() == 2;
-        for (Object x : ok ? (List<?>) v : Collections.emptyList()) {
+        for (Object x : ok ? (List<?>) v : List.of()) {
             ok &= x instanceof Long && (Long) x >= 0 && (Long) x < (1L << 31);
         }
         if (!ok) {
-            throw new BundleException("field 'version' must be [major, minor], got " + Text.show(v));
+            throw fail("version.malformed", "version", "is not [major, minor]");
         }
         long major = (Long) ((List<?>) v).get(0);
         long minor = (Long) ((List<?>) v).get(1);
         if (major != MAJOR) {
-            throw new BundleException("bundle format version " + major + "." + minor
-                    + " is not 1.x, the only format dpedge reads");
+            throw fail("version.major", "version", "is " + major + "." + minor + ": this reader reads " + MAJOR + ".x");
         }
-        return (int) minor;
+        Map<String, Integer> dims = new HashMap<>();
+        Map<String, Object> values = fields(doc, minor > MINOR, dims);
+        List<?> requires = (List<?>) values.getOrDefault("requires", List.of());
+        for (int i = 0; i < requires.size(); i++) {
+            if (!BY_PATH.containsKey(requires.get(i))) {
+                throw fail("version.requires", "requires[" + i + "]", "names " + requires.get(i) + ", a field this "
+                        + "reader does not know: upgrade it to read this bundle");
+            }
+        }
+        Map<String, PrivacyFacts> releases = new LinkedHashMap<>();
+        for (Object name : Contract.list("statistics")) {
+            Map<?, ?> r = (Map<?, ?>) values.get("releases." + name);
+            if (r != null) {
+                releases.put((String) name, new PrivacyFacts((String) name, r));
+            }
+        }
+        relations(doc, values, dims, releases);
+        Map<String, Object> tokenizer = TokenizerFamily.check((String) values.get("encoder.tokenizer_json"));
+        Container.Bin weights = (Container.Bin) values.get("encoder.weights");
+        List<ModelFamily.ExternalData> external = ModelFamily.check((String) values.get("encoder.format"),
+                (Container.Bin) values.get("encoder.model"), weights == null ? 0 : weights.length);
+        return new Bundle(values, dims, releases, new int[] {(int) major, (int) minor},
+                new Tokenizer(tokenizer, ((Long) values.get("encoder.max_length")).intValue(),
+                        (String) values.get("encoder.text_prefix")), external);
+    }
+
+    static BundleException fail(String code, String path, String why) {
+        return new BundleException(code, path, "field '" + path + "' " + why);
     }
 
     // ------------------------------------------------------------------ the table
 
-    private static BundleException fail(String path, String why) {
-        return new BundleException("field '" + path + "' " + why);
+    private static boolean has(Map<?, ?> doc, String path) {
+        Object node = doc;
+        for (String key : path.split("\\.")) {
+            if (!(node instanceof Map) || !((Map<?, ?>) node).containsKey(key)) {
+                return false;
+            }
+            node = ((Map<?, ?>) node).get(key);
+        }
+        return true;
     }
 
-    /** Every row of the table checked against the document; the present fields by path (arrays decoded). */
+    /** A condition of schema.json "conditions" on the document. */
+    static boolean holds(String name, Map<?, ?> doc) {
+        Map<?, ?> rule = (Map<?, ?>) Contract.map("conditions").get(name);
+        if (rule.containsKey("present_any") || rule.containsKey("present_all")) {
+            boolean any = rule.containsKey("present_any");
+            for (Object p : (List<?>) rule.get(any ? "present_any" : "present_all")) {
+                if (has(doc, (String) p) == any) {
+                    return any;
+                }
+            }
+            return !any;
+        }
+        List<?> eq = (List<?>) rule.get("equals");
+        Object node = doc;
+        for (String key : ((String) eq.get(0)).split("\\.")) {
+            node = node instanceof Map ? ((Map<?, ?>) node).get(key) : null;
+        }
+        return eq.get(1).equals(node);
+    }
+
+    /** Every row checked in table order; the present fields by path (arrays decoded), and the dims. */
     private static Map<String, Object> fields(Map<String, Object> doc, boolean newerMinor, Map<String, Integer> dims)
             throws BundleException {
         Map<String, Object> values = new LinkedHashMap<>();
         values.put("", doc);
         dims.put("C", doc.get("labels") instanceof List ? ((List<?>) doc.get("labels")).size() : 0);
-        for (Field f : Fields.FIELDS) {
-            Map<?, ?> parent = (Map<?, ?>) values.get(f.parent());
-            if (parent == null) {  // the parent map is absent
+        for (Row f : FIELDS) {
+            Map<?, ?> parent = (Map<?, ?>) values.get(f.parent);
+            if (parent == null) {
                 continue;
             }
-            boolean present = parent.containsKey(f.key());
-            if (f.need.startsWith("iff ")) {
-                String condition = f.need.substring(4);
-                boolean wanted = Fields.holds(condition, doc);
-                if (present != wanted) {
-                    throw fail(f.path, "must be present exactly when " + Fields.CONDITIONS.get(condition));
+            String need = f.s("need");
+            if (need.startsWith("iff ")) {
+                boolean wanted = holds(need.substring(4), doc);
+                if (parent.containsKey(f.key) && !wanted) {
+                    throw fail("field.not_allowed", f.path, "must be absent unless "
+                            + ((Map<?, ?>) Contract.map("conditions").get(need.substring(4))).get("doc"));
                 }
                 if (!wanted) {
                     continue;
                 }
-            } else if (!present) {
-                if (f.need.equals("required")) {
-                    throw new BundleException("missing field '" + f.path + "'");
+            }
+            if (!parent.containsKey(f.key)) {
+                if (!need.equals("optional")) {
+                    throw new BundleException("field.missing", f.path, "missing field '" + f.path + "'");
                 }
                 continue;
             }
-            Object value = value(f, parent.get(f.key()), dims);
+            Object value = value(f, parent.get(f.key), dims);
             values.put(f.path, value);
             if (f.path.equals("encoder.dim")) {
-                int d = (int) (long) (Long) value;
-                if (dims.putIfAbsent("D", d) != null && dims.get("D") != d) {
-                    throw fail(f.path, "is " + d + ", but the arrays before it are " + dims.get("D") + "-d");
+                int d = ((Long) value).intValue();
+                if (dims.computeIfAbsent("D", x -> d) != d) {
+                    throw fail("array.shape", f.path, "is " + d + ", but the arrays before it are " + dims.get("D")
+                            + "-d");
                 }
             }
         }
         for (Map.Entry<String, Object> e : values.entrySet()) {
-            Field f = Fields.BY_PATH.get(e.getKey());
-            if (f != null && (!f.kind.equals("map") || f.open)) {
+            Row f = BY_PATH.get(e.getKey());
+            if (f != null && (!f.kind().equals("map") || Boolean.TRUE.equals(f.m.get("open")))) {
                 continue;
             }
             Set<String> known = new HashSet<>();
-            for (Field g : Fields.FIELDS) {
-                if (g.parent().equals(e.getKey())) {
-                    known.add(g.key());
+            for (Row g : FIELDS) {
+                if (g.parent.equals(e.getKey())) {
+                    known.add(g.key);
                 }
             }
             for (Object key : ((Map<?, ?>) e.getValue()).keySet()) {
+                String path = e.getKey().isEmpty() ? (String) key : e.getKey() + "." + key;
                 if (known.contains(key)) {
                     continue;
-                }
-                String path = e.getKey().isEmpty() ? (String) key : e.getKey() + "." + key;
-                if (e.getKey().equals("releases")) {
-                    throw fail(Text.escape(path), "is a release this reader cannot account for");
-                }
-                if (!newerMinor) {
-                    throw new BundleException("unknown field '" + Text.escape(path) + "' in a version " + MAJOR + "."
-                            + MINOR + " bundle");
+                } else if (e.getKey().equals("releases")) {
+                    throw fail("field.release", path, "is a release this reader cannot account for");
+                } else if (!newerMinor) {
+                    throw new BundleException("field.unknown", path, "unknown field '" + path + "' in a version "
+                            + MAJOR + "." + MINOR + " bundle");
                 }
             }
         }
         return values;
     }
 
-    /** For each kind of the table: the msgpack type it must have, and how a message names it. */
-    private static final Map<String, String[]> KINDS = Map.of("map", new String[] {"map", "map"},
-            "str", new String[] {"string", "string"}, "int", new String[] {"integer", "integer"},
-            "float", new String[] {"float", "float"}, "bin", new String[] {"bin", "bin"},
-            "version", new String[] {"array", "array"}, "strings", new String[] {"array", "an array of strings"});
+    /** The msgpack type each kind must have. */
+    private static final Map<String, Class<?>> TYPES = Map.of("map", Map.class, "str", String.class, "int", Long.class,
+            "float", Double.class, "bool", Boolean.class, "bin", Container.Bin.class, "version", List.class,
+            "strings", List.class);
+
+    private static boolean isType(Object v, String kind) {
+        return v != null && (TYPES.get(kind).isInstance(v) || (kind.equals("int") && v instanceof BigInteger));
+    }
+
+    private static String kindOf(Object v) {
+        return v == null ? "nil" : v instanceof Container.Bin ? "bin" : v instanceof BigInteger ? "integer"
+                : v instanceof Map ? "a map" : v instanceof List ? "an array" : v.getClass().getSimpleName();
+    }
 
     /** One field's value checked against its row (an array record becomes a Java array). */
-    private static Object value(Field f, Object v, Map<String, Integer> dims) throws BundleException {
-        if (f.kind.equals("ndarray")) {
+    private static Object value(Row f, Object v, Map<String, Integer> dims) throws BundleException {
+        String kind = f.kind();
+        if (kind.equals("ndarray")) {
             return array(f, v, dims);
         }
-        String[] kind = KINDS.get(f.kind);
-        if (!Msgpack.kind(v).equals(kind[0])) {
-            throw fail(f.path, "is " + Msgpack.kind(v) + ", expected " + kind[1]);
+        if (!isType(v, kind)) {
+            throw fail("field.type", f.path, "is " + kindOf(v) + ", not of kind " + kind);
         }
-        if (f.kind.equals("float") && (((Double) v).isNaN() || ((Double) v).isInfinite())) {
-            throw fail(f.path, "is " + Text.pyFloat((Double) v) + ", not a finite number");
+        if (kind.equals("float") && !Double.isFinite((Double) v)) {
+            throw fail("field.not_finite", f.path, "is " + v + ", not a finite number");
         }
-        if (f.kind.equals("int") || f.kind.equals("float")) {
-            bounded(f, v, "is");
-        } else if (f.kind.equals("str")) {
-            bounded(f, (long) Text.length((String) v), "has length");
-        } else if (f.kind.equals("bin")) {
-            bounded(f, (long) ((Msgpack.Bin) v).length, "has length");
-        } else if (f.kind.equals("strings")) {
-            bounded(f, (long) ((List<?>) v).size(), "has length");
+        if (kind.equals("int") || kind.equals("float")) {
+            bounded(f, v, "field.range", "is");
+        } else if (kind.equals("str") || kind.equals("bin") || kind.equals("strings")) {
+            long n = v instanceof String ? Text.length((String) v) : v instanceof List ? ((List<?>) v).size()
+                    : ((Container.Bin) v).length;
+            bounded(f, n, "field.length", "has length");
         }
-        if (f.kind.equals("str")) {
+        if (Boolean.TRUE.equals(f.m.get("open"))) {
+            informational(f, v);
+        }
+        List<Object> choices = f.list("choices");
+        if (kind.equals("str")) {
             text(f, f.path, (String) v);
-            if (!f.choices.isEmpty() && !f.choices.contains(v)) {
-                List<String> shown = new ArrayList<>();
-                for (String c : f.choices) {
-                    shown.add(Text.reprString(c));
-                }
-                throw fail(f.path, "is " + Text.show(v) + ", expected one of " + String.join(", ", shown));
+            if (!choices.isEmpty() && !choices.contains(v)) {
+                throw fail("field.choice", f.path, "is '" + v + "', not one of " + choices);
             }
         }
-        if (f.kind.equals("strings")) {
+        if (kind.equals("strings")) {
             List<?> items = (List<?>) v;
             for (int i = 0; i < items.size(); i++) {
                 if (!(items.get(i) instanceof String)) {
-                    throw fail(f.path + "[" + i + "]", "is " + Msgpack.kind(items.get(i)) + ", expected string");
+                    throw fail("field.type", f.path + "[" + i + "]", "is " + kindOf(items.get(i)) + ", not a string");
                 }
                 text(f, f.path + "[" + i + "]", (String) items.get(i));
             }
-            if (!f.choices.isEmpty() && (new HashSet<>(items).size() != items.size() || !f.choices.containsAll(items))) {
-                throw fail(f.path, "must hold distinct names of " + String.join(", ", f.choices) + ", got " + Text.show(v));
+            if (!choices.isEmpty() && (new HashSet<>(items).size() != items.size() || !choices.containsAll(items))) {
+                throw fail("field.choice", f.path, "must hold distinct names of " + choices);
             }
-        }
-        if (f.open) {
-            informational(f, v);
         }
         return v;
     }
 
-    /** An open map holds nil, booleans, integers, finite floats, strings, arrays and maps only. */
-    private static void informational(Field f, Object v) throws BundleException {
-        Deque<Object> stack = new ArrayDeque<>();
-        stack.push(v);
+    /** An open map holds nil, booleans, integers, finite floats, strings, arrays and maps (walked as the reference). */
+    private static void informational(Row f, Object v) throws BundleException {
+        List<Object> stack = new ArrayList<>(List.of(v));
         while (!stack.isEmpty()) {
-            Object x = stack.pop();
-            if (x instanceof Msgpack.Bin) {
-                throw fail(f.path, "holds binary data, which informational fields may not");
+            Object x = stack.remove(stack.size() - 1);
+            if (x instanceof Container.Bin) {
+                throw fail("field.type", f.path, "holds binary data, which informational fields may not");
             }
-            if (x instanceof Double && (((Double) x).isNaN() || ((Double) x).isInfinite())) {
-                throw fail(f.path, "holds " + Text.pyFloat((Double) x) + ", not a finite number");
+            if (x instanceof Double && !Double.isFinite((Double) x)) {
+                throw fail("field.not_finite", f.path, "holds " + x + ", not a finite number");
             }
             if (x instanceof Map) {
-                ((Map<?, ?>) x).values().forEach(stack::push);
+                stack.addAll(((Map<?, ?>) x).values());
             } else if (x instanceof List) {
-                ((List<?>) x).forEach(stack::push);
+                stack.addAll((List<?>) x);
             }
         }
     }
 
-    private static void bounded(Field f, Object x, String what) throws BundleException {
-        if ((f.low != null && Text.compare(x, f.low) < 0) || (f.high != null && Text.compare(x, f.high) > 0)) {
-            throw fail(f.path, what + " " + Text.show(x) + ", expected " + Text.num(f.low) + " to " + Text.num(f.high));
+    private static BigDecimal decimal(Object x) {
+        return x instanceof Double ? new BigDecimal((Double) x)
+                : x instanceof BigInteger ? new BigDecimal((BigInteger) x) : BigDecimal.valueOf(((Number) x).longValue());
+    }
+
+    private static void bounded(Row f, Object x, String code, String what) throws BundleException {
+        Object low = f.m.get("low");
+        Object high = f.m.get("high");
+        if ((low != null && decimal(x).compareTo(decimal(low)) < 0)
+                || (high != null && decimal(x).compareTo(decimal(high)) > 0)) {
+            throw fail(code, f.path, what + " " + x + ", outside " + (low == null ? "any" : low) + " to "
+                    + (high == null ? "any" : high));
         }
     }
 
-    /**
-     * Text rules: an item's length, no unprintable code point where the row asks for printable
-     * text, and labels and descriptions that show something.
-     */
-    private static void text(Field f, String where, String s) throws BundleException {
-        boolean strings = f.kind.equals("strings");
-        Integer most = "label".equals(f.text) ? Integer.valueOf(Fields.MAX_LABEL_CHARS)
-                : "description".equals(f.text) ? Integer.valueOf(Fields.MAX_DESCRIPTION_CHARS)
-                : strings ? Integer.valueOf((int) Fields.MAX_TEXT_CHARS) : null;
-        if (most != null && Text.length(s) > most) {
-            throw fail(where, "has " + Text.length(s) + " characters, more than " + most);
+    /** The text kind's rules in order: its length, then each of its rules. */
+    private static void text(Row f, String where, String s) throws BundleException {
+        if (f.s("text") == null) {
+            return;
         }
-        int bad = f.text != null || strings ? Text.unprintable(s) : -1;
-        if (bad >= 0) {
-            throw fail(where, "holds " + Text.uPlus(bad) + ", which is not printable");
+        Map<?, ?> kind = (Map<?, ?>) Contract.map("text.kinds").get(f.s("text"));
+        long most = ((Number) kind.get("max_chars")).longValue();
+        if (Text.length(s) > most) {
+            throw fail("field.length", where, "has " + Text.length(s) + " characters, more than " + most);
         }
-        if (("label".equals(f.text) || "description".equals(f.text)) && Text.isBlank(Text.fold(s))) {
-            throw fail(where, "shows nothing (it is empty once invisible characters are removed)");
+        for (Object rule : (List<?>) kind.get("rules")) {
+            int bad = rule.equals("unprintable") ? Text.unprintable(s)
+                    : rule.equals("unassigned") ? Text.unassigned(s) : -1;
+            if (bad >= 0) {
+                throw fail("text." + rule, where, "holds " + Text.uPlus(bad) + ", which is " + rule + " (Unicode "
+                        + Unicode.VERSION + ")");
+            }
+            if (rule.equals("blank") && !Text.showsSomething(s)) {
+                throw fail("text.blank", where, "shows nothing (only white space, invisible or blank characters)");
+            }
         }
     }
 
-    /** An array record: exactly dtype, shape and data; the shape's symbols agreeing; finite floats. */
-    private static Object array(Field f, Object v, Map<String, Integer> dims) throws BundleException {
-        if (!(v instanceof Map)) {
-            throw fail(f.path, "is " + Msgpack.kind(v) + ", expected an array record (map of dtype, shape, data)");
+    /** An array record: exactly dtype, shape and data; the shape's symbols agreeing; the data's size; finite floats. */
+    private static Object array(Row f, Object v, Map<String, Integer> dims) throws BundleException {
+        if (!(v instanceof Map) || !((Map<?, ?>) v).keySet().equals(Set.of("dtype", "shape", "data"))) {
+            throw fail("array.record", f.path, "is not an array record (a map of exactly dtype, shape and data)");
         }
         Map<?, ?> record = (Map<?, ?>) v;
-        if (!record.keySet().equals(new HashSet<>(Arrays.asList("dtype", "shape", "data")))) {
-            List<String> keys = new ArrayList<>();
-            for (Object k : record.keySet()) {
-                keys.add((String) k);
-            }
-            Collections.sort(keys);
-            throw fail(f.path, "must have exactly the keys dtype, shape and data, got " + Text.show(keys));
+        String dtype = f.s("dtype");
+        if (!dtype.equals(record.get("dtype"))) {
+            throw fail("array.dtype", f.path + ".dtype", "is not '" + dtype + "'");
         }
-        Object dtype = record.get("dtype");
+        List<Object> symbols = f.list("shape");
         Object shapeValue = record.get("shape");
-        Object data = record.get("data");
-        if (!f.dtype.equals(dtype)) {
-            throw fail(f.path + ".dtype", "is " + Text.show(dtype) + ", expected " + Text.reprString(f.dtype));
-        }
-        int rank = f.shape.size();
-        boolean ok = shapeValue instanceof List && ((List<?>) shapeValue).size() == rank;
-        for (Object n : ok ? (List<?>) shapeValue : Collections.emptyList()) {
+        String where = f.path + ".shape";
+        boolean ok = shapeValue instanceof List && ((List<?>) shapeValue).size() == symbols.size();
+        for (Object n : ok ? (List<?>) shapeValue : List.of()) {
             ok &= n instanceof Long || n instanceof BigInteger;
         }
         if (!ok) {
-            throw fail(f.path + ".shape", "is " + Text.show(shapeValue) + ", expected " + rank + " integers ["
-                    + String.join(", ", f.shape) + "]");
+            throw fail("array.shape", where, "is not " + symbols.size() + " integers " + symbols);
         }
         List<?> shape = (List<?>) shapeValue;
-        String shown = shape.toString();
         long count = 1;
-        for (int axis = 0; axis < rank; axis++) {
-            String symbol = f.shape.get(axis);
+        for (int axis = 0; axis < symbols.size(); axis++) {
+            String symbol = (String) symbols.get(axis);
             boolean power = symbol.startsWith("2^");
             String name = power ? symbol.substring(2) : symbol;
             Object n = shape.get(axis);
-            long value = n instanceof Long ? (Long) n : -1;  // a BigInteger is outside every bound
+            long value = n instanceof Long ? (Long) n : -1;  // a BigInteger is beyond every bound
             if (!dims.containsKey(name)) {
-                Object[] bounds = Fields.DIMS.get(name);
-                int low = (Integer) bounds[1];
-                int high = (Integer) bounds[2];
-                if (power && !(value >= 2 && (value & (value - 1)) == 0)) {
-                    throw fail(f.path + ".shape", "is " + shown + ": its " + symbol + " axis is not a power of two");
+                if (power && !(value >= 2 && (value & (value - 1)) == 0) && !(n instanceof BigInteger)) {
+                    throw fail("array.shape", where, "is " + shape + ": its " + symbol + " axis is not a power of two");
                 }
-                if (!power && !(value >= low && value <= high)) {
-                    throw fail(f.path + ".shape", "is " + shown + ": " + name + " must be " + low + " to " + high);
+                Map<?, ?> dim = (Map<?, ?>) Contract.map("dims").get(name);
+                long defined = power ? 63 - Long.numberOfLeadingZeros(value) : value;
+                if (n instanceof BigInteger || defined < ((Number) dim.get("low")).longValue()
+                        || defined > ((Number) dim.get("high")).longValue()) {
+                    throw fail("array.shape", where, "is " + shape + ": " + name + " must be " + dim.get("low") + " to "
+                            + dim.get("high"));
                 }
-                int defined = power ? 63 - Long.numberOfLeadingZeros(value) : (int) value;
-                if (defined < low || defined > high) {
-                    throw fail(f.path + ".shape", "is " + shown + ": " + name + " must be " + low + " to " + high);
-                }
-                dims.put(name, defined);
+                dims.put(name, (int) defined);
             }
             long expected = power ? 1L << dims.get(name) : dims.get(name);
-            if (value != expected) {
-                List<Object> wanted = new ArrayList<>();
-                for (String s : f.shape) {
-                    String base = s.startsWith("2^") ? s.substring(2) : s;
-                    wanted.add(!dims.containsKey(base) ? "None" : s.startsWith("2^") ? 1L << dims.get(base) : dims.get(base));
-                }
-                throw fail(f.path + ".shape", "is " + shown + ", expected [" + String.join(", ", f.shape) + "] = " + wanted);
+            if (value != expected || n instanceof BigInteger) {
+                throw fail("array.shape", where, "is " + shape + ", but " + symbol + " is " + expected);
             }
-            count *= expected;  // every axis is bounded: the product fits a long
+            count *= expected;  // every axis is bounded: the product fits
         }
-        if (!(data instanceof Msgpack.Bin)) {
-            throw fail(f.path + ".data", "is " + Msgpack.kind(data) + ", expected bin");
+        Object data = record.get("data");
+        if (!(data instanceof Container.Bin)) {
+            throw fail("array.data", f.path + ".data", "is " + kindOf(data) + ", not bin");
         }
-        int item = f.dtype.equals("<i2") ? 2 : 4;
-        Msgpack.Bin bin = (Msgpack.Bin) data;
-        if (bin.length != count * item) {
-            throw fail(f.path + ".data", "has " + bin.length + " bytes, but " + f.dtype + " " + shown + " needs "
-                    + count * item);
+        int itemsize = ((Number) Contract.map("dtypes").get(dtype)).intValue();
+        Container.Bin bin = (Container.Bin) data;
+        if (bin.length != count * itemsize) {
+            throw fail("array.data", f.path + ".data", "has " + bin.length + " bytes, but " + dtype + " " + shape
+                    + " needs " + count * itemsize);
         }
         ByteBuffer b = bin.buffer().order(ByteOrder.LITTLE_ENDIAN);
-        if (f.dtype.equals("<i2")) {
+        if (dtype.equals("<i2")) {
             short[] out = new short[(int) count];
             b.asShortBuffer().get(out);
             return out;
-        }
-        if (f.dtype.equals("<i4")) {
+        } else if (dtype.equals("<i4")) {
             int[] out = new int[(int) count];
             b.asIntBuffer().get(out);
             return out;
@@ -436,119 +441,125 @@ public final class BundleReader {
         float[] out = new float[(int) count];
         b.asFloatBuffer().get(out);
         for (float x : out) {
-            if (Float.isNaN(x) || Float.isInfinite(x)) {
-                throw fail(f.path, "holds a value that is not finite");
+            if (!Float.isFinite(x)) {
+                throw fail("field.not_finite", f.path, "holds a value that is not finite");
             }
         }
         return out;
     }
 
-    // ------------------------------------------------------------------ relations and decoding
+    // ------------------------------------------------------------------ relations
 
-    @SuppressWarnings("unchecked")
-    private static Bundle decode(Map<String, Object> doc, int minor) throws BundleException {
-        Map<String, Integer> dims = new HashMap<>();
-        Map<String, Object> v = fields(doc, minor > MINOR, dims);
-        for (Object path : (List<?>) v.getOrDefault("requires", Collections.emptyList())) {
-            if (!Fields.BY_PATH.containsKey(path)) {
-                throw new BundleException("this bundle requires '" + Text.escape((String) path) + "', which this "
-                        + "dpedge does not know: upgrade dpedge to read it");
-            }
+    private static boolean close(double a, double b) {
+        return Math.abs(a - b) <= Contract.number("privacy_rtol") * Math.max(Math.abs(a), Math.abs(b));
+    }
+
+    /** schema.json "relations", in order ("requires" is checked before). */
+    private static void relations(Map<String, Object> doc, Map<String, Object> v, Map<String, Integer> dims,
+            Map<String, PrivacyFacts> releases) throws BundleException {
+        if (!releases.containsKey("class_sums") && !releases.containsKey("votes")) {
+            throw fail("relation.nothing", "releases", "holds neither class_sums nor votes: nothing to classify with");
         }
-        Map<String, PrivacyFacts> releases = new LinkedHashMap<>();
-        for (String name : PrivacyFacts.STATISTICS) {
-            if (v.containsKey("releases." + name)) {
-                releases.put(name, new PrivacyFacts(name, (Map<?, ?>) v.get("releases." + name)));
-            }
+        double eps = (Double) v.get("privacy.epsilon");
+        double total = 0;
+        for (PrivacyFacts r : releases.values()) {  // in release order, left to right: every reader adds alike
+            total += r.epsilon();
         }
-        if (!releases.containsKey(PrivacyFacts.CLASS_SUMS) && !releases.containsKey(PrivacyFacts.VOTES)) {
-            throw new BundleException("field 'releases' holds neither class_sums nor votes: nothing to classify with");
+        if (!close(total, eps)) {
+            throw fail("relation.shares", "privacy.epsilon", "is " + eps + ", but the releases spend " + total);
         }
         long perUnit = (Long) v.get("privacy.max_records_per_unit");
-        PrivacyFacts.check(releases, (Double) v.get("privacy.epsilon"), perUnit, dims.getOrDefault("T", 0));
-        List<String> labels = (List<String>) v.get("labels");
-        List<String> descriptions = (List<String>) v.get("label_descriptions");
+        for (PrivacyFacts r : releases.values()) {
+            String where = "releases." + r.statistic();
+            double need = r.sensitivityL1() / r.epsilon();
+            if (!close(r.noiseScale(), need)) {
+                throw fail("relation.noise_scale", where + ".noise_scale", "is " + r.noiseScale() + ", but sensitivity "
+                        + r.sensitivityL1() + " at epsilon " + r.epsilon() + " needs " + need);
+            }
+            long one = r.statistic().equals("votes") ? dims.getOrDefault("T", 0) : 1;
+            if (r.statistic().equals("class_sums")) {
+                one = (long) Math.rint((double) r.grid() * r.clipL1());  // half to even, as the reference's round()
+                if (one < 1) {
+                    throw fail("relation.clip", where + ".clip_l1", "is " + r.clipL1() + ": less than one grid step");
+                }
+            }
+            BigInteger stated = BigInteger.valueOf(perUnit).multiply(BigInteger.valueOf(one));
+            if (!BigInteger.valueOf(r.sensitivityL1()).equals(stated)) {
+                throw fail("relation.sensitivity", where + ".sensitivity_l1", "is " + r.sensitivityL1() + ", but "
+                        + perUnit + " record(s) per unit give " + perUnit + " x " + one);
+            }
+        }
+        wording((String) v.get("privacy.privacy_unit"), (String) v.get("privacy.neighbour_relation"), perUnit);
+        List<?> labels = (List<?>) v.get("labels");
+        List<?> descriptions = (List<?>) v.get("label_descriptions");
         if (descriptions != null && descriptions.size() != labels.size()) {
-            throw fail("label_descriptions", "has " + descriptions.size() + " entries for " + labels.size() + " labels");
+            throw fail("relation.descriptions", "label_descriptions", "has " + descriptions.size() + " entries for "
+                    + labels.size() + " labels");
         }
         Map<String, Integer> seen = new HashMap<>();
         for (int i = 0; i < labels.size(); i++) {
-            Integer j = seen.putIfAbsent(Text.fold(labels.get(i)), i);
+            Integer j = seen.putIfAbsent(Text.labelKey((String) labels.get(i)), i);
             if (j != null) {
-                throw new BundleException("labels " + j + " and " + i + " (" + Text.show(labels.get(j)) + " and "
-                        + Text.show(labels.get(i)) + ") look the same once normalised (NFKC, invisible characters removed)");
+                throw new BundleException("relation.labels", "labels[" + i + "]", "labels " + j + " and " + i + " ('"
+                        + labels.get(j) + "' and '" + labels.get(i) + "') look alike");
             }
         }
-        if (dims.containsKey("k") && dims.get("k") > dims.get("D")) {
-            throw fail("subspace.projection", "has " + dims.get("k") + " rows, more than the embedding size "
-                    + dims.get("D"));
+        if (dims.containsKey("k")) {
+            long c = dims.get("C");
+            long k = dims.get("k");
+            long d = dims.get("D");
+            if (k > d) {
+                throw fail("relation.subspace", "subspace.projection", "has " + k + " rows, more than D = " + d);
+            }
+            if (c * k * d > Contract.integer("max_work")) {
+                throw fail("relation.work", "subspace.projection", "makes C x k x D = " + c * k * d + ", more than "
+                        + Contract.integer("max_work"));
+            }
         }
-        float[] check = (float[]) v.get("encoder.check_embedding");
         double sq = 0;
-        for (float x : check) {
+        for (float x : (float[]) v.get("encoder.check_embedding")) {
             sq += (double) x * x;
         }
         double norm = Math.sqrt(sq);
-        if (!(norm > 0.9 && norm < 1.1)) {
-            throw fail("encoder.check_embedding", "has norm " + Text.g(norm, 4) + ", expected a unit vector");
+        List<Object> bounds = Contract.list("check_norm");
+        if (!(norm > ((Number) bounds.get(0)).doubleValue() && norm < ((Number) bounds.get(1)).doubleValue())) {
+            throw fail("relation.check", "encoder.check_embedding", "has norm " + norm + ", not a unit vector");
         }
-        Map<String, Object> encoder = (Map<String, Object>) doc.get("encoder");
         List<String> top = new ArrayList<>(doc.keySet());
-        List<String> inEncoder = new ArrayList<>(encoder.keySet());
+        List<?> inEncoder = new ArrayList<>(((Map<?, ?>) doc.get("encoder")).keySet());
         if (v.containsKey("encoder.weights") && (!top.get(top.size() - 2).equals("encoder")
                 || !inEncoder.get(inEncoder.size() - 1).equals("weights"))) {
-            throw fail("encoder.weights", "must be the last entry of 'encoder', the last map before 'sha256'");
+            throw fail("relation.weights", "encoder.weights", "must be the last entry of encoder, the last map before "
+                    + "sha256");
         }
-        TokenizerFamily.check((String) v.get("encoder.tokenizer_json"));
-        Msgpack.Bin weights = (Msgpack.Bin) v.get("encoder.weights");
-        List<ModelFamily.ExternalData> external = ModelFamily.check((String) v.get("encoder.format"),
-                (Msgpack.Bin) v.get("encoder.model"), weights == null ? 0 : weights.length);
-
-        Bundle.Builder b = new Bundle.Builder();
-        b.labels = Collections.unmodifiableList(labels);
-        b.labelDescriptions = descriptions == null ? null : Collections.unmodifiableList(descriptions);
-        b.privacy = publicMap(v.get("privacy"));
-        b.releases = Collections.unmodifiableMap(releases);
-        b.version = new int[] {MAJOR, minor};
-        b.classCounts = (int[]) v.get("releases.class_counts.values");
-        b.classSums = (int[]) v.get("releases.class_sums.values");
-        b.k = dims.getOrDefault("k", 0);
-        b.origin = (float[]) v.get("subspace.origin");
-        b.projection = (float[]) v.get("subspace.projection");
-        b.votes = (short[]) v.get("releases.votes.values");
-        b.hyperplanes = (float[]) v.get("hashing.hyperplanes");
-        b.offsets = (float[]) v.get("hashing.offsets");
-        b.tables = dims.getOrDefault("T", 0);
-        b.bits = b.votes == null ? 0 : dims.get("H");
-        b.prior = (float[]) v.get("prior");
-        b.scoring = v.containsKey("scoring") ? new Bundle.Scoring((Map<?, ?>) v.get("scoring")) : null;
-        b.exporter = v.containsKey("exporter") ? publicMap(v.get("exporter")) : Collections.emptyMap();
-        b.encoder = new Bundle.Encoder(encoder, check, external);
-        return new Bundle(b);
     }
 
-    /** A parsed map with binary values copied out, so nothing public aliases the file's bytes. */
-    @SuppressWarnings("unchecked")
-    static Map<String, Object> publicMap(Object m) {
-        return m == null ? Collections.emptyMap() : (Map<String, Object>) copyOut(m);
-    }
-
-    private static Object copyOut(Object v) {
-        if (v instanceof Msgpack.Bin) {
-            return ((Msgpack.Bin) v).copy();
-        } else if (v instanceof List) {
-            List<Object> out = new ArrayList<>();
-            for (Object x : (List<?>) v) {
-                out.add(copyOut(x));
+    /** Relation "wording": the privacy unit and neighbour relation are schema.json "wording" for K. */
+    static void wording(String unit, String relation, long k) throws BundleException {
+        Map<?, ?> record = (Map<?, ?>) Contract.map("wording").get("record");
+        Map<?, ?> person = (Map<?, ?>) Contract.map("wording").get("person");
+        String kText = Long.toString(k);
+        if (unit.equals(record.get("privacy_unit"))) {
+            if (k != 1) {
+                throw fail("relation.wording", "privacy.privacy_unit", "says one record, but "
+                        + "privacy.max_records_per_unit is " + k);
             }
-            return Collections.unmodifiableList(out);
-        } else if (v instanceof Map) {
-            Map<String, Object> out = new LinkedHashMap<>();
-            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-                out.put((String) e.getKey(), copyOut(e.getValue()));
+            if (!relation.equals(record.get("neighbour_relation"))) {
+                throw fail("relation.wording", "privacy.neighbour_relation", "must be '"
+                        + record.get("neighbour_relation") + "' for a unit of one record");
             }
-            return Collections.unmodifiableMap(out);
+            return;
         }
-        return v;
+        String personUnit = ((String) person.get("privacy_unit")).replace("{K}", kText);
+        if (!unit.equals(personUnit)) {
+            throw fail("relation.wording", "privacy.privacy_unit", "must be '" + record.get("privacy_unit") + "' or '"
+                    + personUnit + "'");
+        }
+        String prefix = ((String) person.get("neighbour_relation_prefix")).replace("{K}", kText);
+        String suffix = ((String) person.get("neighbour_relation_suffix")).replace("{K}", kText);
+        if (!(relation.startsWith(prefix) && relation.endsWith(suffix)
+                && relation.length() > prefix.length() + suffix.length())) {
+            throw fail("relation.wording", "privacy.neighbour_relation", "must read '" + prefix + "..." + suffix + "'");
+        }
     }
 }

@@ -1,83 +1,87 @@
 package org.dpedge.core;
 
-import java.util.Locale;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
- * A loaded bundle, ready to classify texts offline: prefix, tokenize, embed, score.
+ * A loaded bundle, ready to classify texts offline: the query rules, the tokenizer, one
+ * {@link TextEncoder#embed} per text, the scores and the argmax, the same steps as every reader
+ * (runtime/classifier.py), so a phone and a laptop give a text the same label. It reads only the
+ * released bundle: post-processing, so any number of queries costs no further privacy budget.
  *
- * <p>Why a facade: this is the one code path an app calls, the same steps in the same order as
- * the Python runtime's {@code Classifier.predict}, so a phone and a laptop give a text the same
- * label. It reads only the released bundle: post-processing, so any number of queries costs no
- * further privacy budget.
- *
- * <p>After constructing it, call {@link #verify()} once (off the UI thread: it runs the encoder):
- * the Python runtime does the same at load and refuses an engine that computes another
- * embedding than the exporter's. Instances are immutable; whether {@link #predict} may run on
- * several threads at once depends on the {@link TextEncoder}.
+ * <p>Construction embeds the bundle's check text and refuses an engine that computes another
+ * embedding than the exporter's (do it off the UI thread). Every engine run happens on a worker
+ * thread under the contract's time budget (schema.json "encoder": load_run_seconds at load,
+ * query_run_seconds per query, times the caller's {@code timeScale} for a slow device); when it
+ * passes, {@link TextEncoder#cancel()} is called and the text is refused.
  */
-public final class Classifier {
-    /** Texts longer than this many characters (code points) are refused, as in Python. */
-    public static final int MAX_TEXT_CHARS = 1_000_000;
-    /** An engine whose embedding of the check text is less similar than this is refused. */
-    public static final double CHECK_MIN_COSINE = 0.98;
+public final class Classifier implements AutoCloseable {
+    private static final long MAX_QUERY_CHARS = Contract.integer("query.max_chars");
+    private static final double CHECK_MIN_COSINE = Contract.number("encoder.check_min_cosine");
 
     private final Bundle bundle;
     private final TextEncoder encoder;
-    private final WordPieceTokenizer tokenizer;
+    private final Tokenizer tokenizer;
     private final Scorer scorer;
+    private final double querySeconds;
+    private final double checkCosine;
+    private final ExecutorService worker = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "dpedge-engine");
+        t.setDaemon(true);
+        return t;
+    });
 
-    /** @throws BundleException if the bundle's tokenizer cannot be loaded */
+    /** {@link #Classifier(Bundle, TextEncoder, double)} with the contract's budgets as they are. */
     public Classifier(Bundle bundle, TextEncoder encoder) throws BundleException {
+        this(bundle, encoder, 1.0);
+    }
+
+    /**
+     * Prepares the bundle and verifies the engine on its check text.
+     *
+     * @param timeScale stretches every time budget (1 to 1000: an emulator runs the encoder 10 to
+     *     50 times slower); the user's choice, never the bundle's
+     * @throws BundleException {@code engine.load} when the engine fails on the check text,
+     *     {@code engine.budget} when it takes longer than its budget, {@code engine.check} when
+     *     its embedding is not the exporter's (cosine below the contract's minimum)
+     */
+    public Classifier(Bundle bundle, TextEncoder encoder, double timeScale) throws BundleException {
+        this(bundle, encoder, Contract.number("encoder.load_run_seconds") * scale(timeScale),
+                Contract.number("encoder.query_run_seconds") * scale(timeScale));
+    }
+
+    private static double scale(double timeScale) {
+        if (!(timeScale >= 1 && timeScale <= 1000)) {
+            throw new IllegalArgumentException("timeScale must be 1 to 1000, got " + timeScale);
+        }
+        return timeScale;
+    }
+
+    /** With explicit budgets in seconds (the tests' short ones). */
+    Classifier(Bundle bundle, TextEncoder encoder, double loadSeconds, double querySeconds) throws BundleException {
         if (bundle == null || encoder == null) {
             throw new NullPointerException("bundle and encoder are required");
         }
         this.bundle = bundle;
         this.encoder = encoder;
-        this.tokenizer = new WordPieceTokenizer(bundle.encoder().tokenizerJson(), bundle.encoder().maxLength());
+        this.tokenizer = bundle.encoder().tokenizer();
         this.scorer = new Scorer(bundle);
-    }
-
-    /**
-     * The label and per-label scores of one text.
-     *
-     * @throws IllegalArgumentException if the text is null, blank or over {@link #MAX_TEXT_CHARS}
-     * @throws BundleException if the encoder returns an embedding of the wrong size
-     * @throws Exception whatever the {@link TextEncoder} throws
-     */
-    public Prediction predict(String text) throws Exception {
-        return predictEmbedding(embed(text));
-    }
-
-    /** The prediction for an embedding computed elsewhere ({@link Bundle#dim()} values). */
-    public Prediction predictEmbedding(float[] embedding) {
-        if (embedding == null || embedding.length != bundle.dim()) {
-            throw new IllegalArgumentException("embedding must have " + bundle.dim() + " values, got "
-                    + (embedding == null ? "null" : String.valueOf(embedding.length)));
+        this.querySeconds = querySeconds;
+        float[] ref = bundle.encoder().checkEmbedding;
+        float[] emb;
+        try {
+            emb = run(tokenizer.encode(bundle.encoder().checkText()), loadSeconds);
+        } catch (QueryException e) {
+            worker.shutdownNow();
+            String code = e.code().equals("query.embedding") ? "engine.check" : e.getCause() instanceof TimeoutException
+                    ? "engine.budget" : "engine.load";
+            throw new BundleException(code, code.equals("engine.check") ? "encoder.check_embedding" : "encoder.model",
+                    "the bundle's encoder fails at load: " + e.rawMessage(), e);
         }
-        return new Prediction(bundle.labels(), scorer.scores(embedding));
-    }
-
-    /** The embedding of one text: the bundle's text prefix, then its tokenizer and encoder. */
-    public float[] embed(String text) throws Exception {
-        return embedIds(tokens(checkText(text)));
-    }
-
-    /** The token ids of one text as the encoder gets them ({@code encoder.text_prefix} prepended). */
-    public int[] tokens(String text) {
-        return tokenizer.encode(bundle.encoder().textPrefix() + text);
-    }
-
-    /**
-     * Embeds the bundle's check text and compares it with the exporter's embedding of it.
-     *
-     * @return the cosine
-     * @throws BundleException when the cosine is below {@link #CHECK_MIN_COSINE}: the engine
-     *     computes something else, so its answers would be wrong
-     */
-    public double verify() throws Exception {
-        Bundle.Encoder spec = bundle.encoder();
-        float[] emb = embedIds(tokens(spec.checkText()));
-        float[] ref = spec.checkEmbedding;
         double dot = 0;
         double a = 0;
         double b = 0;
@@ -86,56 +90,121 @@ public final class Classifier {
             a += (double) emb[i] * emb[i];
             b += (double) ref[i] * ref[i];
         }
-        double cos = dot / (Math.sqrt(a) * Math.sqrt(b) + 1e-12);
-        if (!(cos >= CHECK_MIN_COSINE)) {
-            throw new BundleException(String.format(Locale.ROOT, "the %s encoder computes a different embedding than "
-                    + "the exporter did for the bundle's check text (cosine %.3f < %s): this engine cannot run the "
-                    + "encoder correctly, so its answers would be wrong.", spec.format(), cos, CHECK_MIN_COSINE));
+        checkCosine = dot / (Math.sqrt(a) * Math.sqrt(b) + 1e-12);
+        if (!(checkCosine >= CHECK_MIN_COSINE)) {
+            worker.shutdownNow();
+            throw new BundleException("engine.check", "encoder.check_embedding", String.format(java.util.Locale.ROOT,
+                    "the %s engine computes a different embedding than the exporter did for the bundle's check text "
+                    + "(cosine %.3f < %s): it cannot run this encoder correctly, so its answers would be wrong",
+                    bundle.encoder().format(), checkCosine, CHECK_MIN_COSINE));
         }
-        return cos;
     }
 
-    private float[] embedIds(int[] ids) throws Exception {
-        float[] emb = encoder.embed(ids);
+    /**
+     * The label and per-label scores of one text.
+     *
+     * @throws QueryException {@code query.type} (null), {@code query.too_long} (over the
+     *     contract's code points), {@code query.unicode} (a lone surrogate), {@code query.empty}
+     *     (no token), {@code query.engine} (the engine failed or exceeded its budget),
+     *     {@code query.embedding} (not D finite floats)
+     */
+    public Prediction classify(String text) throws QueryException {
+        return classifyEmbedding(embed(text));
+    }
+
+    /** The label and scores of an embedding computed elsewhere ({@link Bundle#dim()} finite values). */
+    public Prediction classifyEmbedding(float[] embedding) throws QueryException {
+        return new Prediction(bundle.labels(), scorer.scores(checked(embedding)));
+    }
+
+    /** The embedding of one text (the query rules, then the tokenizer and the encoder). */
+    public float[] embed(String text) throws QueryException {
+        return run(tokens(text), querySeconds);
+    }
+
+    /** The token ids the encoder gets for a text, after the query rules. */
+    public int[] tokens(String text) throws QueryException {
+        if (text == null) {
+            throw new QueryException("query.type", "the text is not a string (null)");
+        }
+        if (text.length() > MAX_QUERY_CHARS && Text.length(text) > MAX_QUERY_CHARS) {
+            throw new QueryException("query.too_long", "the text has " + Text.length(text) + " code points, more than "
+                    + MAX_QUERY_CHARS);
+        }
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new QueryException("query.unicode", "the text is not valid Unicode: a lone surrogate "
+                        + Text.uPlus(c) + " at index " + i);
+            }
+        }
+        if (!tokenizer.hasToken(text)) {
+            throw new QueryException("query.empty", "there is nothing to classify: the text is empty, or only white "
+                    + "space, controls or invisible characters");
+        }
+        return tokenizer.encode(text);
+    }
+
+    private float[] checked(float[] emb) throws QueryException {
         if (emb == null || emb.length != bundle.dim()) {
-            throw new BundleException("encoder returned " + (emb == null ? "null" : emb.length + " values")
-                    + ", expected " + bundle.dim());
+            throw new QueryException("query.embedding", "the encoder returned " + (emb == null ? "null" : emb.length
+                    + " values") + ", expected " + bundle.dim());
+        }
+        for (float x : emb) {
+            if (!Float.isFinite(x)) {
+                throw new QueryException("query.embedding", "the encoder returned a value that is not finite");
+            }
         }
         return emb;
     }
 
-    /** Returns the text if it can be classified, else throws saying why (as Python's check_text). */
-    static String checkText(String text) {
-        if (text == null) {
-            throw new IllegalArgumentException("text must be a string, got null");
+    /** One engine run on the worker, under its deadline; {@link TextEncoder#cancel()} when it passes. */
+    private float[] run(int[] ids, double seconds) throws QueryException {
+        Future<float[]> result;
+        try {
+            result = worker.submit(() -> encoder.embed(ids));
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            throw new QueryException("query.engine", "this classifier is closed", e);
         }
-        if (Text.isBlank(text)) {
-            throw new IllegalArgumentException("empty text: there is nothing to classify");
+        long nanos = (long) (seconds * 1e9);
+        try {
+            return checked(result.get(nanos, TimeUnit.NANOSECONDS));
+        } catch (TimeoutException e) {
+            encoder.cancel();
+            result.cancel(true);
+            throw new QueryException("query.engine", "the encoder took longer than its budget of " + seconds + " s", e);
+        } catch (ExecutionException e) {  // the engine's own exception is not chained: its text leaves escaped only
+            throw new QueryException("query.engine", "the encoder failed on this text: " + e.getCause());
+        } catch (InterruptedException e) {
+            encoder.cancel();
+            result.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new QueryException("query.engine", "interrupted while the encoder ran", e);
         }
-        if (text.length() > MAX_TEXT_CHARS && Text.length(text) > MAX_TEXT_CHARS) {
-            throw new IllegalArgumentException("text has " + Text.length(text) + " characters, over the limit of "
-                    + MAX_TEXT_CHARS);
-        }
-        for (int i = 0, n = 0; i < text.length(); n++) {  // a lone surrogate has no UTF-8 for the tokenizer
-            int cp = text.codePointAt(i);
-            if (cp >= 0xD800 && cp <= 0xDFFF) {
-                throw new IllegalArgumentException(String.format(Locale.ROOT, "not valid UTF-8 (lone surrogate U+%04X at "
-                        + "character %d)", cp, n));
-            }
-            i += Character.charCount(cp);
-        }
-        return text;
+    }
+
+    /** The cosine between this engine's and the exporter's embedding of the check text. */
+    public double checkCosine() {
+        return checkCosine;
     }
 
     public Bundle bundle() {
         return bundle;
     }
 
-    public WordPieceTokenizer tokenizer() {
+    public Tokenizer tokenizer() {
         return tokenizer;
     }
 
     public Scorer scorer() {
         return scorer;
+    }
+
+    /** Ends the worker threads (the encoder is the caller's to close). */
+    @Override
+    public void close() {
+        worker.shutdownNow();
     }
 }

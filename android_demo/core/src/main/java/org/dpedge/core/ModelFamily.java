@@ -7,57 +7,45 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
 /**
- * The model family: what an encoder's ONNX or TFLite bytes may contain, checked before an
- * engine sees them. A port of {@code runtime/bundle/model_family.py}, with the same rules and
- * messages: ONNX with the exporter's operators only, no subgraphs, functions, training graphs
- * or sparse initializers, and external data only in initializers and only in the bundle's form
- * (the placeholder location and 20-digit offset and length inside {@code encoder.weights});
- * TFLite in one subgraph with the exporter's builtin operators only, no custom operators, no
- * buffers outside the flatbuffer, names in UTF-8. Both walkers check every length against the
- * bytes present.
+ * The model family (runtime/bundle/model_family.py): what an encoder's ONNX or TFLite bytes
+ * may contain, checked before an engine sees them, with the operator sets and bounds of
+ * schema.json "onnx" and "tflite". ONNX: the family's operators only, no subgraph, model-local
+ * function, training graph or sparse initializer, external data only in initializers and only
+ * in the bundle's form (the placeholder location, fixed-width offset and length inside
+ * {@code encoder.weights}). TFLite: one subgraph, the family's builtin operators only, no
+ * custom operator, no buffer outside the flatbuffer, names in UTF-8. Both walkers check every
+ * length against the bytes present. Any refusal is {@code model.family} at {@code encoder.model}.
  */
 public final class ModelFamily {
     static final String FIELD = "encoder.model";
-    static final Set<String> ONNX_DOMAINS = new HashSet<>(Arrays.asList("", "ai.onnx", "com.microsoft"));
-    static final Set<String> ONNX_OPS = new HashSet<>(Arrays.asList(
-            "Add", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "DequantizeLinear", "Div", "Equal", "Erf",
-            "Expand", "Gather", "LayerNormalization", "MatMul", "Mul", "ReduceL2", "ReduceSum", "Reshape", "Shape",
-            "Slice", "Softmax", "Sqrt", "Sub", "Transpose", "Unsqueeze", "Where"));
-    static final String ONNX_MICROSOFT_OP = "MatMulNBits";
-    static final int MAX_ONNX_NODES = 20_000;
-    static final int NUMBER_DIGITS = 20;
-    static final Map<Integer, String> TFLITE_OPS = new HashMap<>();
-    static final int MAX_TFLITE_OPERATORS = 20_000;
-    private static final int MOST_CODES = 1000;
-    private static final int MOST_SUBGRAPHS = 16;
-    private static final int MOST_SIGNATURES = 16;
-    private static final int MOST_SIGNATURE_TENSORS = 64;
+    private static final Map<String, Object> ONNX = Contract.map("onnx");
+    private static final Map<String, Object> TFLITE = Contract.map("tflite");
+    private static final Set<String> ONNX_OPS = new HashSet<>();
+    private static final String WEIGHTS_LOCATION;
+    private static final int DIGITS = ((Number) ONNX.get("number_digits")).intValue();
 
     static {
-        Object[] ops = {"ADD", 0, "CONCATENATION", 2, "DEQUANTIZE", 6, "FULLY_CONNECTED", 9, "L2_NORMALIZATION", 11,
-            "MUL", 18, "RESHAPE", 22, "SOFTMAX", 25, "GATHER", 36, "TRANSPOSE", 39, "MEAN", 40, "SUB", 41,
-            "STRIDED_SLICE", 45, "CAST", 53, "EXPAND_DIMS", 70, "RSQRT", 76, "SHAPE", 77, "REDUCE_PROD", 81, "PACK", 83,
-            "ZEROS_LIKE", 93, "RANGE", 96, "SQUARED_DIFFERENCE", 99, "BATCH_MATMUL", 126, "BROADCAST_TO", 130,
-            "GELU", 150};
-        for (int i = 0; i < ops.length; i += 2) {
-            TFLITE_OPS.put((Integer) ops[i + 1], (String) ops[i]);
+        for (Object op : (List<?>) ONNX.get("ops")) {
+            ONNX_OPS.add(((List<?>) op).get(0) + "\0" + ((List<?>) op).get(1));
         }
+        StringBuilder location = new StringBuilder((String) ONNX.get("weights_location"));
+        while (location.length() < ((Number) ONNX.get("weights_location_bytes")).intValue()) {
+            location.append('.');
+        }
+        WEIGHTS_LOCATION = location.toString();
     }
 
     /**
      * An ONNX initializer whose data is in {@code encoder.weights}: {@code length} bytes from
-     * {@code offset}. Its name, ONNX data type (TensorProto.DataType: 1 float, 2 uint8, 3 int8...)
-     * and dims are read for an engine that takes initializers by name (ONNX Runtime's Java
-     * {@code addExternalInitializers}); they are not part of the family check.
+     * {@code offset}, with its name, ONNX data type (1 float, 2 uint8, 3 int8...) and dims, for
+     * an engine that takes initializers by name (ONNX Runtime's {@code addExternalInitializers}).
      */
     public static final class ExternalData {
         public final String name;
@@ -75,16 +63,7 @@ public final class ModelFamily {
         }
     }
 
-    /** A malformed model (becomes "is not a valid ... model"). */
-    private static final class Bad extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        Bad(String why) {
-            super(why);
-        }
-    }
-
-    /** A well-formed model outside the family. */
+    /** Internal: the model is malformed or outside the family. */
     private static final class Refused extends Exception {
         private static final long serialVersionUID = 1L;
 
@@ -97,156 +76,151 @@ public final class ModelFamily {
     }
 
     /** Refuses a model outside the family; an ONNX model's external data, each range inside {@code weightsBytes}. */
-    static List<ExternalData> check(String format, Msgpack.Bin model, long weightsBytes) throws BundleException {
-        if (format.equals("onnx")) {
-            return new Onnx(model).check(weightsBytes);
+    static List<ExternalData> check(String format, Container.Bin model, long weightsBytes) throws BundleException {
+        try {
+            if (format.equals("onnx")) {
+                return new Onnx(model).check(weightsBytes);
+            }
+            tflite(new Flat(model.buffer().order(ByteOrder.LITTLE_ENDIAN)));
+            return Collections.emptyList();
+        } catch (Refused e) {
+            throw new BundleException("model.family", FIELD, "field '" + FIELD + "' is not a model of the " + format
+                    + " encoder family: " + e.getMessage());
         }
-        checkTflite(ByteBuffer.wrap(model.array, model.offset, model.length).slice().order(ByteOrder.LITTLE_ENDIAN));
-        return Collections.emptyList();
+    }
+
+    private static String utf8(ByteBuffer b, String what) throws Refused {
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(b).toString();
+        } catch (CharacterCodingException e) {
+            throw new Refused(what + " is not UTF-8");
+        }
     }
 
     // ------------------------------------------------------------------ ONNX (protobuf)
 
-    /** One protobuf field: number, wire type, the varint's value, and [a, b) for other wire types. */
+    /** One protobuf field: its number (-1 past 2^61), wire type, a varint's value, [a, b) for the others. */
     private static final class Field {
-        int number;
+        long number;
         int wire;
         long value;
         int a;
         int b;
     }
 
-    /** A walk over one ONNX model's bytes; positions in messages count from its first byte, as Python's do. */
     private static final class Onnx {
         private final byte[] buf;
         private final int base;
-        private final int end;
         private final List<ExternalData> refs = new ArrayList<>();
         private final List<BigInteger> ends = new ArrayList<>();
         private int nodes;
 
-        Onnx(Msgpack.Bin model) {
+        Onnx(Container.Bin model) {
             buf = model.array;
             base = model.offset;
             end = model.offset + model.length;
         }
 
-        private long varint(int[] pos, int limit) throws Bad {
+        private final int end;
+        /** Whether the last varint had bits beyond the 64 a long holds. */
+        private boolean overflow;
+
+        private long varint(int[] pos, int limit) throws Refused {
             long value = 0;
-            int shift = 0;
-            while (true) {
+            overflow = false;
+            for (int shift = 0; ; shift += 7) {
+                if (shift >= 70) {
+                    throw new Refused("a varint longer than 10 bytes");
+                }
                 if (pos[0] >= limit) {
-                    throw new Bad("varint cut short at byte " + (pos[0] - base));
+                    throw new Refused("a varint cut short");
                 }
                 int b = buf[pos[0]++] & 0xff;
-                if (shift < 64) {
-                    value |= (long) (b & 0x7f) << shift;
-                }
+                value |= shift < 64 ? (long) (b & 0x7f) << shift : 0;
+                overflow |= (shift == 63 && (b & 0x7e) != 0) || (shift > 63 && (b & 0x7f) != 0);
                 if ((b & 0x80) == 0) {
                     return value;
-                }
-                shift += 7;
-                if (shift >= 70) {
-                    throw new Bad("varint longer than 10 bytes at byte " + (pos[0] - base));
                 }
             }
         }
 
-        /** The fields of one message in [start, stop), in order. */
-        private List<Field> fields(int start, int stop) throws Bad {
+        private List<Field> fields(int start, int stop) throws Refused {
             List<Field> out = new ArrayList<>();
             int[] pos = {start};
             while (pos[0] < stop) {
                 long key = varint(pos, stop);
                 Field f = new Field();
-                f.number = (int) (key >>> 3);
+                f.number = overflow ? -1 : key >>> 3;
                 f.wire = (int) (key & 7);
-                if ((key >>> 3) == 0) {
-                    throw new Bad("field number 0 at byte " + (pos[0] - base));
+                if (f.number == 0) {
+                    throw new Refused("field number 0");
                 }
                 if (f.wire == 0) {
                     f.value = varint(pos, stop);
-                } else if (f.wire == 1 || f.wire == 5) {
-                    int size = f.wire == 1 ? 8 : 4;
-                    if (stop - pos[0] < size) {
-                        throw new Bad("fixed-size field cut short at byte " + (pos[0] - base));
-                    }
-                    f.a = pos[0];
-                    f.b = pos[0] + size;
-                    pos[0] += size;
-                } else if (f.wire == 2) {
-                    long size = varint(pos, stop);
-                    if (size > stop - pos[0] || size < 0) {
-                        throw new Bad("length " + Long.toUnsignedString(size) + " at byte " + (pos[0] - base)
-                                + " runs past the end of its message");
+                    f.value = overflow ? -1 : f.value;
+                } else if (f.wire == 1 || f.wire == 5 || f.wire == 2) {
+                    long size = f.wire == 1 ? 8 : f.wire == 5 ? 4 : varint(pos, stop);
+                    if ((f.wire == 2 && overflow) || size < 0 || size > stop - pos[0]) {
+                        throw new Refused("a field runs past the end of its message");
                     }
                     f.a = pos[0];
                     f.b = pos[0] + (int) size;
-                    pos[0] += (int) size;
+                    pos[0] = f.b;
                 } else {
-                    throw new Bad("wire type " + f.wire + " at byte " + (pos[0] - base));
+                    throw new Refused("wire type " + f.wire);
                 }
                 out.add(f);
             }
             return out;
         }
 
-        private String utf8(int a, int b, String what) throws Bad {
-            try {
-                return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                        .decode(ByteBuffer.wrap(buf, a, b - a)).toString();
-            } catch (CharacterCodingException e) {
-                throw new Bad(what);
-            }
+        /** The fields of a field's value read as a message (a varint's value holds none). */
+        private List<Field> message(Field f) throws Refused {
+            return f.wire == 0 ? Collections.emptyList() : fields(f.a, f.b);
         }
 
-        /** The last occurrence of a string field ("" if absent), protobuf's rule for scalars. */
-        private String string(List<Field> fs, int number) throws Bad {
-            String value = "";
+        private String text(Field f) throws Refused {
+            return utf8(ByteBuffer.wrap(buf, f.a, f.b - f.a), "a name");
+        }
+
+        /** The last occurrence of a string field ("" when absent), each occurrence a message. */
+        private String string(List<Field> fs, int number) throws Refused {
+            Field last = null;
             for (Field f : fs) {
                 if (f.number == number) {
                     if (f.wire != 2) {
-                        throw new Bad("field " + number + " has wire type " + f.wire + ", expected a message");
+                        throw new Refused("field " + number + " is not a message");
                     }
-                    value = utf8(f.a, f.b, "field " + number + " is not UTF-8");
+                    last = f;
                 }
             }
-            return value;
+            return last == null ? "" : text(last);
         }
 
         /** A StringStringEntryProto: {key, value}, each once. */
-        private String[] entry(Field e) throws Bad {
-            Field key = null;
-            Field value = null;
-            for (Field f : e.wire == 0 ? Collections.<Field>emptyList() : fields(e.a, e.b)) {
+        private String[] entry(Field e) throws Refused {
+            Field[] kv = new Field[2];
+            for (Field f : message(e)) {
                 if (f.number == 1 || f.number == 2) {
-                    if (f.wire != 2 || (f.number == 1 ? key : value) != null) {
-                        throw new Bad("an external-data entry repeats its key or value, or is not a string");
+                    if (f.wire != 2 || kv[(int) f.number - 1] != null) {
+                        throw new Refused("an external-data entry repeats its key or value, or is not a string");
                     }
-                    if (f.number == 1) {
-                        key = f;
-                    } else {
-                        value = f;
-                    }
+                    kv[(int) f.number - 1] = f;
                 }
             }
-            if (key == null || value == null) {
-                throw new Bad("an external-data entry lacks its key or value");
+            if (kv[0] == null || kv[1] == null) {
+                throw new Refused("an external-data entry lacks its key or value");
             }
-            String what = "an external-data entry is not UTF-8";
-            return new String[] {utf8(key.a, key.b, what), utf8(value.a, value.b, what)};
+            return new String[] {text(kv[0]), text(kv[1])};
         }
 
-        /**
-         * An inline tensor; or, for a graph initializer ({@code initializer} true), one whose
-         * data is in encoder.weights in exactly the bundle's form: data_location EXTERNAL, no
-         * raw_data, and the entries location, offset, length in that order.
-         */
-        private void tensor(Field t, String what, boolean initializer) throws Bad, Refused {
+        /** An inline tensor; or, for a graph initializer, one whose data is in encoder.weights in the bundle's form. */
+        private void tensor(Field t, boolean initializer) throws Refused {
             List<String[]> entries = new ArrayList<>();
             boolean external = false;
             boolean raw = false;
-            List<Field> fs = t.wire == 0 ? Collections.<Field>emptyList() : fields(t.a, t.b);
+            List<Field> fs = message(t);
             for (Field f : fs) {
                 if (f.number == 13) {
                     entries.add(entry(f));
@@ -259,30 +233,27 @@ public final class ModelFamily {
                 return;
             }
             if (!initializer) {
-                throw new Refused(what + " keeps its data outside the graph, which only initializers may");
-            }
-            List<String> keys = new ArrayList<>();
-            for (String[] e : entries.subList(0, Math.min(4, entries.size()))) {
-                keys.add(Text.reprString(e[0]));
+                throw new Refused("a tensor outside the initializers keeps its data outside the graph");
             }
             if (!external || raw || entries.size() != 3 || !entries.get(0)[0].equals("location")
                     || !entries.get(1)[0].equals("offset") || !entries.get(2)[0].equals("length")) {
-                throw new Refused(what + " has external data [" + String.join(", ", keys) + "] (data_location "
-                        + (external ? "EXTERNAL" : "DEFAULT") + "); the family's are exactly location, offset, length");
+                throw new Refused("an initializer's external data is not exactly location, offset, length");
             }
-            String location = entries.get(0)[1];
             String offset = entries.get(1)[1];
             String length = entries.get(2)[1];
-            if (!location.equals(Bundle.Encoder.WEIGHTS_LOCATION) || !isNumber(offset) || !isNumber(length)) {
-                throw new Refused(what + " names external data " + Text.reprString(cut(location, 40)) + " at "
-                        + Text.reprString(cut(offset, 24)) + ", " + Text.reprString(cut(length, 24))
-                        + ": the family's location is the weights placeholder and its offset and length "
-                        + NUMBER_DIGITS + "-digit numbers");
+            if (!entries.get(0)[1].equals(WEIGHTS_LOCATION) || !number(offset) || !number(length)) {
+                throw new Refused("an initializer's external data is not the weights placeholder at " + DIGITS
+                        + "-digit offset and length");
             }
             BigInteger start = new BigInteger(offset);
             BigInteger size = new BigInteger(length);
-            ends.add(start.add(size));  // 20 digits may pass a long: the range check refuses those
-            refs.add(describe(fs, clamp(start), clamp(size)));
+            ends.add(start.add(size));
+            refs.add(describe(fs, start.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue(),
+                    size.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue()));
+        }
+
+        private boolean number(String s) {
+            return s.length() == DIGITS && s.chars().allMatch(c -> c >= '0' && c <= '9');
         }
 
         /** An external tensor's name, data type and dims, for an engine (never a reason to refuse). */
@@ -293,7 +264,7 @@ public final class ModelFamily {
             for (Field f : fs) {
                 try {
                     if (f.number == 8 && f.wire == 2) {
-                        name = utf8(f.a, f.b, "name");
+                        name = text(f);
                     } else if (f.number == 2 && f.wire == 0) {
                         dataType = (int) f.value;
                     } else if (f.number == 1 && f.wire == 0) {
@@ -303,128 +274,89 @@ public final class ModelFamily {
                             dims.add(varint(pos, f.b));
                         }
                     }
-                } catch (Bad e) {
-                    // not readable: the engine will say so; the family has nothing against it
+                } catch (Refused e) {
+                    // unreadable: the engine will say so; the family has nothing against it
                 }
             }
-            long[] d = new long[dims.size()];
-            for (int i = 0; i < d.length; i++) {
-                d[i] = dims.get(i);
-            }
-            return new ExternalData(name, dataType, d, offset, length);
+            return new ExternalData(name, dataType, dims.stream().mapToLong(Long::longValue).toArray(), offset, length);
         }
 
-        private void node(Field n) throws Bad, Refused {
-            List<Field> fs = fields(n.a, n.b);
+        private void node(Field n) throws Refused {
+            List<Field> fs = message(n);
             String op = string(fs, 4);
             String domain = string(fs, 7);
-            boolean known = (domain.isEmpty() || domain.equals("ai.onnx")) ? ONNX_OPS.contains(op)
-                    : domain.equals("com.microsoft") && op.equals(ONNX_MICROSOFT_OP);
-            if (!known) {
-                throw new Refused("operator " + Text.reprString(cut(domain.isEmpty() ? op : domain + "." + op, 80))
-                        + " is not one the encoder family uses");
+            if (!ONNX_OPS.contains(domain + "\0" + op) && !ONNX_OPS.contains((domain.equals("ai.onnx") ? "" : domain)
+                    + "\0" + op)) {
+                throw new Refused("operator " + domain + "." + op + " is not one the encoder family uses");
             }
             for (Field attr : fs) {
                 if (attr.number != 5) {
                     continue;
                 }
                 if (attr.wire != 2) {
-                    throw new Bad("field 5 has wire type " + attr.wire + ", expected a message");
+                    throw new Refused("an attribute is not a message");
                 }
                 for (Field f : fields(attr.a, attr.b)) {
                     if (f.number == 6 || f.number == 11) {
-                        throw new Refused("operator " + Text.reprString(op)
-                                + " has a subgraph attribute (control flow is not in the family)");
-                    }
-                    if (f.number == 22 || f.number == 23) {
-                        throw new Refused("operator " + Text.reprString(op) + " has a sparse tensor attribute");
-                    }
-                    if (f.number == 5 || f.number == 10) {
-                        tensor(f, "an attribute tensor of operator " + Text.reprString(op), false);
+                        throw new Refused("operator " + op + " has a subgraph attribute (control flow)");
+                    } else if (f.number == 22 || f.number == 23) {
+                        throw new Refused("operator " + op + " has a sparse tensor attribute");
+                    } else if (f.number == 5 || f.number == 10) {
+                        tensor(f, false);
                     }
                 }
             }
         }
 
-        private void graph(Field g) throws Bad, Refused {
+        private void graph(Field g) throws Refused {
             for (Field f : fields(g.a, g.b)) {
                 if (f.number == 1 || f.number == 5 || f.number == 15) {
-                    if (++nodes > MAX_ONNX_NODES) {
-                        throw new Refused("the graph has more than " + MAX_ONNX_NODES + " nodes and initializers");
+                    if (++nodes > ((Number) ONNX.get("max_nodes")).intValue()) {
+                        throw new Refused("the graph has more nodes and initializers than the family allows");
                     }
                     if (f.wire != 2) {
-                        throw new Bad("graph field " + f.number + " has wire type " + f.wire + ", expected a message");
+                        throw new Refused("a graph entry is not a message");
                     }
                 }
                 if (f.number == 15) {
-                    throw new Refused("the graph has a sparse initializer (the encoder family has none)");
-                }
-                if (f.number == 5) {
-                    tensor(f, "an initializer", true);
+                    throw new Refused("the graph has a sparse initializer");
+                } else if (f.number == 5) {
+                    tensor(f, true);
                 } else if (f.number == 1) {
                     node(f);
                 }
             }
         }
 
-        List<ExternalData> check(long weightsBytes) throws BundleException {
-            try {
-                int graphs = 0;
-                for (Field f : fields(base, end)) {
-                    if (f.number == 25) {
-                        throw new Refused("the model defines its own functions (the encoder family has none)");
-                    }
-                    if (f.number == 20) {
-                        throw new Refused("the model carries training graphs (the encoder family has none)");
-                    }
-                    if (f.number == 8) {
-                        if (f.wire != 2) {
-                            throw new Bad("opset_import has wire type " + f.wire);
-                        }
-                        String domain = string(fields(f.a, f.b), 1);
-                        if (!ONNX_DOMAINS.contains(domain)) {
-                            throw new Refused("operator set domain " + Text.reprString(cut(domain, 80))
-                                    + " is not one the encoder family uses");
-                        }
-                    }
-                    if (f.number == 7) {
-                        if (f.wire != 2) {
-                            throw new Bad("graph has wire type " + f.wire);
-                        }
-                        graphs++;
-                        graph(f);
+        List<ExternalData> check(long weightsBytes) throws Refused {
+            int graphs = 0;
+            for (Field f : fields(base, end)) {
+                if (f.number == 25 || f.number == 20) {
+                    throw new Refused("the model defines functions or carries training graphs");
+                }
+                if (f.number == 8 || f.number == 7) {
+                    if (f.wire != 2) {
+                        throw new Refused("field " + f.number + " is not a message");
                     }
                 }
-                if (graphs != 1) {
-                    throw new Bad("it has " + graphs + " graphs, not one");
+                if (f.number == 8 && !((List<?>) ONNX.get("domains")).contains(string(fields(f.a, f.b), 1))) {
+                    throw new Refused("an operator set domain is not one the encoder family uses");
                 }
-                for (BigInteger last : ends) {
-                    if (last.compareTo(BigInteger.valueOf(weightsBytes)) > 0) {
-                        throw new Refused("an initializer's external data ends at byte " + last + ", past the "
-                                + weightsBytes + " bytes of encoder.weights");
-                    }
+                if (f.number == 7) {
+                    graphs++;
+                    graph(f);
                 }
-            } catch (Bad e) {
-                throw new BundleException("field '" + FIELD + "' is not a valid ONNX model: " + Text.escape(e.getMessage()));
-            } catch (Refused e) {
-                throw new BundleException("field '" + FIELD + "' is outside the ONNX encoder family: "
-                        + Text.escape(e.getMessage()));
+            }
+            if (graphs != 1) {
+                throw new Refused("it has " + graphs + " graphs, not one");
+            }
+            for (BigInteger last : ends) {
+                if (last.compareTo(BigInteger.valueOf(weightsBytes)) > 0) {
+                    throw new Refused("an initializer's external data ends past encoder.weights");
+                }
             }
             return Collections.unmodifiableList(refs);
         }
-    }
-
-    private static long clamp(BigInteger n) {
-        return n.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue();
-    }
-
-    private static boolean isNumber(String s) {
-        return s.length() == NUMBER_DIGITS && s.chars().allMatch(c -> c >= '0' && c <= '9');
-    }
-
-    /** Python's {@code s[:n]} in code points. */
-    private static String cut(String s, int n) {
-        return s.codePointCount(0, s.length()) <= n ? s : s.substring(0, s.offsetByCodePoints(0, n));
     }
 
     // ------------------------------------------------------------------ TFLite (flatbuffer)
@@ -433,35 +365,29 @@ public final class ModelFamily {
     private static final class Flat {
         final ByteBuffer b;
         final long n;
+        /** Bytes of strings read so far: shared strings may not make the walk read more than the model. */
+        long read;
 
         Flat(ByteBuffer b) {
             this.b = b;
             this.n = b.limit();
         }
 
-        long u(int size, long pos) throws Bad {
+        long u(int size, long pos) throws Refused {
             if (pos < 0 || pos > n - size) {
-                throw new Bad("offset " + pos + " is outside the " + n + " bytes");
+                throw new Refused("an offset outside the model's bytes");
             }
             int p = (int) pos;
-            switch (size) {
-                case 1: return b.get(p) & 0xffL;
-                case 2: return b.getShort(p) & 0xffffL;
-                case 4: return b.getInt(p) & 0xffffffffL;
-                default: return b.getLong(p);
-            }
-        }
-
-        long s32(long pos) throws Bad {
-            return (int) u(4, pos);
+            return size == 1 ? b.get(p) & 0xffL : size == 2 ? b.getShort(p) & 0xffffL
+                    : size == 4 ? b.getInt(p) & 0xffffffffL : b.getLong(p);
         }
 
         /** Absolute position of a table's field, -1 when absent. */
-        long field(long table, int index) throws Bad {
-            long vtable = table - s32(table);
+        long field(long table, int index) throws Refused {
+            long vtable = table - (int) u(4, table);
             long vsize = u(2, vtable);
             if (vsize < 4 || vsize % 2 != 0) {
-                throw new Bad("vtable at " + vtable + " has size " + vsize);
+                throw new Refused("a vtable of size " + vsize);
             }
             if (4 + 2L * index >= vsize) {
                 return -1;
@@ -470,129 +396,101 @@ public final class ModelFamily {
             return rel == 0 ? -1 : table + rel;
         }
 
-        long ref(long pos) throws Bad {
+        long ref(long pos) throws Refused {
             return pos + u(4, pos);
         }
 
-        long scalar(long table, int index, int size, boolean signed) throws Bad {
+        long scalar(long table, int index, int size, boolean signed) throws Refused {
             long at = field(table, index);
-            if (at < 0) {
-                return 0;
-            }
-            long v = u(size, at);
-            return signed && size == 1 ? (byte) v : signed && size == 4 ? (int) v : v;
+            long v = at < 0 ? 0 : u(size, at);
+            return !signed ? v : size == 1 ? (byte) v : (int) v;
         }
 
-        /** {first element position, length}. */
-        long[] vector(long table, int index) throws Bad {
+        List<Long> tables(long table, int index, long most) throws Refused {
             long at = field(table, index);
             if (at < 0) {
-                return new long[] {0, 0};
+                return Collections.emptyList();
             }
             long vec = ref(at);
             long length = u(4, vec);
-            if (length > (n - vec - 4) / 4) {
-                throw new Bad("vector at " + vec + " declares " + length + " elements, more than its bytes hold");
+            if (length > Math.floorDiv(n - vec - 4, 4)) {
+                throw new Refused("a vector declares more elements than its bytes hold");
             }
-            return new long[] {vec + 4, length};
-        }
-
-        List<Long> tables(long table, int index, int most, String what) throws Bad, Refused {
-            long[] v = vector(table, index);
-            if (v[1] > most) {
-                throw new Refused("it has " + v[1] + " " + what + ", more than the family allows (" + most + ")");
+            if (length > most) {
+                throw new Refused("a vector of " + length + " tables, more than the family allows");
             }
             List<Long> out = new ArrayList<>();
-            for (long i = 0; i < v[1]; i++) {
-                out.add(ref(v[0] + 4 * i));
+            for (long i = 0; i < length; i++) {
+                out.add(ref(vec + 4 + 4 * i));
             }
             return out;
         }
 
-        byte[] string(long table, int index) throws Bad {
+        ByteBuffer string(long table, int index) throws Refused {
             long at = field(table, index);
             if (at < 0) {
                 return null;
             }
             long s = ref(at);
             long length = u(4, s);
-            if (length > n - s - 4) {
-                throw new Bad("string at " + s + " declares " + length + " bytes, more than there are");
+            read += length;
+            if (read > n || length > n - s - 4) {
+                throw new Refused("a string runs past the model's bytes");
             }
-            byte[] out = new byte[(int) length];
-            for (int i = 0; i < length; i++) {
-                out[i] = b.get((int) (s + 4 + i));
+            ByteBuffer d = b.duplicate();
+            d.position((int) s + 4).limit((int) (s + 4 + length));
+            return d.slice();
+        }
+
+        void name(long table, int index, String what) throws Refused {
+            ByteBuffer raw = string(table, index);
+            if (raw != null) {
+                utf8(raw, what);
             }
-            return out;
         }
     }
 
-    private static void utf8(byte[] raw, String what) throws Refused {
-        if (raw == null) {
-            return;
+    private static void tflite(Flat fb) throws Refused {
+        if (fb.n < 8) {
+            throw new Refused("too few bytes for a flatbuffer");
         }
-        try {
-            StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(raw));
-        } catch (CharacterCodingException e) {
-            byte[] shown = Arrays.copyOf(raw, Math.min(raw.length, 40));
-            throw new Refused(what + " " + Text.reprBytes(shown) + " is not UTF-8");
+        int most = ((Number) TFLITE.get("max_operators")).intValue();
+        long root = fb.u(4, 0);
+        int codes = 0;
+        for (long oc : fb.tables(root, 1, 1000)) {
+            if (fb.string(oc, 1) != null) {
+                throw new Refused("it uses a custom operator");
+            }
+            long code = Math.max(fb.scalar(oc, 0, 1, true), fb.scalar(oc, 3, 4, true));
+            if (!((Map<?, ?>) TFLITE.get("ops")).containsValue(code)) {
+                throw new Refused("builtin operator code " + code + " is not one the encoder family uses");
+            }
+            codes++;
         }
-    }
-
-    static void checkTflite(ByteBuffer model) throws BundleException {
-        Flat fb = new Flat(model);
-        try {
-            if (fb.n < 8) {
-                throw new Bad(fb.n + " bytes cannot hold a flatbuffer");
+        List<Long> subgraphs = fb.tables(root, 2, 16);
+        if (subgraphs.size() != 1) {
+            throw new Refused("it has " + subgraphs.size() + " subgraphs; the encoder family has one");
+        }
+        for (long op : fb.tables(subgraphs.get(0), 3, most)) {
+            if (fb.scalar(op, 0, 4, false) >= codes) {
+                throw new Refused("an operator names an operator code that is not there");
             }
-            long root = fb.u(4, 0);
-            int codes = 0;
-            for (long oc : fb.tables(root, 1, MOST_CODES, "operator codes")) {
-                byte[] custom = fb.string(oc, 1);
-                if (custom != null) {
-                    byte[] shown = Arrays.copyOf(custom, Math.min(custom.length, 40));
-                    throw new Refused("it uses a custom operator "
-                            + Text.reprBytes(shown));
-                }
-                long code = Math.max(fb.scalar(oc, 0, 1, true), fb.scalar(oc, 3, 4, true));
-                if (!TFLITE_OPS.containsKey((int) code) || code != (int) code) {
-                    throw new Refused("builtin operator code " + code + " is not one the encoder family uses");
-                }
-                codes++;
+        }
+        for (long t : fb.tables(subgraphs.get(0), 0, 2L * most)) {
+            fb.name(t, 3, "a tensor name");
+        }
+        for (long buffer : fb.tables(root, 4, 2L * most + 1)) {
+            if (fb.scalar(buffer, 1, 8, false) != 0 || fb.scalar(buffer, 2, 8, false) != 0) {
+                throw new Refused("a buffer is stored outside the flatbuffer");
             }
-            List<Long> subgraphs = fb.tables(root, 2, MOST_SUBGRAPHS, "subgraphs");
-            if (subgraphs.size() != 1) {
-                throw new Refused("it has " + subgraphs.size()
-                        + " subgraphs; the encoder family has one (control flow needs more)");
-            }
-            long sg = subgraphs.get(0);
-            for (long op : fb.tables(sg, 3, MAX_TFLITE_OPERATORS, "operators")) {
-                long index = fb.scalar(op, 0, 4, false);
-                if (index >= codes) {
-                    throw new Bad("an operator names operator code " + index + " of " + codes);
+        }
+        for (long sig : fb.tables(root, 7, 16)) {
+            fb.name(sig, 2, "a signature key");
+            for (int index = 0; index < 2; index++) {
+                for (long tm : fb.tables(sig, index, 64)) {
+                    fb.name(tm, 0, "a signature tensor name");
                 }
             }
-            for (long t : fb.tables(sg, 0, 2 * MAX_TFLITE_OPERATORS, "tensors")) {
-                utf8(fb.string(t, 3), "a tensor name");
-            }
-            for (long buffer : fb.tables(root, 4, 2 * MAX_TFLITE_OPERATORS + 1, "buffers")) {
-                if (fb.scalar(buffer, 1, 8, false) != 0 || fb.scalar(buffer, 2, 8, false) != 0) {
-                    throw new Refused("a buffer is stored outside the flatbuffer (the encoder family keeps all inside)");
-                }
-            }
-            for (long sig : fb.tables(root, 7, MOST_SIGNATURES, "signatures")) {
-                utf8(fb.string(sig, 2), "a signature key");
-                for (int index : new int[] {0, 1}) {
-                    for (long tm : fb.tables(sig, index, MOST_SIGNATURE_TENSORS, "signature tensors")) {
-                        utf8(fb.string(tm, 0), "a signature tensor name");
-                    }
-                }
-            }
-        } catch (Bad e) {
-            throw new BundleException("field '" + FIELD + "' is not a valid TFLite model: " + Text.escape(e.getMessage()));
-        } catch (Refused e) {
-            throw new BundleException("field '" + FIELD + "' is outside the TFLite encoder family: "
-                    + Text.escape(e.getMessage()));
         }
     }
 }

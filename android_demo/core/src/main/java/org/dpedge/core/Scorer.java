@@ -1,47 +1,27 @@
 package org.dpedge.core;
 
 /**
- * Scores from the released statistics: the one scoring rule of {@code runtime/scoring.py}
- * ({@code docs/bundle-format.md} section 7). Everything here reads only what the bundle released
- * and its public inputs, so it is post-processing: any number of queries costs no privacy.
- *
- * <p>For a query's embedding x, in double precision from the stored float32 values:
- * <ul>
- *   <li>vote tables without class statistics (the paper's Algorithm 2): v_c = the sum over
- *       tables of {@code votes[t][bucket_t][c]}, score_c = {@code max(v_c, 0)} over the sum of
- *       those (uniform when every v_c is at most 0);</li>
- *   <li>otherwise the blend {@code [softmax(centroid) + boost softmax(prior) + pos / sum(pos)] / W}:
- *       with P the projection, o the origin, S_c the class sums over the grid, e_c the prior's
- *       rows, z = P x - P o; the sums are first pulled toward their descriptions,
- *       {@code S_c / m + (s / m) unit(P e_c - P o)} with {@code s = description_pull x nu},
- *       {@code nu = sqrt(2k) x noise_scale / grid} the noise's root-mean-square norm on one row
- *       and {@code m = max(1, s)}; centroid_c = {@code z . unit(S_c) / |z| / tau_c} (0 when |z| <= 1e-6);
- *       prior_c = {@code x . unit(e_c) / |x| / tau_p} (0 when |x| <= 1e-6); boost =
- *       {@code min(R C K / (epsilon N), 1e6)}, N the released record count (at least 1); pos_c
- *       the query's votes with negative cells read as 0 (uniform when they are all 0);
- *       {@code W = 1 + boost + [1 with vote tables]}. The prior terms (boost, pull) only with
- *       a prior, the votes term only with vote tables.</li>
- * </ul>
- * Either way the scores are a distribution over the labels: non-negative, summing to 1.
- * The label is the argmax, ties to the lower class index. Python folds the projection, the
- * directions and the temperatures into one matrix product; the plain loops here are the same
- * arithmetic in another order, so scores agree to about 1e-14.
+ * Scores from the released statistics, docs/bundle-format.md section 7 (runtime/scoring.py):
+ * vote tables without class statistics by Algorithm 2 (each table's SimHash bucket, the votes'
+ * positive shares); otherwise the blend of the centroids' softmax (the class sums pulled toward
+ * their descriptions), the prior's softmax times its boost and, with vote tables, the votes'
+ * shares, over their total weight. The scores are a distribution over the labels; the label is
+ * the argmax, ties to the lower index. In float64 from the stored float32 values, every dot
+ * product summed in ascending index order, as every reader sums. Post-processing: any number of
+ * queries costs no privacy.
  */
 public final class Scorer {
-    private static final double TINY = 1e-12;
-    /** |z| or |x| at most this: the cosine is rounding noise, and every reader scores it as 0. */
-    private static final double NEAR_ZERO = 1e-6;
-    static final double BOOST_MAX = 1e6;
+    private static final double TINY = Contract.number("scoring.unit_min_norm");
+    private static final double NEAR_ZERO = Contract.number("scoring.near_zero");
+    private static final double BOOST_MAX = Contract.number("scoring.boost_max");
 
     private final int classes;
     private final int dim;
     private final int k;
-    private final SimHasher hasher;
-    private final short[] votes;
-    private final int buckets;
+    private final Bundle b;
     private final boolean plainVotes;
     private final double boost;
-    /** P [k][D], P o [k], and the pulled class directions over tau_c [C][k]; null without class statistics. */
+    /** P [k][D], P o [k], the pulled class directions over tau_c [C][k]; null without class statistics. */
     private final double[] projection;
     private final double[] shift;
     private final double[] directions;
@@ -49,89 +29,70 @@ public final class Scorer {
     private final double[] prior;
 
     public Scorer(Bundle b) {
+        this.b = b;
         classes = b.labels.size();
         dim = b.dim();
         k = b.k;
-        votes = b.votes;
-        hasher = votes == null ? null : new SimHasher(b.hyperplanes, b.offsets, b.tables, b.bits, dim);
-        buckets = votes == null ? 0 : 1 << b.bits;
-        plainVotes = votes != null && b.classSums == null;
+        plainVotes = b.votes != null && b.classSums == null;
         if (b.classSums == null) {
             boost = 0;
             projection = shift = directions = prior = null;
             return;
         }
-        Bundle.Scoring s = b.scoring;
-        boolean hasPrior = b.prior != null;
-        boost = hasPrior ? priorBoost(s.priorRecordsPerClass, classes, b.recordsPerUnit(), b.epsilon(), b.classCounts) : 0;
-        projection = toDoubles(b.projection);
+        double pull = (Double) b.scoring.get("description_pull");
+        if (b.prior != null) {  // R C K / (epsilon N), N the released count (at least 1)
+            double total = 0;
+            for (int c : b.classCounts) {
+                total += c;
+            }
+            double rc = (Double) b.scoring.get("prior_records_per_class") * classes * b.recordsPerUnit();
+            boost = Math.min(rc / (b.epsilon() * Math.max(total, 1.0)), BOOST_MAX);
+        } else {
+            boost = 0;
+        }
+        projection = doubles(b.projection);
         shift = project(b.origin, 0, null);
-        PrivacyFacts sums = b.releases.get(PrivacyFacts.CLASS_SUMS);
+        PrivacyFacts sums = b.releases.get("class_sums");
         double[] rows = new double[classes * k];
         for (int i = 0; i < rows.length; i++) {
             rows[i] = b.classSums[i] / (double) sums.grid();
         }
-        double strength = s.descriptionPull * Math.sqrt(2.0 * k) * sums.noiseScale() / sums.grid();
-        if (hasPrior && strength > 0) {
+        double strength = pull * (Math.sqrt(2.0 * k) * sums.noiseScale() / sums.grid());  // a nu
+        if (b.prior != null && strength > 0) {
             double m = Math.max(1.0, strength);
             double[] toward = new double[classes * k];
             for (int c = 0; c < classes; c++) {
                 System.arraycopy(project(b.prior, c * dim, shift), 0, toward, c * k, k);
             }
-            unitRows(toward, classes, k);
+            unitRows(toward, classes, k, 1);
             for (int i = 0; i < rows.length; i++) {
                 rows[i] = rows[i] / m + strength / m * toward[i];
             }
         }
-        unitRows(rows, classes, k);
-        for (int i = 0; i < rows.length; i++) {
-            rows[i] /= s.centroidTemperature;
-        }
-        directions = rows;
-        if (hasPrior) {
-            prior = toDoubles(b.prior);
-            unitRows(prior, classes, dim);
-            for (int i = 0; i < prior.length; i++) {
-                prior[i] /= s.priorTemperature;
-            }
-        } else {
-            prior = null;
-        }
+        directions = unitRows(rows, classes, k, (Double) b.scoring.get("centroid_temperature"));
+        prior = b.prior == null ? null
+                : unitRows(doubles(b.prior), classes, dim, (Double) b.scoring.get("prior_temperature"));
     }
 
-    /** {@code min(R C K / (epsilon N), 1e6)}, N the released counts' sum (at least 1), in Python's order. */
-    static double priorBoost(double recordsPerClass, int classes, long recordsPerUnit, double epsilon, int[] counts) {
-        double total = 0;
-        for (int c : counts) {
-            total += c;
-        }
-        double n = Math.max(total, 1.0);
-        return Math.min(recordsPerClass * classes * recordsPerUnit / (epsilon * n), BOOST_MAX);
-    }
-
-    /** Per-class scores of one embedding of {@code dim} values; the label is their {@link #argmax}. */
+    /** Per-class scores of one embedding of D values; the label is their {@link #argmax}. */
     public double[] scores(float[] x) {
         if (x.length != dim) {
-            throw new IllegalArgumentException("embedding has " + x.length + " values, expected " + dim);
+            throw new IllegalArgumentException("an embedding of " + x.length + " values, expected " + dim);
         }
-        int[] bucket = hasher == null ? null : hasher.buckets(x);
         if (plainVotes) {
-            long[] sums = voteSums(bucket, false);
-            for (int c = 0; c < classes; c++) {
-                sums[c] = Math.max(sums[c], 0);
-            }
-            return shares(sums);
+            return shares(votes(x, false));
         }
         double[] z = project(x, 0, shift);
-        double zNorm = norm(z, 0, k);
+        double zNorm = Math.sqrt(dot(z, 0, z, 0, k));
         double[] logits = new double[classes];
         for (int c = 0; c < classes; c++) {  // a query at the origin has no direction: uniform
             logits[c] = zNorm > NEAR_ZERO ? dot(z, 0, directions, c * k, k) / zNorm : 0.0;
         }
         double[] out = softmax(logits);
+        double weight = 1.0 + boost;
         if (prior != null) {
-            double[] xd = toDoubles(x);
-            double xNorm = norm(xd, 0, dim);
+            double[] xd = doubles(x);
+            double xNorm = Math.sqrt(dot(xd, 0, xd, 0, dim));
             for (int c = 0; c < classes; c++) {
                 logits[c] = xNorm > NEAR_ZERO ? dot(xd, 0, prior, c * dim, dim) / xNorm : 0.0;
             }
@@ -140,9 +101,8 @@ public final class Scorer {
                 out[c] += boost * p[c];
             }
         }
-        double weight = 1.0 + boost;
-        if (votes != null) {
-            double[] q = shares(voteSums(bucket, true));
+        if (b.votes != null) {
+            double[] q = shares(votes(x, true));
             for (int c = 0; c < classes; c++) {
                 out[c] += q[c];
             }
@@ -154,8 +114,37 @@ public final class Scorer {
         return out;
     }
 
-    /** Non-negative vote sums over their total; all zeros is uniform (no votes say nothing). */
-    private double[] shares(long[] pos) {
+    /**
+     * Per-class sums of the votes in the query's bucket of each table, negative sums (plain) or
+     * cells (in the blend) read as 0. SimHash: bit h of table t is 1 iff hyperplane (t, h) . x is
+     * above its offset (0 without offsets); the bucket is sum_h bit_h 2^h.
+     */
+    private long[] votes(float[] x, boolean positiveCells) {
+        long[] sums = new long[classes];
+        for (int t = 0, plane = 0; t < b.tables; t++) {
+            int bucket = 0;
+            for (int h = 0; h < b.bits; h++, plane++) {
+                double d = 0;
+                for (int i = 0; i < dim; i++) {
+                    d += (double) x[i] * b.hyperplanes[plane * dim + i];
+                }
+                if (d > (b.offsets == null ? 0.0 : b.offsets[plane])) {
+                    bucket |= 1 << h;
+                }
+            }
+            int base = ((t << b.bits) + bucket) * classes;
+            for (int c = 0; c < classes; c++) {
+                sums[c] += positiveCells ? Math.max(b.votes[base + c], 0) : b.votes[base + c];
+            }
+        }
+        for (int c = 0; c < classes; c++) {
+            sums[c] = Math.max(sums[c], 0);
+        }
+        return sums;
+    }
+
+    /** Non-negative sums over their total; all zeros is uniform (no votes say nothing). */
+    private static double[] shares(long[] pos) {
         double total = 0;
         for (long v : pos) {
             total += v;
@@ -167,40 +156,15 @@ public final class Scorer {
         return out;
     }
 
-    /** Per-class sums of the votes in each table's bucket (negative cells as 0 when {@code positive}). */
-    private long[] voteSums(int[] bucket, boolean positive) {
-        long[] sums = new long[classes];
-        for (int t = 0; t < bucket.length; t++) {
-            int base = (t * buckets + bucket[t]) * classes;
-            for (int c = 0; c < classes; c++) {
-                sums[c] += positive ? Math.max(votes[base + c], 0) : votes[base + c];
-            }
-        }
-        return sums;
-    }
-
-    /** Whether the scores are Algorithm 2's vote sums (vote tables without class statistics). */
+    /** Whether the scores are Algorithm 2's (vote tables without class statistics). */
     public boolean plainVotes() {
         return plainVotes;
     }
 
-    /** The prior's weight in the blend (0 without a prior). */
-    public double priorBoost() {
-        return boost;
-    }
-
-    /** The bundle's hasher, or null without vote tables. */
-    public SimHasher hasher() {
-        return hasher;
-    }
-
-    /** The index of the largest score, ties to the lower index (a NaN wins, as numpy's argmax). */
+    /** The index of the largest score, ties to the lower index. */
     public static int argmax(double[] scores) {
         int best = 0;
-        for (int c = 0; c < scores.length; c++) {
-            if (Double.isNaN(scores[c])) {
-                return c;
-            }
+        for (int c = 1; c < scores.length; c++) {
             if (scores[c] > scores[best]) {
                 best = c;
             }
@@ -208,9 +172,7 @@ public final class Scorer {
         return best;
     }
 
-    // ------------------------------------------------------------------ arithmetic
-
-    /** {@code P v - minus} for the {@code dim} values of {@code v} from {@code offset}, summed in index order. */
+    /** {@code P v - minus} for the D values of {@code v} from {@code offset}. */
     private double[] project(float[] v, int offset, double[] minus) {
         double[] out = new double[k];
         for (int j = 0; j < k; j++) {
@@ -231,22 +193,18 @@ public final class Scorer {
         return s;
     }
 
-    private static double norm(double[] a, int from, int n) {
-        return Math.sqrt(dot(a, from, a, from, n));
-    }
-
-    /** Each row divided by max(its L2 norm, 1e-12), in place. */
-    static void unitRows(double[] a, int rows, int cols) {
+    /** Each row over max(its norm, unit_min_norm) and over {@code temperature}, in place. */
+    private static double[] unitRows(double[] a, int rows, int cols, double temperature) {
         for (int r = 0; r < rows; r++) {
-            double n = Math.max(norm(a, r * cols, cols), TINY);
+            double n = Math.max(Math.sqrt(dot(a, r * cols, a, r * cols, cols)), TINY);
             for (int i = 0; i < cols; i++) {
-                a[r * cols + i] /= n;
+                a[r * cols + i] = a[r * cols + i] / n / temperature;
             }
         }
+        return a;
     }
 
-    /** exp(z - max z), normalized to sum 1. */
-    static double[] softmax(double[] z) {
+    private static double[] softmax(double[] z) {
         double max = Double.NEGATIVE_INFINITY;
         for (double v : z) {
             max = Math.max(max, v);
@@ -263,7 +221,7 @@ public final class Scorer {
         return e;
     }
 
-    private static double[] toDoubles(float[] a) {
+    private static double[] doubles(float[] a) {
         double[] out = new double[a.length];
         for (int i = 0; i < a.length; i++) {
             out[i] = a[i];

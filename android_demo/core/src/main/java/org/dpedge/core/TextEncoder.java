@@ -1,21 +1,28 @@
 package org.dpedge.core;
 
 /**
- * The sentence encoder: token ids of one text in, its embedding out.
+ * The sentence encoder: token ids of one text in, its embedding out (the one native part, ONNX
+ * Runtime or LiteRT, kept behind this seam so that the rest is plain Java).
  *
- * <p>Why an interface: the encoder is the one native part (ONNX Runtime Android or LiteRT,
- * loaded from {@link Bundle.Encoder#model()}), and keeping it behind this seam leaves the
- * rest of the library plain Java that runs and is tested on any JVM.
+ * <p>Contract (docs/bundle-format.md section 6): one text per call, no padding; the ids include
+ * [CLS] and [SEP]; ONNX gets the bundle's {@code inputs} ({@code input_ids} int64 [1, n], an
+ * all-ones {@code attention_mask}, all-zeros {@code token_type_ids}), TFLite int32
+ * {@code input_ids} [1, n] in signature {@code serving_default}. The result has
+ * {@code encoder.dim} finite values.
  *
- * <p>Contract (bundle format section 6): one text per call, no padding; the ids include
- * [CLS] and [SEP]; ONNX gets {@code input_ids} (int64 {@code [1, n]}), {@code attention_mask} all
- * ones and {@code token_type_ids} all zeros as the bundle's {@code inputs} list; a TFLite model
- * gets only int32 {@code input_ids} resized to {@code [1, n]} in signature
- * {@code serving_default}. The result has {@link Bundle.Encoder#dim()} values (L2-normalised
- * inside the graph). One text per call matters: int8 kernels give a text slightly different
- * results inside a batch, and the exporter embedded every record alone.
+ * <p>{@link Classifier} runs each call on a worker thread under the contract's time budget
+ * (schema.json "encoder": load_run_seconds for the check text, query_run_seconds per query);
+ * when it passes, it calls {@link #cancel()} from its own thread and refuses the text.
  */
 public interface TextEncoder {
     /** The embedding of one tokenized text; any engine failure may be thrown as is. */
     float[] embed(int[] tokenIds) throws Exception;
+
+    /**
+     * Stops the run in progress, if the engine can (ONNX Runtime: {@code RunOptions.setTerminate});
+     * called from another thread than {@link #embed}'s. The default does nothing: the run goes
+     * on, abandoned, on its worker thread.
+     */
+    default void cancel() {
+    }
 }
