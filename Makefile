@@ -1,5 +1,6 @@
 # The commands a user needs (see README.md):
 #   make quickstart     .venv with the exporter and runtime, the encoder, the demo bundle, seven answers
+#   make check          before every commit: the three readers against the contract's corpus (no torch)
 #   make test           the whole test suite (adds TensorFlow, Ray and the test tools to .venv)
 #   make test-runtime   the runtime's tier, `pytest -m "not slow"`, in a bare runtime install (.venv-runtime)
 PYTHON ?= python3
@@ -8,7 +9,7 @@ PY     := $(VENV)/bin/python
 RUNTIME_VENV := .venv-runtime
 export HF_HUB_OFFLINE := 1
 
-.PHONY: quickstart test test-runtime test-web setup bundle encoder clean
+.PHONY: quickstart check test test-runtime test-web setup bundle encoder clean
 
 setup: $(VENV)/.export
 
@@ -60,13 +61,24 @@ $(RUNTIME_VENV)/.installed: pyproject.toml
 test-runtime: encoder $(RUNTIME_VENV)/.installed
 	$(RUNTIME_VENV)/bin/python -m pytest -q -m "not slow"
 
+# The check tier: no torch, no exported encoder. The Python reader (the bare runtime install),
+# the Java core and the web runtime against the committed corpus (format/1/corpus) and the
+# generated spec; a reader whose toolchain is missing is skipped, saying what to install.
+check: $(RUNTIME_VENV)/.installed
+	$(RUNTIME_VENV)/bin/python -m pytest -q -m check -p no:cacheprovider
+	@if command -v javac >/dev/null && [ -f /usr/share/java/junit4.jar ]; \
+	then bash android_demo/core/run-tests.sh format/1/corpus; \
+	else echo "check: Java core skipped (apt-get install default-jdk-headless junit4)"; fi
+	@if [ -d web/node_modules ]; then cd web && npm run -s test:conformance; \
+	else echo "check: web runtime skipped (cd web && ONNXRUNTIME_NODE_INSTALL=skip npm ci)"; fi
+
 clean:
 	rm -rf models/encoders models/*.dpedge .cache .pytest_cache
 
-# The web runtime (web/): its packages from the committed lock file, the fixtures the Python side
-# makes for it (real bundles, golden vectors, the CLI's quick-start answers), then vitest in Node
-# and in headless Chromium (Debian's chromium package).
-WEB_FIXTURES := $(CURDIR)/build/web-fixtures
+# The web runtime (web/): its packages from the committed lock file, a conformance corpus of the
+# real encoder (format/1/corpus is the committed one, of tiny encoders), then vitest in Node and in
+# headless Chromium (Debian's chromium package).
+REAL_CORPUS := $(CURDIR)/build/real-corpus
 test-web: $(VENV)/.test
-	$(PY) web/scripts/fixtures.py --out $(WEB_FIXTURES)
-	cd web && npm ci --no-audit --no-fund && DPEDGE_WEB_FIXTURES=$(WEB_FIXTURES) DPEDGE_PYTHON=$(CURDIR)/$(PY) npm test
+	$(PY) format/tools/make_corpus.py --real --out $(REAL_CORPUS)
+	cd web && npm ci --no-audit --no-fund && DPEDGE_REAL_CORPUS=$(REAL_CORPUS) npm test

@@ -9,7 +9,8 @@
  * - first answer: the first text after load;
  * - per text: the median of classifying the texts one at a time (after the first);
  *
- * for Python (`runtime.Classifier`, onnxruntime on the CPU), Node (onnxruntime-node) and headless
+ * for Python (`runtime.Classifier`, onnxruntime on the CPU), Node (onnxruntime-node in its budgeted
+ * child process, and in this process without budgets) and headless
  * Chromium (onnxruntime-web, WebAssembly, one thread and all threads), and what a page downloads:
  * the bundle (raw, gzip and brotli, as a server may send it) and the runtime's own files.
  *
@@ -57,12 +58,12 @@ texts = json.load(sys.stdin)
 t0 = time.perf_counter()
 clf = Classifier.load(sys.argv[1])
 t1 = time.perf_counter()
-labels = [clf.predict(texts[:1])[0].label]
+labels = [clf.classify(texts[:1])[0].label]
 t2 = time.perf_counter()
 per = []
 for t in texts[1:]:
     s = time.perf_counter()
-    labels.append(clf.predict([t])[0].label)
+    labels.append(clf.classify([t])[0].label)
     per.append((time.perf_counter() - s) * 1000)
 import onnxruntime
 print(json.dumps({"engine": f"onnxruntime {onnxruntime.__version__} (Python)", "load": (t1 - t0) * 1000, "first": (t2 - t1) * 1000,
@@ -74,9 +75,10 @@ print(json.dumps({"engine": f"onnxruntime {onnxruntime.__version__} (Python)", "
   return JSON.parse(r.stdout.trim().split("\n").pop());
 }
 
-async function measureNode() {
-  const { Classifier } = await import("../dist/index.js");
-  return measure(Classifier, undefined, bytes, texts);
+/** Node's default engine (onnxruntime-node in a child process, under the budgets), or the same session in this process. */
+async function measureNode(inProcess) {
+  const { Classifier, nodeEngine } = await import("../dist/index.js");
+  return measure(Classifier, nodeEngine({ inProcess }), bytes, texts);
 }
 
 /** One fresh page per thread count: onnxruntime-web fixes its threads when its first model loads. */
@@ -99,7 +101,8 @@ async function measureBrowser(browser, origin, threads) {
 const rows = [];
 const py = measurePython();
 rows.push(["Python", py]);
-rows.push(["Node", await measureNode()]);
+rows.push(["Node", await measureNode(false)]);
+rows.push(["Node, in process (no budgets)", await measureNode(true)]);
 if (HAVE_CHROMIUM) {
   const server = await startServer({ "/": join(WEB, "demo"), "/bench-bundle/": dirname(bundlePath),
     "/test-page/": join(WEB, "test", "page"), "/bench/": join(WEB, "bench") });

@@ -24,6 +24,11 @@ function fail(message) {
   document.body.dataset.state = "refused";
 }
 
+/** An error's message (escaped by the runtime) and its code. */
+function said(e) {
+  return e instanceof Error ? `${e.message}${e.code ? ` (${e.code})` : ""}` : String(e);
+}
+
 function element(tag, className, text) {
   const e = document.createElement(tag);
   if (className) e.className = className;
@@ -70,7 +75,7 @@ async function open(bytes, name) {
   try {
     classifier = await Classifier.load(bytes, threads === undefined ? {} : { engine: webEngine({ threads }) });
   } catch (e) {
-    fail(e instanceof Error ? e.message : String(e));
+    fail(said(e));
     return;
   }
   const info = classifier.info();
@@ -102,7 +107,7 @@ async function classify() {
         li.append(row);
       }
     } catch (e) {
-      li.append(element("div", "error", e instanceof Error ? e.message : String(e)));
+      li.append(element("div", "error", said(e)));
     }
     out.append(li);
   }

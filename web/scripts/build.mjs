@@ -1,7 +1,9 @@
 /**
  * Builds what the package ships and the demo page runs:
  *
- * - dist/: the TypeScript compiled to ES modules with type declarations (tsc);
+ * - dist/: index.js (Node) and browser.js, each one ES module with format/1's schema.json and
+ *   unicode.json inside (esbuild; the engines' packages stay imports), and the type
+ *   declarations (tsc, which also type-checks);
  * - demo/vendor/: dpedge.js (src/browser.ts and its dependencies in one ES module) and
  *   onnxruntime-web's WebAssembly module and loader, served from the page's own origin (the
  *   page fetches nothing from anywhere else).
@@ -19,7 +21,11 @@ const VENDOR = join(WEB, "demo", "vendor");
 
 if (!process.argv.includes("--no-tsc")) {
   rmSync(join(WEB, "dist"), { recursive: true, force: true });
-  execFileSync(join(WEB, "node_modules", ".bin", "tsc"), ["-p", WEB], { stdio: "inherit" });
+  execFileSync(join(WEB, "node_modules", ".bin", "tsc"), ["-p", WEB, "--emitDeclarationOnly"], { stdio: "inherit" });
+  for (const [entry, platform] of [["index", "node"], ["browser", "browser"]]) {
+    await build({ entryPoints: [join(WEB, "src", `${entry}.ts`)], bundle: true, format: "esm", platform, target: "es2022",
+      packages: "external", sourcemap: true, outfile: join(WEB, "dist", `${entry}.js`), logLevel: "warning" });
+  }
 }
 rmSync(VENDOR, { recursive: true, force: true });
 mkdirSync(VENDOR, { recursive: true });

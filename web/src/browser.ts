@@ -11,6 +11,7 @@
  * Threads: onnxruntime-web runs its kernels on several threads only in a cross-origin isolated
  * page (served with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
  * require-corp); elsewhere it uses one. The thread count is fixed when the first model loads.
+ * Nothing bounds the engine's time or memory in a page (docs/web.md, "Engine budgets").
  */
 import * as ort from "onnxruntime-web/wasm";
 import { Classifier as Base } from "./classifier.js";
@@ -37,9 +38,7 @@ export function webEngine(options: WebEngineOptions = {}): EngineFactory {
       ort.env.logLevel = "error";
       configured = `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? "" : "s"}`;
     }
-    return new OnnxRuntimeEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, {
-      executionProviders: ["wasm"],
-    });
+    return new OnnxRuntimeEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, { executionProviders: ["wasm"] });
   };
 }
 

@@ -1,45 +1,36 @@
 /**
- * The runtime's facade (runtime/classifier.py): load a bundle once, then classify texts on the
- * device. Everything it does reads only the released bundle, so it is post-processing: any
- * number of queries costs no further privacy budget, and no text leaves the process.
+ * The runtime's facade: load a bundle once, then classify texts on the device. Everything it
+ * does reads only the released bundle, so it is post-processing: any number of queries costs
+ * no further privacy budget, and no text leaves the process.
  *
  *     const clf = await Classifier.load(bytes);                 // Node: onnxruntime-node
  *     const [p] = await clf.classify(["wake me up at six"], { topK: 2 });
  *     p.label, p.top;                                           // "alarm_timer", [{label, score}, ...]
  *
- * Loading reads and validates the bundle (readBundle), refuses a TFLite encoder (no JavaScript
- * engine runs it: docs/web.md), builds the tokenizer, loads the model into the engine and
- * embeds the bundle's check text: an engine whose embedding is not the exporter's (cosine
- * below 0.98) is refused, since its answers would be wrong.
+ * Loading reads and validates the bundle, refuses an encoder format the engine does not run
+ * (engine.unavailable: no JavaScript engine runs TFLite), loads the model into the engine and
+ * embeds the bundle's check text: an engine whose embedding is not the exporter's (cosine below
+ * 0.98) is refused (engine.check), since its answers would be wrong.
  */
-import type { Engine, EngineFactory } from "./engine.js";
-import { BundleError, InputError } from "./errors.js";
+import { SCHEMA } from "./contract.js";
 import { bundleInfo, privacySummary } from "./describe.js";
-import { CHECK_MIN_COSINE } from "./generated/schema.js";
+import { BudgetExceeded, WrongIO, oneLine, type Engine, type EngineFactory } from "./engine.js";
+import { BundleError, DpedgeError, InputError } from "./errors.js";
 import { readBundle, type Bundle } from "./reader.js";
 import { argmax, Scorer } from "./scoring.js";
-import { pyStrip, pyLen, uPlus } from "./text.js";
+import { escape, uPlus } from "./text.js";
 import { TextTokenizer } from "./tokenizer.js";
-import { checkTokenizerJson } from "./tokenizer_family.js";
-
-/** Texts longer than this (in characters) are refused rather than tokenized (runtime/classifier.py). */
-export const MAX_TEXT_CHARS = 1_000_000;
-
-/** Why TFLite bundles are refused, in one line (docs/web.md has the measurement). */
-export const TFLITE_REFUSED =
-  "this bundle's encoder is TFLite, which the JavaScript runtime does not run: LiteRT.js (@litertjs/core 2.5.3) " +
-  "compiles it, but its input_ids are [1, -1] (any length) and LiteRT.js runs no concrete shape of them (nor " +
-  "loads at all in Node); build the bundle with the ONNX encoder, the exporter's default";
+import { cpLength, loneSurrogate } from "./unicode.js";
 
 export interface LabelScore {
   readonly label: string;
   readonly score: number;
 }
 
-/** A label and the score of every label, higher is better (docs/bundle-format.md section 7). */
+/** A label and the score of every label, higher is better. */
 export interface Prediction {
   readonly label: string;
-  /** Every label's score, in the bundle's label order. */
+  /** Every label's score, in the bundle's label order (a distribution: they sum to 1). */
   readonly scores: readonly LabelScore[];
   /** The topK best labels, best first (ties keep label order). */
   readonly top: readonly LabelScore[];
@@ -48,32 +39,36 @@ export interface Prediction {
 export interface LoadOptions {
   /** Makes the engine (the entry point's default: onnxruntime-node in Node, onnxruntime-web in a browser). */
   readonly engine?: EngineFactory;
+  /**
+   * Stretches every time budget for a slow device, 1 to 1000 (default: $DPEDGE_TIME_SCALE where
+   * there is a process environment, else 1). The user's choice: a bundle never changes its budgets.
+   */
+  readonly timeScale?: number;
 }
 
-/** Returns the text if it can be classified, else throws InputError saying why. */
+/** Returns the text if it may be tokenized, else throws InputError (query.type, query.too_long, query.unicode). */
 export function checkText(text: unknown): string {
-  if (typeof text !== "string") throw new InputError(`text must be a string, got ${text === null ? "null" : typeof text}`);
-  if (!pyStrip(text)) throw new InputError("empty text: there is nothing to classify");
-  const n = pyLen(text);
-  if (n > MAX_TEXT_CHARS) throw new InputError(`text has ${n} characters, over the limit of ${MAX_TEXT_CHARS}`);
-  const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.exec(text);
-  if (lone) {
-    throw new InputError(`not valid Unicode (lone surrogate ${uPlus(lone[0].charCodeAt(0))} at character ` +
-      `${pyLen(text.slice(0, lone.index))})`);
-  }
+  if (typeof text !== "string") throw new InputError("query.type", "", `a query must be a string, not ${text === null ? "null" : typeof text}`);
+  const n = cpLength(text);
+  if (n > SCHEMA.query.max_chars) throw new InputError("query.too_long", "", `the query has ${n} code points, more than ${SCHEMA.query.max_chars}`);
+  const at = loneSurrogate(text);
+  if (at >= 0) throw new InputError("query.unicode", "", `the query is not valid Unicode: a lone surrogate ${uPlus(text.charCodeAt(at))}`);
   return text;
 }
 
-function cosine(a: Float32Array, b: Float32Array): number {
-  let ab = 0;
-  let aa = 0;
-  let bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    ab += a[i]! * b[i]!;
-    aa += a[i]! * a[i]!;
-    bb += b[i]! * b[i]!;
+function timeScale(given: number | undefined): number {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.["DPEDGE_TIME_SCALE"];
+  const x = given ?? Number(env || 1);
+  return x >= 1 && x <= 1000 ? x : 1;
+}
+
+/** The engine's answer as D finite floats, else InputError query.embedding. */
+function checked(emb: unknown, dim: number): Float32Array {
+  if (!(emb instanceof Float32Array) || emb.length !== dim) {
+    throw new InputError("query.embedding", "", `the engine returned ${emb instanceof Float32Array ? emb.length : "no"} floats, not ${dim}`);
   }
-  return ab / (Math.sqrt(aa) * Math.sqrt(bb) + 1e-12);
+  if (!emb.every(Number.isFinite)) throw new InputError("query.embedding", "", "the engine returned a value that is not finite");
+  return emb;
 }
 
 export class Classifier {
@@ -81,18 +76,15 @@ export class Classifier {
   /** Cosine between this engine's and the exporter's embedding of the check text. */
   checkCosine = 0;
 
-  protected constructor(readonly bundle: Bundle, private readonly tokenizer: TextTokenizer,
-                      private readonly engine: Engine, readonly scorer: Scorer, private readonly fileBytes: number) {
+  protected constructor(readonly bundle: Bundle, readonly tokenizer: TextTokenizer, private readonly engine: Engine,
+                        readonly scorer: Scorer, private readonly seconds: { load: number; query: number },
+                        private readonly fileBytes: number) {
     this.labels = bundle.labels;
   }
 
-  /**
-   * Read, validate and prepare a bundle; throws BundleError (one line) if it is unusable. The
-   * bytes are copied: the caller may reuse its buffer.
-   */
+  /** Read, validate and prepare a bundle (BundleError if it cannot be used). The bytes are copied. */
   static async load(bytes: Uint8Array | ArrayBuffer, options: LoadOptions = {}): Promise<Classifier> {
-    const bundle = await readBundle(bytes);
-    return this.fromBundle(bundle, options, bytes.byteLength);
+    return this.fromBundle(await readBundle(bytes), options, bytes.byteLength);
   }
 
   /** The engine when none is given: each entry point's subclass names its own. */
@@ -102,21 +94,34 @@ export class Classifier {
 
   /** Prepare an already read bundle. */
   static async fromBundle(bundle: Bundle, options: LoadOptions = {}, fileBytes = 0): Promise<Classifier> {
-    const engineFactory = options.engine ?? this.defaultEngine();
-    if (engineFactory === undefined) {
-      throw new BundleError("no engine given: import Classifier from \"dpedge\" (Node) or \"dpedge/browser\", or pass { engine }");
-    }
     const e = bundle.encoder;
-    if (e.format === "tflite") throw new BundleError(TFLITE_REFUSED);
-    const tokenizer = new TextTokenizer(e.tokenizerJson, checkTokenizerJson(e.tokenizerJson), e.maxLength, e.textPrefix);
-    const engine = await engineFactory();
-    await engine.load(e.model, e.weights, { format: e.format, inputs: e.inputs, output: e.output, dim: e.dim });
-    const clf = new Classifier(bundle, tokenizer, engine, new Scorer(bundle), fileBytes);
+    const factory = options.engine ?? this.defaultEngine();
+    if (factory === undefined) {
+      throw new BundleError("engine.unavailable", "encoder.format", 'no engine given: import Classifier from "dpedge" (Node) or "dpedge/browser", or pass { engine }');
+    }
+    const engine = await factory();
+    if (!engine.formats.includes(e.format)) {
+      await engine.release();
+      throw new BundleError("engine.unavailable", "encoder.format", `${engine.name} does not run ${e.format} encoders` +
+        (e.format === "tflite" ? " (no JavaScript engine does: build the bundle with the ONNX encoder, the exporter's default)" : ""));
+    }
+    const scale = timeScale(options.timeScale);
+    const seconds = { load: SCHEMA.encoder.load_run_seconds * scale, query: SCHEMA.encoder.query_run_seconds * scale };
+    const clf = new Classifier(bundle, new TextTokenizer(e.tokenizer, e.maxLength, e.textPrefix), engine, new Scorer(bundle),
+      seconds, fileBytes);
     try {
+      try {
+        await engine.load(e.model, e.weights, { inputs: e.inputs, output: e.output, dim: e.dim }, seconds.load);
+      } catch (err) {
+        if (err instanceof WrongIO) throw new BundleError("engine.io", err.path, err.message);
+        throw err;
+      }
       clf.checkCosine = await clf.verify();
     } catch (err) {
       await engine.release();
-      throw err;
+      if (err instanceof DpedgeError) throw err;
+      throw new BundleError(err instanceof BudgetExceeded ? "engine.budget" : "engine.load", "encoder.model",
+        `the encoder cannot be loaded by ${engine.name}: ${oneLine(err)}`);
     }
     return clf;
   }
@@ -126,25 +131,26 @@ export class Classifier {
     return this.engine.name;
   }
 
-  /** Embed the check text and compare with the exporter's embedding (runtime/encoder.py verify). */
+  /** Embed the check text and compare with the exporter's embedding: returns the cosine. */
   private async verify(): Promise<number> {
-    let ids: number[];
-    try {
-      ids = this.tokenizer.encode(this.bundle.encoder.checkText);
-    } catch (err) {
-      throw new BundleError(`the bundle's tokenizer fails at load: ${(err as Error).message}`);
-    }
+    const ref = this.bundle.encoder.checkEmbedding;
     let emb: Float32Array;
     try {
-      emb = await this.embedIds(ids);
+      emb = checked(await this.engine.embed(this.tokenizer.encode(this.bundle.encoder.checkText), this.seconds.load), ref.length);
     } catch (err) {
-      throw new BundleError(`the bundle's encoder fails at load on the ${this.engine.name} engine: ${(err as Error).message}`);
+      if (err instanceof InputError) throw new BundleError("engine.check", "encoder.check_embedding", err.message);
+      throw err;
     }
-    const cos = cosine(emb, this.bundle.encoder.checkEmbedding);
-    if (!(cos >= CHECK_MIN_COSINE)) {
-      throw new BundleError(`the ${this.engine.name} engine computes a different embedding than the exporter did for the ` +
-        `bundle's check text (cosine ${cos.toFixed(3)} < ${CHECK_MIN_COSINE}): this engine cannot run the encoder ` +
-        "correctly, so its answers would be wrong.");
+    let [ab, aa, bb] = [0, 0, 0];
+    emb.forEach((x, i) => {
+      ab += x * ref[i]!;
+      aa += x * x;
+      bb += ref[i]! * ref[i]!;
+    });
+    const cos = ab / (Math.sqrt(aa) * Math.sqrt(bb) + 1e-12);
+    if (!(cos >= SCHEMA.encoder.check_min_cosine)) {
+      throw new BundleError("engine.check", "encoder.check_embedding", `${this.engine.name} embeds the check text at cosine ` +
+        `${cos.toFixed(3)} to the exporter's, below ${SCHEMA.encoder.check_min_cosine}: its answers would be wrong`);
     }
     return cos;
   }
@@ -154,31 +160,31 @@ export class Classifier {
     return this.tokenizer.encode(checkText(text));
   }
 
-  private async embedIds(ids: readonly number[]): Promise<Float32Array> {
-    const emb = await this.engine.embed(ids);
-    if (!(emb instanceof Float32Array) || emb.length !== this.bundle.encoder.dim) {
-      throw new InputError(`the encoder returned ${emb?.length} values, expected ${this.bundle.encoder.dim}`);
-    }
-    for (const v of emb) if (!Number.isFinite(v)) throw new InputError("the encoder returned a non-finite embedding (NaN or infinity)");
-    return emb;
-  }
-
-  /** Unit-vector embeddings, one engine run per text; throws InputError naming a bad text. */
+  /** Unit-vector embeddings, one engine run per text; throws InputError (its code) naming a bad text. */
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    const within = (err: unknown, i: number): unknown => err instanceof InputError && texts.length > 1
+      ? new InputError(err.code, err.path, `text ${i}: ${err.message}`) : err;
     texts.forEach((t, i) => {
       try {
-        checkText(t);
+        if (!this.tokenizer.hasToken(checkText(t))) {
+          throw new InputError("query.empty", "", "nothing to classify: the text is empty, or only white space, controls or invisible characters");
+        }
       } catch (err) {
-        throw new InputError(`text ${i}: ${(err as Error).message}`);
+        throw within(err, i);
       }
     });
     const out: Float32Array[] = [];
-    for (const t of texts) {
+    for (const [i, t] of texts.entries()) {
+      let emb: Float32Array;
       try {
-        out.push(await this.embedIds(this.tokenizer.encode(t)));
+        emb = await this.engine.embed(this.tokenizer.encode(t), this.seconds.query);
       } catch (err) {
-        if (err instanceof InputError) throw err;
-        throw new InputError(`the encoder failed on this text: ${(err as Error).message}`);
+        throw within(new InputError("query.engine", "", `the engine failed on this text: ${oneLine(err)}`), i);
+      }
+      try {
+        out.push(checked(emb, this.bundle.encoder.dim));
+      } catch (err) {
+        throw within(err, i);
       }
     }
     return out;
@@ -194,21 +200,21 @@ export class Classifier {
 
   /** Label and per-label scores for each text (argmax; ties go to the earlier label). */
   async classify(texts: readonly string[], options: { topK?: number } = {}): Promise<Prediction[]> {
-    const embeddings = await this.embed(texts);
-    return embeddings.map((e) => this.score(e, options.topK ?? 1));
+    return (await this.embed(texts)).map((e) => this.score(e, options.topK ?? 1));
   }
 
-  /** What the bundle is: labels, privacy facts, hashing, encoder, sizes; the engine and the check's cosine. */
+  /** What the bundle is (labels, privacy facts, encoder, sizes; every string escaped), the engine, its budgets and the check's cosine. */
   info(): Record<string, unknown> {
     return {
       ...bundleInfo(this.bundle, this.fileBytes || undefined),
       privacy_summary: privacySummary(this.bundle),
-      engine: this.engine.name,
+      engine: escape(this.engine.name),
+      engine_bounds: this.engine.bounded,
       check_cosine: this.checkCosine,
     };
   }
 
-  /** Free the engine's session. */
+  /** Free the engine (its session, and its process in Node). */
   async close(): Promise<void> {
     await this.engine.release();
   }

@@ -1,10 +1,13 @@
 /** What both entry points export besides their Classifier. */
-export { checkText, MAX_TEXT_CHARS, TFLITE_REFUSED, type LabelScore, type LoadOptions, type Prediction } from "./classifier.js";
-export type { Engine, EngineFactory, EngineIO } from "./engine.js";
+export { checkText, type LabelScore, type LoadOptions, type Prediction } from "./classifier.js";
+export { readContainer, Bin, type Value, type ValueMap } from "./container.js";
+export { SCHEMA, UNICODE } from "./contract.js";
+export { BudgetExceeded, WrongIO, type Engine, type EngineFactory, type EngineIO } from "./engine.js";
 export { OnnxRuntimeEngine, type OrtModule } from "./engines/onnxruntime.js";
 export { BundleError, DpedgeError, InputError } from "./errors.js";
 export { bundleInfo, privacySummary } from "./describe.js";
-export { readBundle, type Bundle, type EncoderSpec, type ReleaseFacts } from "./reader.js";
-export { NEAR_ZERO, Scorer } from "./scoring.js";
-export { escape, fold, unprintable } from "./text.js";
+export { readBundle, type Bundle, type EncoderFormat, type EncoderSpec, type ReleaseFacts } from "./reader.js";
+export { Scorer } from "./scoring.js";
+export { escape, escapeJson, fold, labelKey, showsSomething, unassigned, unprintable } from "./text.js";
 export { TextTokenizer } from "./tokenizer.js";
+export { checkTokenizerJson } from "./tokenizer_family.js";

@@ -1,22 +1,26 @@
 /**
- * The runtime's error types, as in runtime/errors.py: an app tells "this bundle is bad" from
- * "this text is bad" from a bug.
+ * The runtime's errors: every refusal is a code (one of schema.json "errors", the same in
+ * every reader), a path (the field it concerns; "" for the container and for queries) and a
+ * message in this runtime's own words. The message may quote text from a bundle, an engine or
+ * a query, so it is escaped here, once: printing an error never prints a raw control character.
  */
+import { escape } from "./text.js";
 
 /** Base class of every error the runtime raises on purpose. */
 export class DpedgeError extends Error {
   override name = "DpedgeError"; // spelt out: a minifier renames classes
+
+  constructor(readonly code: string, readonly path: string, message: string) {
+    super(escape(message));
+  }
 }
 
-/**
- * The bundle cannot be used: not a bundle, truncated, corrupted, wrong version, inconsistent,
- * or its encoder cannot run here. Every malformed input ends in one of these, one line long.
- */
+/** The bundle cannot be used: not a bundle, corrupted, outside the format, or its encoder cannot run here. */
 export class BundleError extends DpedgeError {
   override name = "BundleError";
 }
 
-/** A query text cannot be classified (not a string, empty, too long, not valid UTF-16). */
+/** A query cannot be classified (not a string, too long, not valid Unicode, no token), or the engine failed on it. */
 export class InputError extends DpedgeError {
   override name = "InputError";
 }

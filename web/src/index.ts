@@ -1,27 +1,48 @@
 /**
  * dpedge for Node: read a bundle, classify texts with onnxruntime-node (the same CPU kernels as
- * the Python runtime). The browser entry point is "dpedge/browser" (src/browser.ts).
+ * the Python runtime), run in a child process under the contract's time and memory budgets.
+ * The browser entry point is "dpedge/browser" (src/browser.ts).
  *
  *     import { readFile } from "node:fs/promises";
  *     import { Classifier } from "dpedge";
  *     const clf = await Classifier.load(await readFile("models/quickstart.dpedge"));
  *     console.log((await clf.classify(["wake me up at six"]))[0].label);
+ *     await clf.close();
  */
-import * as ort from "onnxruntime-node";
+import { createRequire } from "node:module";
 import { Classifier as Base } from "./classifier.js";
+import { SCHEMA } from "./contract.js";
 import type { EngineFactory } from "./engine.js";
 import { OnnxRuntimeEngine } from "./engines/onnxruntime.js";
+import { NodeProcessEngine } from "./engines/node_process.js";
+import { BundleError } from "./errors.js";
 
-/** Version of the onnxruntime-node binding (its package.json is not importable as a module everywhere). */
-const ORT_VERSION: string = (ort.env as { versions?: { node?: string; common?: string } }).versions?.node ??
-  ort.env.versions?.common ?? "?";
+export interface NodeEngineOptions {
+  /** onnxruntime's threads per text (default: onnxruntime's, all cores). */
+  readonly threads?: number;
+  /** Run the session in this process: faster to start, but nothing bounds its time or memory (default: false). */
+  readonly inProcess?: boolean;
+  /** How much one run may grow the engine process's resident memory (default: schema.json's arena_bytes, 128 MiB). */
+  readonly memoryBytes?: number;
+}
 
-/** onnxruntime-node on the CPU; `threads` per text (default: onnxruntime's, all cores). */
-export function nodeEngine(options: { threads?: number } = {}): EngineFactory {
-  return () => new OnnxRuntimeEngine(ort, `onnxruntime-node ${ORT_VERSION}`, {
-    executionProviders: ["cpu"],
-    ...(options.threads === undefined ? {} : { intraOpNumThreads: options.threads }),
-  });
+/** onnxruntime-node on the CPU, by default in a child process under the time and memory budgets. */
+export function nodeEngine(options: NodeEngineOptions = {}): EngineFactory {
+  return async () => {
+    const session = options.threads === undefined ? {} : { intraOpNumThreads: options.threads };
+    let modulePath: string;
+    try {
+      modulePath = createRequire(import.meta.url).resolve("onnxruntime-node");
+    } catch {
+      throw new BundleError("engine.unavailable", "encoder.format", "onnxruntime-node is not installed: npm install onnxruntime-node@1.30.0");
+    }
+    if (options.inProcess) {
+      const ort = await import("onnxruntime-node");
+      return new OnnxRuntimeEngine(ort, `onnxruntime-node ${ort.env.versions.common} (in process)`, { executionProviders: ["cpu"], ...session });
+    }
+    return new NodeProcessEngine({ modulePath, session: { executionProviders: ["cpu"], ...session },
+      memoryBytes: options.memoryBytes ?? SCHEMA.encoder.arena_bytes });
+  };
 }
 
 /** The Classifier with onnxruntime-node as its default engine. */

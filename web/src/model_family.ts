@@ -1,55 +1,35 @@
 /**
- * The model family (runtime/bundle/model_family.py): what an encoder's ONNX or TFLite bytes may
+ * The model family (schema.json "onnx", "tflite"): what an encoder's ONNX or TFLite bytes may
  * contain, checked before any engine sees them. An engine runs whatever graph it is given (an
  * ONNX Loop of 1e12 iterations hangs the load, external data could name any file, a custom
  * operator runs code), so only the exporter's family is accepted: the operators of ONNX_OPS or
  * TFLITE_OPS, no subgraphs, no functions or training graphs, no sparse tensors, and ONNX
  * external data only in initializers and only in the bundle's form (the 256-byte placeholder
  * location, 20-digit offset and length inside encoder.weights). The protobuf and flatbuffer
- * walks bound every length against the bytes present; the messages are the Python reader's.
+ * walks bound every length against the bytes present. Every refusal is model.family at encoder.model.
  */
-import { BundleError } from "./errors.js";
-import { MAX_ONNX_NODES, MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, ONNX_OPS, TFLITE_OPS, WEIGHTS_LOCATION } from "./generated/schema.js";
 import { decodeUtf8 } from "./container.js";
-import { pyBytes, pyRepr, pyStr } from "./pyrepr.js";
+import { SCHEMA } from "./contract.js";
+import { BundleError } from "./errors.js";
 
-const FIELD = "encoder.model";
+const { max_nodes: MAX_ONNX_NODES, number_digits: NUMBER_DIGITS } = SCHEMA.onnx;
+const ONNX_DOMAINS = SCHEMA.onnx.domains;
+const ONNX_OPS = new Set(SCHEMA.onnx.ops.map(([domain, op]) => `${domain}\0${op}`));
+const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.weights_location_bytes, ".");
+const TFLITE_OPS = new Set(Object.values(SCHEMA.tflite.ops));
+const MAX_TFLITE_OPERATORS = SCHEMA.tflite.max_operators;
 
-/** The bytes are not a well-formed model. */
+/** The model is malformed or outside the family (one code, model.family, at encoder.model). */
 class Bad extends Error {}
-/** A well-formed model outside the family. */
-class Refused extends Error {}
 
 type Int = number | bigint;
 
-/** s[:n] in code points, as Python slices a str. */
-function head(s: string, n: number): string {
-  return Array.from(s).slice(0, n).join("");
-}
-
 // --------------------------------------------------------------------------- ONNX (protobuf)
-// Field numbers of onnx.proto (the Python module's tests compare them with the onnx package).
-const MODEL_GRAPH = 7;
-const MODEL_OPSET = 8;
-const MODEL_TRAINING = 20;
-const MODEL_FUNCTIONS = 25;
-const OPSET_DOMAIN = 1;
-const GRAPH_NODE = 1;
-const GRAPH_INITIALIZER = 5;
-const GRAPH_SPARSE = 15;
-const NODE_OP_TYPE = 4;
-const NODE_ATTRIBUTE = 5;
-const NODE_DOMAIN = 7;
-const ATTR_T = 5;
-const ATTR_G = 6;
-const ATTR_TENSORS = 10;
-const ATTR_GRAPHS = 11;
-const ATTR_SPARSE = 22;
-const ATTR_SPARSES = 23;
-const TENSOR_RAW_DATA = 9;
-const TENSOR_EXTERNAL_DATA = 13;
-const TENSOR_DATA_LOCATION = 14;
-const EXTERNAL = 1;
+// Field numbers of onnx.proto.
+const [MODEL_GRAPH, MODEL_OPSET, MODEL_TRAINING, MODEL_FUNCTIONS, OPSET_DOMAIN] = [7, 8, 20, 25, 1];
+const [GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_SPARSE, NODE_OP_TYPE, NODE_ATTRIBUTE, NODE_DOMAIN] = [1, 5, 15, 4, 5, 7];
+const [ATTR_T, ATTR_G, ATTR_TENSORS, ATTR_GRAPHS, ATTR_SPARSE, ATTR_SPARSES] = [5, 6, 10, 11, 22, 23];
+const [TENSOR_RAW_DATA, TENSOR_EXTERNAL_DATA, TENSOR_DATA_LOCATION, EXTERNAL] = [9, 13, 14, 1];
 
 /** A varint and the position after it; exact beyond 2^53 (as bigint), at most 10 bytes. */
 function varint(buf: Uint8Array, pos: number, end: number): [Int, number] {
@@ -144,18 +124,15 @@ function onnxTensor(buf: Uint8Array, start: Int, end: Int, what: string, refs: [
     raw = raw || f === TENSOR_RAW_DATA;
   }
   if (!entries.length && !external) return;
-  if (refs === null) throw new Refused(`${what} keeps its data outside the graph, which only initializers may`);
+  if (refs === null) throw new Bad(`${what} keeps its data outside the graph, which only initializers may`);
   const keys = entries.map((e) => e[0]);
   if (!external || raw || keys.join("\0") !== "location\0offset\0length") {
-    throw new Refused(`${what} has external data ${pyRepr(keys.slice(0, 4))} (data_location ${external ? "EXTERNAL" : "DEFAULT"}); ` +
-      "the family's are exactly location, offset, length");
+    throw new Bad(`${what} has external data that is not exactly location, offset, length (data_location EXTERNAL)`);
   }
   const [[, location], [, offset], [, length]] = entries as [[string, string], [string, string], [string, string]];
   const digits = (x: string): boolean => x.length === NUMBER_DIGITS && /^[0-9]+$/.test(x);
   if (location !== WEIGHTS_LOCATION || !digits(offset) || !digits(length)) {
-    throw new Refused(`${what} names external data ${pyStr(head(location, 40))} at ${pyStr(head(offset, 24))}, ` +
-      `${pyStr(head(length, 24))}: the family's location is the weights placeholder and its offset and length ` +
-      `${NUMBER_DIGITS}-digit numbers`);
+    throw new Bad(`${what} names external data other than the weights placeholder at ${NUMBER_DIGITS}-digit offsets`);
   }
   refs.push([BigInt(offset), BigInt(length)]);
 }
@@ -164,10 +141,10 @@ function onnxGraph(buf: Uint8Array, start: Int, end: Int, counts: number[], refs
   for (const [f, wire, a, b] of fields(buf, start, end)) {
     if (f === GRAPH_NODE || f === GRAPH_INITIALIZER || f === GRAPH_SPARSE) {
       counts[0]! += 1;
-      if (counts[0]! > MAX_ONNX_NODES) throw new Refused(`the graph has more than ${MAX_ONNX_NODES} nodes and initializers`);
+      if (counts[0]! > MAX_ONNX_NODES) throw new Bad(`the graph has more than ${MAX_ONNX_NODES} nodes and initializers`);
       if (wire !== 2) throw new Bad(`graph field ${f} has wire type ${wire}, expected a message`);
     }
-    if (f === GRAPH_SPARSE) throw new Refused("the graph has a sparse initializer (the encoder family has none)");
+    if (f === GRAPH_SPARSE) throw new Bad("the graph has a sparse initializer (the encoder family has none)");
     if (f === GRAPH_INITIALIZER) onnxTensor(buf, a, b, "an initializer", refs);
     else if (f === GRAPH_NODE) onnxNode(buf, a, b);
   }
@@ -176,17 +153,17 @@ function onnxGraph(buf: Uint8Array, start: Int, end: Int, counts: number[], refs
 function onnxNode(buf: Uint8Array, start: Int, end: Int): void {
   const op = string(buf, start, end, NODE_OP_TYPE);
   const domain = string(buf, start, end, NODE_DOMAIN);
-  if (!ONNX_OPS.has(`${domain}:${op}`) && !ONNX_OPS.has(`${domain === "ai.onnx" ? "" : domain}:${op}`)) {
+  if (!ONNX_OPS.has(`${domain}\0${op}`) && !ONNX_OPS.has(`${domain === "ai.onnx" ? "" : domain}\0${op}`)) {
     const shown = domain ? `${domain}.${op}` : op;
-    throw new Refused(`operator ${pyStr(head(shown, 80))} is not one the encoder family uses`);
+    throw new Bad(`operator "${shown.slice(0, 80)}" is not one the encoder family uses`);
   }
   for (const [a, b] of messages(buf, start, end, NODE_ATTRIBUTE)) {
     for (const [f, , x, y] of fields(buf, a, b)) {
       if (f === ATTR_G || f === ATTR_GRAPHS) {
-        throw new Refused(`operator ${pyStr(op)} has a subgraph attribute (control flow is not in the family)`);
+        throw new Bad(`operator "${op}" has a subgraph attribute (control flow is not in the family)`);
       }
-      if (f === ATTR_SPARSE || f === ATTR_SPARSES) throw new Refused(`operator ${pyStr(op)} has a sparse tensor attribute`);
-      if (f === ATTR_T || f === ATTR_TENSORS) onnxTensor(buf, x, y, `an attribute tensor of operator ${pyStr(op)}`, null);
+      if (f === ATTR_SPARSE || f === ATTR_SPARSES) throw new Bad(`operator "${op}" has a sparse tensor attribute`);
+      if (f === ATTR_T || f === ATTR_TENSORS) onnxTensor(buf, x, y, `an attribute tensor of operator "${op}"`, null);
     }
   }
 }
@@ -194,62 +171,40 @@ function onnxNode(buf: Uint8Array, start: Int, end: Int): void {
 /** Refuse ONNX bytes outside the encoder family; `weightsBytes` is the length of encoder.weights. */
 export function checkOnnx(model: Uint8Array, weightsBytes: number): void {
   const refs: [bigint, bigint][] = [];
-  try {
-    let graphs = 0;
-    const counts = [0];
-    for (const [f, wire, a, b] of fields(model, 0, model.length)) {
-      if (f === MODEL_FUNCTIONS) throw new Refused("the model defines its own functions (the encoder family has none)");
-      if (f === MODEL_TRAINING) throw new Refused("the model carries training graphs (the encoder family has none)");
-      if (f === MODEL_OPSET) {
-        if (wire !== 2) throw new Bad(`opset_import has wire type ${wire}`);
-        const domain = string(model, a, b, OPSET_DOMAIN);
-        if (!ONNX_DOMAINS.includes(domain)) {
-          throw new Refused(`operator set domain ${pyStr(head(domain, 80))} is not one the encoder family uses`);
-        }
-      }
-      if (f === MODEL_GRAPH) {
-        if (wire !== 2) throw new Bad(`graph has wire type ${wire}`);
-        graphs += 1;
-        onnxGraph(model, a, b, counts, refs);
+  let graphs = 0;
+  const counts = [0];
+  for (const [f, wire, a, b] of fields(model, 0, model.length)) {
+    if (f === MODEL_FUNCTIONS) throw new Bad("the model defines its own functions (the encoder family has none)");
+    if (f === MODEL_TRAINING) throw new Bad("the model carries training graphs (the encoder family has none)");
+    if (f === MODEL_OPSET) {
+      if (wire !== 2) throw new Bad(`opset_import has wire type ${wire}`);
+      const domain = string(model, a, b, OPSET_DOMAIN);
+      if (!ONNX_DOMAINS.includes(domain)) {
+        throw new Bad(`operator set domain "${domain.slice(0, 80)}" is not one the encoder family uses`);
       }
     }
-    if (graphs !== 1) throw new Bad(`it has ${graphs} graphs, not one`);
-    for (const [offset, length] of refs) {
-      if (offset + length > BigInt(weightsBytes)) {
-        throw new Refused(`an initializer's external data ends at byte ${offset + length}, past the ${weightsBytes} ` +
-          "bytes of encoder.weights");
-      }
+    if (f === MODEL_GRAPH) {
+      if (wire !== 2) throw new Bad(`graph has wire type ${wire}`);
+      graphs += 1;
+      onnxGraph(model, a, b, counts, refs);
     }
-  } catch (e) {
-    if (e instanceof Bad) throw new BundleError(`field '${FIELD}' is not a valid ONNX model: ${e.message}`);
-    if (e instanceof Refused) throw new BundleError(`field '${FIELD}' is outside the ONNX encoder family: ${e.message}`);
-    throw e;
+  }
+  if (graphs !== 1) throw new Bad(`it has ${graphs} graphs, not one`);
+  for (const [offset, length] of refs) {
+    if (offset + length > BigInt(weightsBytes)) {
+      throw new Bad(`an initializer's external data ends at byte ${offset + length}, past the ${weightsBytes} ` +
+        "bytes of encoder.weights");
+    }
   }
 }
 
 // --------------------------------------------------------------------------- TFLite (flatbuffer)
 // Table field indices of tensorflow/lite/schema/schema.fbs.
-const M_OPCODES = 1;
-const M_SUBGRAPHS = 2;
-const M_BUFFERS = 4;
-const M_SIGNATURES = 7;
-const OC_DEPRECATED = 0;
-const OC_CUSTOM = 1;
-const OC_BUILTIN = 3;
-const SG_TENSORS = 0;
-const SG_OPERATORS = 3;
-const OP_OPCODE_INDEX = 0;
-const T_NAME = 3;
-const B_OFFSET = 1;
-const B_SIZE = 2;
-const SIG_INPUTS = 0;
-const SIG_OUTPUTS = 1;
-const SIG_KEY = 2;
-const TM_NAME = 0;
-const MOST_CODES = 1000;
-const MOST_SUBGRAPHS = 16;
-const MOST_SIGNATURES = 16;
-const MOST_SIGNATURE_TENSORS = 64;
+const [M_OPCODES, M_SUBGRAPHS, M_BUFFERS, M_SIGNATURES, OC_DEPRECATED, OC_CUSTOM, OC_BUILTIN] = [1, 2, 4, 7, 0, 1, 3];
+const [SG_TENSORS, SG_OPERATORS, OP_OPCODE_INDEX, T_NAME, B_OFFSET, B_SIZE] = [0, 3, 0, 3, 1, 2];
+const [SIG_INPUTS, SIG_OUTPUTS, SIG_KEY, TM_NAME] = [0, 1, 2, 0];
+const { max_operator_codes: MOST_CODES, max_subgraphs: MOST_SUBGRAPHS, max_signatures: MOST_SIGNATURES,
+  max_signature_tensors: MOST_SIGNATURE_TENSORS } = SCHEMA.tflite;
 
 /** Bounds-checked reads of a flatbuffer: every offset and length is checked against the bytes. */
 class Flat {
@@ -313,7 +268,7 @@ class Flat {
   /** The tables of a vector field, refused past `most` before any is read. */
   tables(table: number, index: number, most: number, what: string): number[] {
     const [first, length] = this.vector(table, index);
-    if (length > most) throw new Refused(`it has ${length} ${what}, more than the family allows (${most})`);
+    if (length > most) throw new Bad(`it has ${length} ${what}, more than the family allows (${most})`);
     const out: number[] = [];
     for (let i = 0; i < length; i++) out.push(this.ref(first + 4 * i));
     return out;
@@ -325,63 +280,62 @@ class Flat {
     const s = this.ref(at);
     const length = this.u("I", s) as number;
     this.read += length;
-    if (this.read > this.n) throw new Refused("its names add up to more bytes than the model has (strings shared many times)");
+    if (this.read > this.n) throw new Bad("its names add up to more bytes than the model has (strings shared many times)");
     if (length > this.n - s - 4) throw new Bad(`string at ${s} declares ${length} bytes, more than there are`);
     return this.b.subarray(s + 4, s + 4 + length);
   }
 }
 
 function utf8Name(raw: Uint8Array | null, what: string): void {
-  if (raw !== null && decodeUtf8(raw) === null) throw new Refused(`${what} ${pyBytes(raw.subarray(0, 40))} is not UTF-8`);
+  if (raw !== null && decodeUtf8(raw) === null) throw new Bad(`${what} is not UTF-8`);
 }
 
 /** Refuse TFLite bytes outside the encoder family. */
 export function checkTflite(model: Uint8Array): void {
   const fb = new Flat(model);
-  try {
-    if (fb.n < 8) throw new Bad(`${fb.n} bytes cannot hold a flatbuffer`);
-    const root = fb.root();
-    const codes: number[] = [];
-    for (const oc of fb.tables(root, M_OPCODES, MOST_CODES, "operator codes")) {
-      if (fb.string(oc, OC_CUSTOM) !== null) {
-        throw new Refused(`it uses a custom operator ${pyBytes(fb.string(oc, OC_CUSTOM)!.subarray(0, 40))}`);
-      }
-      const code = Math.max(fb.scalar(oc, OC_DEPRECATED, "b") as number, fb.scalar(oc, OC_BUILTIN, "i") as number);
-      if (!TFLITE_OPS.has(code)) throw new Refused(`builtin operator code ${code} is not one the encoder family uses`);
-      codes.push(code);
+  if (fb.n < 8) throw new Bad(`${fb.n} bytes cannot hold a flatbuffer`);
+  const root = fb.root();
+  const codes: number[] = [];
+  for (const oc of fb.tables(root, M_OPCODES, MOST_CODES, "operator codes")) {
+    if (fb.string(oc, OC_CUSTOM) !== null) {
+      throw new Bad("it uses a custom operator");
     }
-    const subgraphs = fb.tables(root, M_SUBGRAPHS, MOST_SUBGRAPHS, "subgraphs");
-    if (subgraphs.length !== 1) {
-      throw new Refused(`it has ${subgraphs.length} subgraphs; the encoder family has one (control flow needs more)`);
+    const code = Math.max(fb.scalar(oc, OC_DEPRECATED, "b") as number, fb.scalar(oc, OC_BUILTIN, "i") as number);
+    if (!TFLITE_OPS.has(code)) throw new Bad(`builtin operator code ${code} is not one the encoder family uses`);
+    codes.push(code);
+  }
+  const subgraphs = fb.tables(root, M_SUBGRAPHS, MOST_SUBGRAPHS, "subgraphs");
+  if (subgraphs.length !== 1) {
+    throw new Bad(`it has ${subgraphs.length} subgraphs; the encoder family has one (control flow needs more)`);
+  }
+  const sg = subgraphs[0]!;
+  for (const op of fb.tables(sg, SG_OPERATORS, MAX_TFLITE_OPERATORS, "operators")) {
+    const index = fb.scalar(op, OP_OPCODE_INDEX, "I") as number;
+    if (index >= codes.length) throw new Bad(`an operator names operator code ${index} of ${codes.length}`);
+  }
+  for (const t of fb.tables(sg, SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors")) utf8Name(fb.string(t, T_NAME), "a tensor name");
+  for (const buffer of fb.tables(root, M_BUFFERS, 2 * MAX_TFLITE_OPERATORS + 1, "buffers")) {
+    if (fb.scalar(buffer, B_OFFSET, "Q") !== 0n || fb.scalar(buffer, B_SIZE, "Q") !== 0n) {
+      throw new Bad("a buffer is stored outside the flatbuffer (the encoder family keeps all inside)");
     }
-    const sg = subgraphs[0]!;
-    for (const op of fb.tables(sg, SG_OPERATORS, MAX_TFLITE_OPERATORS, "operators")) {
-      const index = fb.scalar(op, OP_OPCODE_INDEX, "I") as number;
-      if (index >= codes.length) throw new Bad(`an operator names operator code ${index} of ${codes.length}`);
-    }
-    for (const t of fb.tables(sg, SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors")) utf8Name(fb.string(t, T_NAME), "a tensor name");
-    for (const buffer of fb.tables(root, M_BUFFERS, 2 * MAX_TFLITE_OPERATORS + 1, "buffers")) {
-      if (fb.scalar(buffer, B_OFFSET, "Q") !== 0n || fb.scalar(buffer, B_SIZE, "Q") !== 0n) {
-        throw new Refused("a buffer is stored outside the flatbuffer (the encoder family keeps all inside)");
-      }
-    }
-    for (const sig of fb.tables(root, M_SIGNATURES, MOST_SIGNATURES, "signatures")) {
-      utf8Name(fb.string(sig, SIG_KEY), "a signature key");
-      for (const index of [SIG_INPUTS, SIG_OUTPUTS]) {
-        for (const tm of fb.tables(sig, index, MOST_SIGNATURE_TENSORS, "signature tensors")) {
-          utf8Name(fb.string(tm, TM_NAME), "a signature tensor name");
-        }
+  }
+  for (const sig of fb.tables(root, M_SIGNATURES, MOST_SIGNATURES, "signatures")) {
+    utf8Name(fb.string(sig, SIG_KEY), "a signature key");
+    for (const index of [SIG_INPUTS, SIG_OUTPUTS]) {
+      for (const tm of fb.tables(sig, index, MOST_SIGNATURE_TENSORS, "signature tensors")) {
+        utf8Name(fb.string(tm, TM_NAME), "a signature tensor name");
       }
     }
-  } catch (e) {
-    if (e instanceof Bad) throw new BundleError(`field '${FIELD}' is not a valid TFLite model: ${e.message}`);
-    if (e instanceof Refused) throw new BundleError(`field '${FIELD}' is outside the TFLite encoder family: ${e.message}`);
-    throw e;
   }
 }
 
-/** The family check for a bundle's encoder format ("onnx" or "tflite"). */
+/** The family check for a bundle's encoder format ("onnx" or "tflite"): BundleError model.family at encoder.model. */
 export function checkModel(format: string, model: Uint8Array, weightsBytes: number): void {
-  if (format === "onnx") checkOnnx(model, weightsBytes);
-  else checkTflite(model);
+  try {
+    if (format === "onnx") checkOnnx(model, weightsBytes);
+    else checkTflite(model);
+  } catch (e) {
+    if (e instanceof Bad) throw new BundleError("model.family", "encoder.model", `encoder.model is not a ${format} model of the encoder family: ${e.message}`);
+    throw e;
+  }
 }

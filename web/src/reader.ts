@@ -1,27 +1,19 @@
 /**
- * Reading bundles (runtime/bundle/reader.py): `readBundle(bytes)` returns a validated `Bundle`
- * or throws one `BundleError`, with the Python reader's refusals in its order and with its key
- * phrases.
- *
- * The reader interprets the format's table (FIELDS, generated from runtime/bundle/schema.py)
- * rather than checking each field by hand: presence (required, optional, or present exactly
- * when its condition holds), msgpack type (a float field refuses an integer and the reverse),
- * finiteness, bounds, choices, text rules, and for an array record its dtype, its shape
- * against the symbols C, D, k, T, H, its byte count and its finite values; unknown keys are
- * refused in a bundle of a minor version this reader knows. Then the relations (RELATIONS, by
- * hand, as in every reader), then the tokenizer and model families, before any engine sees a
- * byte of the encoder.
+ * Reading bundles: `readBundle(bytes)` returns a validated `Bundle` or throws one BundleError
+ * (code, path, message). It interprets format/1/schema.json in the order the contract makes
+ * normative, so every reader gives a file the same first refusal: the container, the version,
+ * every field of the table in its order (presence; then type, finiteness, bounds, text rules
+ * (length, unprintable, unassigned, blank), choices; an array record's dtype, shape, data and
+ * finite values), unknown keys, requires, the relations in order, the tokenizer family and the
+ * model family.
  */
-import { parse } from "./container.js";
+import { Bin, readContainer, type Value, type ValueMap } from "./container.js";
+import { SCHEMA, UNICODE, type FieldRow } from "./contract.js";
 import { BundleError } from "./errors.js";
-import {
-  CONDITIONS, DIMS, FIELDS, FORMAT_MAJOR, FORMAT_MINOR, FORMAT_NAME, MAX_TEXT_CHARS, PRIVACY_RTOL, STATISTICS,
-  TEXT_LIMITS, type Field,
-} from "./generated/schema.js";
 import { checkModel } from "./model_family.js";
-import { comparePy, kindOf, num, pyFloat, pyG, pyRepr, pyStr, show, type Value, type ValueMap } from "./pyrepr.js";
-import { escape, fold, pyLen, pyStrip, unprintable, uPlus } from "./text.js";
-import { checkTokenizerJson } from "./tokenizer_family.js";
+import { cpLength } from "./unicode.js";
+import { labelKey, showsSomething, unassigned, unprintable, uPlus } from "./text.js";
+import { checkTokenizerJson, type Json } from "./tokenizer_family.js";
 
 /** One release's privacy facts (its noisy values live in the Bundle). */
 export interface ReleaseFacts {
@@ -34,13 +26,17 @@ export interface ReleaseFacts {
   readonly clip_l1?: number;
 }
 
-/** What the bundle says about its encoder: the model bytes and what a reader does around them. */
+export type EncoderFormat = "onnx" | "tflite";
+
+/** What the bundle says about its encoder. */
 export interface EncoderSpec {
-  readonly format: "onnx" | "tflite";
+  readonly format: EncoderFormat;
   readonly model: Uint8Array;
-  /** The ONNX initializers' external data (a view of the bundle's bytes, not a copy). */
+  /** The ONNX initializers' external data (empty for TFLite). */
   readonly weights: Uint8Array;
   readonly tokenizerJson: string;
+  /** The tokenizer.json as the family check parsed it. */
+  readonly tokenizer: Map<string, Json>;
   readonly maxLength: number;
   readonly dim: number;
   readonly textPrefix: string;
@@ -51,7 +47,7 @@ export interface EncoderSpec {
   readonly facts: ValueMap | null;
 }
 
-/** The blend's constants (docs/bundle-format.md section 7). */
+/** The blend's constants. */
 export interface Scoring {
   readonly centroid_temperature: number;
   readonly prior_temperature: number;
@@ -60,15 +56,14 @@ export interface Scoring {
 }
 
 /**
- * A decoded, validated bundle. Arrays are flat, C order, in the shapes of docs/bundle-format.md:
- * classCounts [C], classSums [C, k] (grid units), origin [D], projection [k, D], votes
- * [T, 2^H, C], hyperplanes [T, H, D], offsets [T, H], prior [C, D].
+ * A decoded, validated bundle. Arrays are flat, C order: classCounts [C], classSums [C, k] (grid
+ * units), origin [D], projection [k, D], votes [T, 2^H, C], hyperplanes [T, H, D], offsets
+ * [T, H], prior [C, D]. Maps are as read (integers bigint, floats number, binary values Bin).
  */
 export interface Bundle {
   readonly version: readonly [number, number];
   readonly labels: readonly string[];
   readonly labelDescriptions: readonly string[] | null;
-  /** The privacy map as read (numbers as in the file: integers are bigint). */
   readonly privacy: ValueMap;
   readonly epsilon: number;
   /** K: records one privacy unit may contribute. */
@@ -90,14 +85,31 @@ export interface Bundle {
   readonly requires: readonly string[] | null;
 }
 
-const FIELDS_BY_PATH = new Map(FIELDS.map((f) => [f.path, f]));
-
-function fail(f: Field | string, why: string): BundleError {
-  return new BundleError(`field '${typeof f === "string" ? f : f.path}' ${why}`);
+interface Field extends FieldRow {
+  readonly key: string;
+  readonly parent: string;
 }
 
-/** Whether `doc` holds the dotted `path` (every map on the way included). */
-export function hasPath(doc: ValueMap, path: string): boolean {
+const FIELDS: readonly Field[] = SCHEMA.fields.map((row) => {
+  const dot = row.path.lastIndexOf(".");
+  return { ...row, key: row.path.slice(dot + 1), parent: dot < 0 ? "" : row.path.slice(0, dot) };
+});
+const BY_PATH = new Map(FIELDS.map((f) => [f.path, f]));
+
+type Decoded = Value | Uint8Array | Float32Array | Int32Array | Int16Array;
+type Dims = Record<string, number>;
+
+function fail(code: string, path: string, why: string): BundleError {
+  return new BundleError(code, path, `${path}: ${why}`);
+}
+
+/** A short description of a value's msgpack type, for messages. */
+function kind(v: Value): string {
+  return v === null ? "nil" : v instanceof Bin ? "bin" : v instanceof Map ? "map" : Array.isArray(v) ? "array"
+    : typeof v === "bigint" ? "integer" : typeof v === "number" ? "float" : typeof v === "boolean" ? "boolean" : "string";
+}
+
+function hasPath(doc: ValueMap, path: string): boolean {
   let node: Value | undefined = doc;
   for (const key of path.split(".")) {
     if (!(node instanceof Map) || !node.has(key)) return false;
@@ -106,408 +118,327 @@ export function hasPath(doc: ValueMap, path: string): boolean {
   return true;
 }
 
-const CONDITION: Record<string, (d: ValueMap) => boolean> = {
-  "class statistics": (d) => hasPath(d, "releases.class_sums") || hasPath(d, "releases.class_counts"),
-  votes: (d) => hasPath(d, "releases.votes"),
-  prior: (d) => hasPath(d, "label_descriptions") && hasPath(d, "releases.class_sums"),
-  blend: (d) => hasPath(d, "releases.class_sums"),
-  onnx: (d) => {
-    const e = d.get("encoder");
-    return e instanceof Map && e.get("format") === "onnx";
-  },
-};
-// Every condition of the table has its predicate here (a new one fails at import, as in Python).
-for (const name of Object.keys(CONDITIONS)) if (!(name in CONDITION)) throw new Error(`no predicate for condition ${name}`);
-
-type Dims = Record<string, number>;
+function holds(name: string, doc: ValueMap): boolean {
+  const rule = SCHEMA.conditions[name]!;
+  if ("present_any" in rule) return rule.present_any.some((p) => hasPath(doc, p));
+  if ("present_all" in rule) return rule.present_all.every((p) => hasPath(doc, p));
+  const [path, want] = rule.equals;
+  let node: Value | undefined = doc;
+  for (const key of path.split(".")) node = node instanceof Map ? node.get(key) : undefined;
+  return node === want;
+}
 
 function version(doc: ValueMap): [number, number] {
-  const format = doc.get("format")!;
-  if (format !== FORMAT_NAME) {
-    throw new BundleError(`not a dpedge bundle: field 'format' is ${show(format)}, expected ${pyStr(FORMAT_NAME)}`);
+  if (doc.get("format") !== SCHEMA.format) {
+    throw fail("version.format", "format", `is not "${SCHEMA.format}": not a dpedge bundle`);
   }
-  const v = doc.get("version")!;
+  const v = doc.get("version");
   if (!(Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "bigint" && x >= 0n && x < 2n ** 31n))) {
-    throw new BundleError(`field 'version' must be [major, minor], got ${show(v)}`);
+    throw fail("version.malformed", "version", "is not [major, minor]");
   }
   const [major, minor] = v.map(Number) as [number, number];
-  if (major !== FORMAT_MAJOR) {
-    throw new BundleError(`bundle format version ${major}.${minor} is not 1.x, the only format dpedge reads`);
-  }
+  if (major !== SCHEMA.version[0]) throw fail("version.major", "version", `is ${major}.${minor}; this reader reads 1.x`);
   return [major, minor];
 }
 
-function bounded(f: Field, x: number | bigint, what: string): void {
-  if ((f.low !== null && x < f.low) || (f.high !== null && x > f.high)) {
-    throw fail(f, `${what} ${show(x)}, expected ${num(f.low)} to ${num(f.high)}`);
-  }
-}
-
-/** Text rules: length, and no unprintable character where the table asks for printable text. */
-function text(f: Field, where: string, s: string): void {
-  const most = TEXT_LIMITS[f.text ?? ""] ?? (f.kind === "strings" ? MAX_TEXT_CHARS : null);
-  const n = pyLen(s);
-  if (most !== null && n > most) throw fail(where, `has ${n} characters, more than ${most}`);
-  if (f.text !== null || f.kind === "strings") {
-    const bad = unprintable(s);
-    if (bad !== null) throw fail(where, `holds ${uPlus(bad)}, which is not printable`);
-  }
-  if ((f.text === "label" || f.text === "description") && !pyStrip(fold(s))) {
-    throw fail(where, "shows nothing (it is empty once invisible characters are removed)");
-  }
-}
-
-const EXPECTED: Record<string, string> = {
-  map: "map", str: "string", int: "integer", float: "float", bool: "boolean", bin: "bin", version: "array",
+const TYPES: Record<string, (v: Value) => boolean> = {
+  map: (v) => v instanceof Map, str: (v) => typeof v === "string", int: (v) => typeof v === "bigint",
+  float: (v) => typeof v === "number", bool: (v) => typeof v === "boolean", bin: (v) => v instanceof Bin,
+  version: Array.isArray, strings: Array.isArray,
 };
 
-/** One field's value checked against its row of the table. */
-function value(f: Field, v: Value, dims: Dims): Value | Float32Array | Int32Array | Int16Array {
-  if (f.kind === "any") return v;
-  if (f.kind === "ndarray") return array(f, v, dims);
-  const got = kindOf(v);
-  const want = f.kind === "strings" ? "array" : EXPECTED[f.kind]!;
-  if (got !== want) throw fail(f, `is ${got}, expected ${f.kind === "strings" ? "an array of strings" : want}`);
-  if (f.kind === "float" && !Number.isFinite(v as number)) throw fail(f, `is ${pyFloat(v as number)}, not a finite number`);
-  if (f.kind === "int" || f.kind === "float") bounded(f, v as number | bigint, "is");
-  else if (f.kind === "str") bounded(f, BigInt(pyLen(v as string)), "has length");
-  else if (f.kind === "bin" || f.kind === "strings") bounded(f, BigInt((v as Uint8Array | Value[]).length), "has length");
-  if (f.open) informational(f, v);
-  if (f.kind === "str") {
-    text(f, f.path, v as string);
-    if (f.choices.length && !f.choices.includes(v as string)) {
-      throw fail(f, `is ${show(v)}, expected one of ${f.choices.map(pyStr).join(", ")}`);
+function bounded(f: Field, x: number | bigint, code: string, what: string): void {
+  if ((f.low !== undefined && x < f.low) || (f.high !== undefined && x > f.high)) {
+    throw fail(code, f.path, `${what} ${x}, outside ${f.low ?? "-inf"} to ${f.high ?? "inf"}`);
+  }
+}
+
+/** The text kind's rules, in order: its length, no unprintable, (labels, descriptions) no unassigned, something shown. */
+function text(f: Field, where: string, s: string): void {
+  if (f.text === undefined) return;
+  const { max_chars: most, rules } = SCHEMA.text.kinds[f.text]!;
+  const n = cpLength(s);
+  if (n > most) throw fail("field.length", where, `has ${n} characters, more than ${most}`);
+  for (const rule of rules) {
+    const bad = rule === "unprintable" ? unprintable(s) : rule === "unassigned" ? unassigned(s) : null;
+    if (bad !== null) {
+      throw fail(`text.${rule}`, where, rule === "unprintable" ? `holds ${uPlus(bad)}, which is not printable`
+        : `holds ${uPlus(bad)}, which Unicode ${UNICODE.unicode_version} does not assign`);
     }
+    if (rule === "blank" && !showsSomething(s)) throw fail("text.blank", where, "shows nothing (blank or invisible characters only)");
+  }
+}
+
+/** One field's value checked against its row of the table (arrays decoded, binary values read). */
+function value(f: Field, v: Value, dims: Dims, data: Uint8Array): Decoded {
+  if (f.kind === "ndarray") return array(f, v, dims, data);
+  if (!TYPES[f.kind]!(v)) throw fail("field.type", f.path, `is ${kind(v)}, expected ${f.kind}`);
+  if (f.kind === "float" && !Number.isFinite(v)) throw fail("field.not_finite", f.path, `is ${v}, not a finite number`);
+  if (f.kind === "int" || f.kind === "float") bounded(f, v as number | bigint, "field.range", "is");
+  else if (f.kind === "str") bounded(f, cpLength(v as string), "field.length", "has length");
+  else if (f.kind === "bin" || f.kind === "strings") bounded(f, (v as Bin | Value[]).length, "field.length", "has length");
+  if (f.kind === "bin") return data.subarray((v as Bin).offset, (v as Bin).offset + (v as Bin).length);
+  if (f.open) {
+    const stack = [v];
+    while (stack.length) { // the order every reader walks an open map in
+      const x = stack.pop()!;
+      if (x instanceof Bin) throw fail("field.type", f.path, "holds binary data, which informational fields may not");
+      if (typeof x === "number" && !Number.isFinite(x)) throw fail("field.not_finite", f.path, `holds ${x}`);
+      if (x instanceof Map) stack.push(...x.values());
+      else if (Array.isArray(x)) stack.push(...x);
+    }
+  }
+  const choices = f.choices ?? [];
+  if (typeof v === "string") {
+    text(f, f.path, v);
+    if (choices.length && !choices.includes(v)) throw fail("field.choice", f.path, `is "${v}", expected one of ${choices.join(", ")}`);
   }
   if (f.kind === "strings") {
     const items = v as Value[];
     items.forEach((item, i) => {
-      if (typeof item !== "string") throw fail(`${f.path}[${i}]`, `is ${kindOf(item)}, expected string`);
+      if (typeof item !== "string") throw fail("field.type", `${f.path}[${i}]`, `is ${kind(item)}, expected string`);
       text(f, `${f.path}[${i}]`, item);
     });
-    if (f.choices.length && (new Set(items).size !== items.length || !items.every((x) => f.choices.includes(x as string)))) {
-      throw fail(f, `must hold distinct names of ${f.choices.join(", ")}, got ${show(v)}`);
+    if (choices.length && (new Set(items).size !== items.length || !items.every((x) => choices.includes(x as string)))) {
+      throw fail("field.choice", f.path, `must hold distinct names of ${choices.join(", ")}`);
     }
   }
   return v;
 }
 
-/** An open map holds nil, booleans, integers, finite floats, strings, arrays and maps only (reader._informational). */
-function informational(f: Field, v: Value): void {
-  const stack: Value[] = [v];
-  while (stack.length) {
-    const x = stack.pop()!;
-    if (x instanceof Uint8Array) throw fail(f, "holds binary data, which informational fields may not");
-    if (typeof x === "number" && !Number.isFinite(x)) throw fail(f, `holds ${pyFloat(x)}, not a finite number`);
-    if (x instanceof Map) stack.push(...x.values());
-    else if (Array.isArray(x)) stack.push(...x);
+function array(f: Field, v: Value, dims: Dims, data: Uint8Array): Float32Array | Int32Array | Int16Array {
+  if (!(v instanceof Map && v.size === 3 && v.has("dtype") && v.has("shape") && v.has("data"))) {
+    throw fail("array.record", f.path, "is not an array record (a map of exactly dtype, shape and data)");
   }
-}
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
-/** An array record's data as a typed array (copied: aligned, and independent of the caller's buffer). */
-function typedArray(dtype: string, data: Uint8Array): Float32Array | Int32Array | Int16Array {
-  const size = dtype === "<i2" ? 2 : 4;
-  const n = data.length / size;
-  if (LITTLE_ENDIAN) {
-    const copy = new Uint8Array(data).buffer; // a copy of exactly these bytes (Buffer.slice would share)
-    return dtype === "<f4" ? new Float32Array(copy) : dtype === "<i4" ? new Int32Array(copy) : new Int16Array(copy);
-  }
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const out = dtype === "<f4" ? new Float32Array(n) : dtype === "<i4" ? new Int32Array(n) : new Int16Array(n);
-  for (let i = 0; i < n; i++) {
-    out[i] = dtype === "<f4" ? view.getFloat32(4 * i, true) : dtype === "<i4" ? view.getInt32(4 * i, true) : view.getInt16(2 * i, true);
-  }
-  return out;
-}
-
-function array(f: Field, v: Value, dims: Dims): Float32Array | Int32Array | Int16Array {
-  if (!(v instanceof Map)) throw fail(f, `is ${kindOf(v)}, expected an array record (map of dtype, shape, data)`);
-  const keys = [...v.keys()];
-  if (keys.length !== 3 || !["dtype", "shape", "data"].every((k) => v.has(k))) {
-    throw fail(f, `must have exactly the keys dtype, shape and data, got ${show(keys.sort(comparePy))}`);
-  }
-  const dtype = v.get("dtype")!;
-  const shape = v.get("shape")!;
-  const data = v.get("data")!;
-  if (dtype !== f.dtype) throw fail(`${f.path}.dtype`, `is ${show(dtype)}, expected ${pyStr(f.dtype!)}`);
-  if (!(Array.isArray(shape) && shape.length === f.shape.length && shape.every((n) => typeof n === "bigint"))) {
-    throw fail(`${f.path}.shape`, `is ${show(shape)}, expected ${f.shape.length} integers [${f.shape.join(", ")}]`);
+  const [dtype, shape, bin] = [v.get("dtype"), v.get("shape"), v.get("data")];
+  if (dtype !== f.dtype) throw fail("array.dtype", `${f.path}.dtype`, `is not "${f.dtype}"`);
+  const symbols = f.shape!;
+  const where = `${f.path}.shape`;
+  if (!(Array.isArray(shape) && shape.length === symbols.length && shape.every((n) => typeof n === "bigint"))) {
+    throw fail("array.shape", where, `is not ${symbols.length} integers [${symbols.join(", ")}]`);
   }
   const sizes = shape as bigint[];
-  const shown = pyRepr(sizes);
-  f.shape.forEach((symbol, i) => {
+  symbols.forEach((symbol, i) => {
     const n = sizes[i]!;
     const power = symbol.startsWith("2^");
     const name = power ? symbol.slice(2) : symbol;
     if (!(name in dims)) {
-      if (power && !(n >= 2n && (n & (n - 1n)) === 0n)) {
-        throw fail(`${f.path}.shape`, `is ${shown}: its ${symbol} axis is not a power of two`);
-      }
-      const value = power ? BigInt(n.toString(2).length - 1) : n;
-      const { low, high } = DIMS[name]!;
-      if (!(value >= low && value <= high)) throw fail(`${f.path}.shape`, `is ${shown}: ${name} must be ${low} to ${high}`);
-      dims[name] = Number(value);
+      if (power && !(n >= 2n && (n & (n - 1n)) === 0n)) throw fail("array.shape", where, `axis ${i} (${symbol}) is not a power of two`);
+      const d = power ? BigInt(n.toString(2).length - 1) : n;
+      const { low, high } = SCHEMA.dims[name]!;
+      if (!(d >= low && d <= high)) throw fail("array.shape", where, `gives ${name} = ${d}, outside ${low} to ${high}`);
+      dims[name] = Number(d);
     }
-    if (n !== (power ? 2n ** BigInt(dims[name]!) : BigInt(dims[name]!))) {
-      const want = f.shape.map((s) => {
-        const base = s.startsWith("2^") ? s.slice(2) : s;
-        if (!(base in dims)) return null;
-        return s.startsWith("2^") ? 2n ** BigInt(dims[base]!) : BigInt(dims[s]!);
-      });
-      throw fail(`${f.path}.shape`, `is ${shown}, expected [${f.shape.join(", ")}] = ${pyRepr(want)}`);
-    }
+    const want = power ? 2n ** BigInt(dims[name]!) : BigInt(dims[name]!);
+    if (n !== want) throw fail("array.shape", where, `axis ${i} is ${n}, but ${symbol} is ${want}`);
   });
-  if (!(data instanceof Uint8Array)) throw fail(`${f.path}.data`, `is ${kindOf(data)}, expected bin`);
-  const itemsize = f.dtype === "<i2" ? 2n : 4n;
-  const needs = sizes.reduce((a, b) => a * b, 1n) * itemsize;
-  if (BigInt(data.length) !== needs) {
-    throw fail(`${f.path}.data`, `has ${data.length} bytes, but ${f.dtype} ${shown} needs ${needs}`);
+  if (!(bin instanceof Bin)) throw fail("array.data", `${f.path}.data`, "is not bin");
+  const itemsize = SCHEMA.dtypes[f.dtype!]!;
+  const count = sizes.reduce((a, b) => a * b, 1n);
+  if (BigInt(bin.length) !== count * BigInt(itemsize)) {
+    throw fail("array.data", `${f.path}.data`, `has ${bin.length} bytes, but ${f.dtype} [${sizes.join(", ")}] needs ${count * BigInt(itemsize)}`);
   }
-  const a = typedArray(f.dtype!, data);
-  if (a instanceof Float32Array) {
-    for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i]!)) throw fail(f, "holds a value that is not finite");
-  }
+  const n = Number(count);
+  const at = new DataView(data.buffer, data.byteOffset + bin.offset, bin.length);
+  if (f.dtype === "<i2") return Int16Array.from({ length: n }, (_, i) => at.getInt16(2 * i, true));
+  if (f.dtype === "<i4") return Int32Array.from({ length: n }, (_, i) => at.getInt32(4 * i, true));
+  const a = Float32Array.from({ length: n }, (_, i) => at.getFloat32(4 * i, true));
+  if (!a.every(Number.isFinite)) throw fail("field.not_finite", f.path, "holds a value that is not finite");
   return a;
 }
 
-type Values = Map<string, Value | Float32Array | Int32Array | Int16Array>;
-
-/** Every field of the table checked; the present ones by path, and the shape symbols' values. */
-function fields(doc: ValueMap, newerMinor: boolean): [Values, Dims] {
-  const values: Values = new Map([["", doc]]);
+/** Every field of the table in its order, then unknown keys; the present fields by path, and the shape symbols. */
+function fields(doc: ValueMap, newerMinor: boolean, data: Uint8Array): [Map<string, Decoded>, Dims] {
+  const values = new Map<string, Decoded>([["", doc]]);
   const labels = doc.get("labels");
   const dims: Dims = { C: Array.isArray(labels) ? labels.length : 0 };
   for (const f of FIELDS) {
-    const parent = values.get(f.parent);
+    const parent = values.get(f.parent) as ValueMap | undefined;
     if (parent === undefined) continue; // the parent map is absent
-    const p = parent as ValueMap;
     if (f.need.startsWith("iff ")) {
-      const condition = f.need.slice(4);
-      const wanted = CONDITION[condition]!(doc);
-      if (p.has(f.key) !== wanted) throw fail(f, `must be present exactly when ${CONDITIONS[condition]}`);
+      const wanted = holds(f.need.slice(4), doc);
+      if (parent.has(f.key) && !wanted) {
+        throw fail("field.not_allowed", f.path, `must be absent unless ${SCHEMA.conditions[f.need.slice(4)]!.doc}`);
+      }
       if (!wanted) continue;
-    } else if (!p.has(f.key)) {
-      if (f.need === "required") throw new BundleError(`missing field '${f.path}'`);
+    }
+    if (!parent.has(f.key)) {
+      if (f.need !== "optional") throw fail("field.missing", f.path, "is missing");
       continue;
     }
-    const v = value(f, p.get(f.key)!, dims);
+    const v = value(f, parent.get(f.key)!, dims, data);
     values.set(f.path, v);
     if (f.path === "encoder.dim") {
-      const d = Number(v as bigint);
-      if (!("D" in dims)) dims["D"] = d;
-      else if (dims["D"] !== d) throw fail(f, `is ${d}, but the arrays before it are ${dims["D"]}-d`);
+      dims["D"] ??= Number(v);
+      if (dims["D"] !== Number(v)) throw fail("array.shape", f.path, `is ${v}, but the arrays before it are ${dims["D"]}-d`);
     }
   }
   for (const [path, v] of values) {
-    const f = FIELDS_BY_PATH.get(path);
+    const f = BY_PATH.get(path);
     if (f !== undefined && (f.kind !== "map" || f.open)) continue;
     const known = new Set(FIELDS.filter((g) => g.parent === path).map((g) => g.key));
-    const unknown = [...(v as ValueMap).keys()].filter((k) => !known.has(k));
-    if (unknown.length && path === "releases") {
-      throw fail(`releases.${escape(unknown[0]!)}`, "is a release this reader cannot account for");
+    const unknown = [...(v as ValueMap).keys()].find((k) => !known.has(k));
+    if (unknown !== undefined && path === "releases") {
+      throw fail("field.release", `releases.${unknown}`, "is a release this reader cannot account for");
     }
-    if (unknown.length && !newerMinor) {
-      throw new BundleError(`unknown field '${escape(path ? `${path}.${unknown[0]}` : unknown[0]!)}' in a version ` +
-        `${FORMAT_MAJOR}.${FORMAT_MINOR} bundle`);
+    if (unknown !== undefined && !newerMinor) {
+      throw fail("field.unknown", path ? `${path}.${unknown}` : unknown, "is not a field of format 1.0");
     }
   }
   return [values, dims];
 }
 
-/** Python's math.fsum: the correctly rounded sum (Shewchuk's partials). */
-export function fsum(xs: readonly number[]): number {
-  const partials: number[] = [];
-  for (let x of xs) {
-    let i = 0;
-    for (let y of partials) {
-      if (Math.abs(x) < Math.abs(y)) [x, y] = [y, x];
-      const hi = x + y;
-      const lo = y - (hi - x);
-      if (lo !== 0) partials[i++] = lo;
-      x = hi;
-    }
-    partials.length = i;
-    partials.push(x);
-  }
-  let hi = 0;
-  let n = partials.length;
-  if (n > 0) {
-    hi = partials[--n]!;
-    let lo = 0;
-    while (n > 0) {
-      const x = hi;
-      const y = partials[--n]!;
-      hi = x + y;
-      const yr = hi - x;
-      lo = y - yr;
-      if (lo !== 0) break;
-    }
-    // Round half to even across the partials, as CPython does.
-    if (n > 0 && ((lo < 0 && partials[n - 1]! < 0) || (lo > 0 && partials[n - 1]! > 0))) {
-      const y = lo * 2;
-      const x = hi + y;
-      if (y === x - hi) hi = x;
-    }
-  }
-  return hi;
-}
-
-/** Python's math.isclose with a relative tolerance. */
-function isClose(a: number, b: number, rel: number): boolean {
-  return a === b || Math.abs(a - b) <= rel * Math.max(Math.abs(a), Math.abs(b));
-}
-
-/** Python's round() of a float to an integer: half to even. */
-export function roundHalfEven(x: number): bigint {
+/** Round half to even, as the contract rounds grid x clip_l1 (x is finite). */
+function roundHalfEven(x: number): bigint {
   const floor = Math.floor(x);
   const diff = x - floor;
-  const r = diff > 0.5 ? floor + 1 : diff < 0.5 ? floor : floor % 2 === 0 ? floor : floor + 1;
-  return BigInt(r);
+  return BigInt(diff > 0.5 || (diff === 0.5 && floor % 2 !== 0) ? floor + 1 : floor);
 }
 
-function release(v: Values, name: string): ReleaseFacts {
-  const p = `releases.${name}.`;
-  const grid = v.get(p + "grid");
-  const clip = v.get(p + "clip_l1");
-  return {
-    statistic: name,
-    epsilon: v.get(p + "epsilon") as number,
-    sensitivity_l1: Number(v.get(p + "sensitivity_l1") as bigint),
-    noise_scale: v.get(p + "noise_scale") as number,
-    mechanism: v.get(p + "mechanism") as string,
-    ...(grid === undefined ? {} : { grid: Number(grid as bigint) }),
-    ...(clip === undefined ? {} : { clip_l1: clip as number }),
-  };
+const isClose = (a: number, b: number): boolean => Math.abs(a - b) <= SCHEMA.privacy_rtol * Math.max(Math.abs(a), Math.abs(b));
+
+/** Relation "wording": the privacy unit and the neighbour relation are the words of K. */
+function wording(unit: string, relation: string, k: bigint): void {
+  const { record, person } = SCHEMA.wording;
+  const withK = (s: string): string => s.replaceAll("{K}", String(k));
+  if (unit === record.privacy_unit) {
+    if (k !== 1n) throw fail("relation.wording", "privacy.privacy_unit", `says one record, but K is ${k}`);
+    if (relation !== record.neighbour_relation) {
+      throw fail("relation.wording", "privacy.neighbour_relation", `must be "${record.neighbour_relation}" for a unit of one record`);
+    }
+    return;
+  }
+  if (unit !== withK(person.privacy_unit)) {
+    throw fail("relation.wording", "privacy.privacy_unit", `must be "${record.privacy_unit}" or "${withK(person.privacy_unit)}" for K = ${k}`);
+  }
+  const [prefix, suffix] = [withK(person.neighbour_relation_prefix), person.neighbour_relation_suffix];
+  if (!(relation.startsWith(prefix) && relation.endsWith(suffix) && relation.length > prefix.length + suffix.length)) {
+    throw fail("relation.wording", "privacy.neighbour_relation", `must read "${prefix}...${suffix}" for K = ${k}`);
+  }
 }
 
-function decode(doc: ValueMap, ver: [number, number]): Bundle {
-  const [v, dims] = fields(doc, ver[1] > FORMAT_MINOR);
-  const requires = (v.get("requires") as string[] | undefined) ?? null;
-  const unknownPath = (requires ?? []).find((r) => !FIELDS_BY_PATH.has(r));
-  if (unknownPath !== undefined) {
-    throw new BundleError(`this bundle requires '${escape(unknownPath)}', which this dpedge does not know: upgrade ` +
-      "dpedge to read it");
-  }
-  const releases: Record<string, ReleaseFacts> = {};
-  for (const name of STATISTICS) if (v.has(`releases.${name}`)) releases[name] = release(v, name);
-  if (!("class_sums" in releases) && !("votes" in releases)) {
-    throw new BundleError("field 'releases' holds neither class_sums nor votes: nothing to classify with");
-  }
+function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[], doc: ValueMap): void {
+  const has = (name: string): boolean => releases.some((r) => r.statistic === name);
+  if (!has("class_sums") && !has("votes")) throw fail("relation.nothing", "releases", "holds neither class_sums nor votes");
   const eps = v.get("privacy.epsilon") as number;
-  const total = fsum(Object.values(releases).map((r) => r.epsilon));
-  if (!isClose(total, eps, PRIVACY_RTOL)) {
-    throw new BundleError(`the releases spend epsilon ${pyFloat(total)}, but field 'privacy.epsilon' is ${pyFloat(eps)}: ` +
-      "their shares must add up to it");
-  }
+  let total = 0;
+  for (const r of releases) total += r.epsilon; // in release order, left to right: every reader adds alike
+  if (!isClose(total, eps)) throw fail("relation.shares", "privacy.epsilon", `is ${eps}, but the releases spend ${total}`);
   const perUnit = v.get("privacy.max_records_per_unit") as bigint;
-  for (const r of Object.values(releases)) {
+  for (const r of releases) {
     const where = `releases.${r.statistic}`;
     const needs = r.sensitivity_l1 / r.epsilon;
-    if (!isClose(r.noise_scale, needs, PRIVACY_RTOL)) {
-      throw fail(`${where}.noise_scale`, `is ${pyFloat(r.noise_scale)}, but sensitivity ${r.sensitivity_l1} at epsilon ` +
-        `${pyFloat(r.epsilon)} needs ${pyFloat(needs)}: the privacy facts contradict each other`);
+    if (!isClose(r.noise_scale, needs)) {
+      throw fail("relation.noise_scale", `${where}.noise_scale`, `is ${r.noise_scale}, but sensitivity over epsilon is ${needs}`);
     }
     let one = r.statistic === "class_counts" ? 1n : BigInt(dims["T"] ?? 0);
     if (r.statistic === "class_sums") {
       one = roundHalfEven(r.grid! * r.clip_l1!);
-      if (one < 1n) throw fail(`${where}.clip_l1`, `is ${pyFloat(r.clip_l1!)}: less than one grid step of 1/${r.grid}`);
+      if (one < 1n) throw fail("relation.clip", `${where}.clip_l1`, `is less than one grid step of 1/${r.grid}`);
     }
     if (BigInt(r.sensitivity_l1) !== perUnit * one) {
-      throw fail(`${where}.sensitivity_l1`, `is ${r.sensitivity_l1}, but a ${r.statistic} release with at most ` +
-        `${perUnit} record(s) per unit has ${perUnit} x ${one}: the privacy facts contradict each other`);
+      throw fail("relation.sensitivity", `${where}.sensitivity_l1`, `is ${r.sensitivity_l1}, but K = ${perUnit} gives ${perUnit * one}`);
     }
   }
+  wording(v.get("privacy.privacy_unit") as string, v.get("privacy.neighbour_relation") as string, perUnit);
   const labels = v.get("labels") as string[];
-  const descriptions = (v.get("label_descriptions") as string[] | undefined) ?? null;
-  if (descriptions !== null && descriptions.length !== labels.length) {
-    throw fail("label_descriptions", `has ${descriptions.length} entries for ${labels.length} labels`);
+  const descriptions = v.get("label_descriptions") as string[] | undefined;
+  if (descriptions !== undefined && descriptions.length !== labels.length) {
+    throw fail("relation.descriptions", "label_descriptions", `has ${descriptions.length} entries for ${labels.length} labels`);
   }
   const seen = new Map<string, number>();
   labels.forEach((label, i) => {
-    const key = fold(label);
+    const key = labelKey(label);
     const j = seen.get(key);
-    if (j !== undefined) {
-      throw new BundleError(`labels ${j} and ${i} (${show(labels[j]!)} and ${show(label)}) look the same once ` +
-        "normalised (NFKC, invisible characters removed)");
-    }
+    if (j !== undefined) throw fail("relation.labels", `labels[${i}]`, `"${label}" looks like label ${j}, "${labels[j]}"`);
     seen.set(key, i);
   });
-  if ("k" in dims && dims["k"]! > dims["D"]!) {
-    throw fail("subspace.projection", `has ${dims["k"]} rows, more than the embedding size ${dims["D"]}`);
+  if ("k" in dims) {
+    const { C, k, D } = dims as Required<Dims>;
+    if (k! > D!) throw fail("relation.subspace", "subspace.projection", `has ${k} rows, more than the embedding size ${D}`);
+    if (C! * k! * D! > SCHEMA.max_work) throw fail("relation.work", "subspace.projection", `makes C x k x D = ${C! * k! * D!}, over 2^30`);
   }
-  const check = v.get("encoder.check_embedding") as Float32Array;
   let squares = 0;
-  for (const x of check) squares += x * x;
+  for (const x of v.get("encoder.check_embedding") as Float32Array) squares += x * x;
   const norm = Math.sqrt(squares);
-  if (!(norm > 0.9 && norm < 1.1)) throw fail("encoder.check_embedding", `has norm ${pyG(norm, 4)}, expected a unit vector`);
-  const weights = (v.get("encoder.weights") as Uint8Array | undefined) ?? new Uint8Array(0);
+  if (!(norm > SCHEMA.check_norm[0] && norm < SCHEMA.check_norm[1])) {
+    throw fail("relation.check", "encoder.check_embedding", `has norm ${norm.toPrecision(4)}, not a unit vector`);
+  }
   if (v.has("encoder.weights")) {
     const top = [...doc.keys()];
     const enc = [...(doc.get("encoder") as ValueMap).keys()];
     if (top[top.length - 2] !== "encoder" || enc[enc.length - 1] !== "weights") {
-      throw fail("encoder.weights", "must be the last entry of 'encoder', the last map before 'sha256'");
+      throw fail("relation.weights", "encoder.weights", "must be the last entry of encoder, the last map before sha256");
     }
   }
-  const format = v.get("encoder.format") as "onnx" | "tflite";
-  const model = v.get("encoder.model") as Uint8Array;
-  checkTokenizerJson(v.get("encoder.tokenizer_json") as string);
-  checkModel(format, model, weights.length);
-  const scoring = v.has("scoring")
-    ? {
-        centroid_temperature: v.get("scoring.centroid_temperature") as number,
-        prior_temperature: v.get("scoring.prior_temperature") as number,
-        prior_records_per_class: v.get("scoring.prior_records_per_class") as number,
-        description_pull: v.get("scoring.description_pull") as number,
-      }
-    : null;
+}
+
+function decode(doc: ValueMap, ver: [number, number], data: Uint8Array): Bundle {
+  const [v, dims] = fields(doc, ver[1] > SCHEMA.version[1], data);
   const get = <T>(path: string): T | null => (v.get(path) as T | undefined) ?? null;
+  const requires = get<string[]>("requires");
+  (requires ?? []).forEach((r, i) => {
+    if (!BY_PATH.has(r)) throw fail("version.requires", `requires[${i}]`, `names "${r}", which this reader does not know: upgrade dpedge`);
+  });
+  const releases: ReleaseFacts[] = SCHEMA.statistics.filter((name) => v.has(`releases.${name}`)).map((name) => {
+    const p = `releases.${name}.`;
+    const grid = get<bigint>(p + "grid");
+    return {
+      statistic: name, epsilon: v.get(p + "epsilon") as number, sensitivity_l1: Number(v.get(p + "sensitivity_l1")),
+      noise_scale: v.get(p + "noise_scale") as number, mechanism: v.get(p + "mechanism") as string,
+      ...(grid === null ? {} : { grid: Number(grid), clip_l1: v.get(p + "clip_l1") as number }),
+    };
+  });
+  relations(v, dims, releases, doc);
+  const tokenizer = checkTokenizerJson(v.get("encoder.tokenizer_json") as string);
+  const format = v.get("encoder.format") as EncoderFormat;
+  const weights = get<Uint8Array>("encoder.weights") ?? new Uint8Array(0);
+  checkModel(format, v.get("encoder.model") as Uint8Array, weights.length);
+  const scoring = v.has("scoring") ? Object.fromEntries(["centroid_temperature", "prior_temperature",
+    "prior_records_per_class", "description_pull"].map((k) => [k, v.get(`scoring.${k}`) as number])) as unknown as Scoring : null;
   return {
     version: ver,
-    labels,
-    labelDescriptions: descriptions,
+    labels: v.get("labels") as string[],
+    labelDescriptions: get<string[]>("label_descriptions"),
     privacy: v.get("privacy") as ValueMap,
-    epsilon: eps,
-    recordsPerUnit: Number(perUnit),
-    releases,
+    epsilon: v.get("privacy.epsilon") as number,
+    recordsPerUnit: Number(v.get("privacy.max_records_per_unit")),
+    releases: Object.fromEntries(releases.map((r) => [r.statistic, r])),
     encoder: {
-      format,
-      model,
-      weights,
+      format, weights, tokenizer,
+      model: v.get("encoder.model") as Uint8Array,
       tokenizerJson: v.get("encoder.tokenizer_json") as string,
-      maxLength: Number(v.get("encoder.max_length") as bigint),
-      dim: Number(v.get("encoder.dim") as bigint),
+      maxLength: Number(v.get("encoder.max_length")),
+      dim: Number(v.get("encoder.dim")),
       textPrefix: v.get("encoder.text_prefix") as string,
       inputs: v.get("encoder.inputs") as string[],
       output: v.get("encoder.output") as string,
       checkText: v.get("encoder.check_text") as string,
-      checkEmbedding: check,
+      checkEmbedding: v.get("encoder.check_embedding") as Float32Array,
       facts: get<ValueMap>("encoder.facts"),
     },
     dims: { C: dims["C"]!, D: dims["D"]!, k: dims["k"] ?? 0, T: dims["T"] ?? 0, H: dims["H"] ?? 0 },
-    classCounts: get<Int32Array>("releases.class_counts.values"),
-    classSums: get<Int32Array>("releases.class_sums.values"),
-    origin: get<Float32Array>("subspace.origin"),
-    projection: get<Float32Array>("subspace.projection"),
-    votes: get<Int16Array>("releases.votes.values"),
-    hyperplanes: get<Float32Array>("hashing.hyperplanes"),
-    offsets: get<Float32Array>("hashing.offsets"),
-    seed: get<bigint>("hashing.seed"),
-    prior: get<Float32Array>("prior"),
+    classCounts: get("releases.class_counts.values"),
+    classSums: get("releases.class_sums.values"),
+    origin: get("subspace.origin"),
+    projection: get("subspace.projection"),
+    votes: get("releases.votes.values"),
+    hyperplanes: get("hashing.hyperplanes"),
+    offsets: get("hashing.offsets"),
+    seed: get("hashing.seed"),
+    prior: get("prior"),
     scoring,
-    exporter: get<ValueMap>("exporter"),
+    exporter: get("exporter"),
     requires,
   };
 }
 
 /**
- * Parse and validate bundle bytes. The bytes are copied first, so a caller that reuses its
- * buffer cannot change the bundle between the checks and the engine.
+ * Parse and validate bundle bytes. They are copied first, so a caller that reuses its buffer
+ * cannot change the bundle between the checks and the engine.
  */
 export async function readBundle(bytes: Uint8Array | ArrayBuffer): Promise<Bundle> {
-  // A plain Uint8Array copy: Node's Buffer.slice would share the caller's memory.
   const data = bytes instanceof Uint8Array ? new Uint8Array(bytes) : new Uint8Array(bytes.slice(0));
-  const doc = await parse(data);
-  return decode(doc, version(doc));
+  const doc = await readContainer(data);
+  return decode(doc, version(doc), data);
 }

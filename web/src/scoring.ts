@@ -1,5 +1,5 @@
 /**
- * Scores from the released statistics (runtime/scoring.py, docs/bundle-format.md section 7),
+ * Scores from the released statistics (docs/bundle-format.md section 7),
  * float64 throughout; the label is the argmax, ties to the lower class index.
  *
  * - Vote tables without class statistics (Algorithm 2): bit h of table t is 1 iff
@@ -16,11 +16,11 @@
  *
  * Everything that depends only on the bundle is prepared once; a query costs a few products.
  */
-import { BOOST_MAX } from "./generated/schema.js";
+import { SCHEMA } from "./contract.js";
 import type { Bundle } from "./reader.js";
 
 /** A query whose |z| (or |x|) is at most this has no direction: its cosines are 0. */
-export const NEAR_ZERO = 1e-6;
+const { near_zero: NEAR_ZERO, unit_min_norm: UNIT_MIN_NORM, boost_max: BOOST_MAX } = SCHEMA.scoring;
 
 /** min(R C K / (epsilon N), 1e6), N the released record count (at least 1). */
 export function priorBoost(b: Bundle): number {
@@ -37,7 +37,7 @@ function unitRows(a: Float64Array, rows: number, cols: number): Float64Array {
   for (let r = 0; r < rows; r++) {
     let s = 0;
     for (let j = 0; j < cols; j++) s += a[r * cols + j]! ** 2;
-    const norm = Math.max(Math.sqrt(s), 1e-12);
+    const norm = Math.max(Math.sqrt(s), UNIT_MIN_NORM);
     for (let j = 0; j < cols; j++) out[r * cols + j] = a[r * cols + j]! / norm;
   }
   return out;

@@ -1,98 +1,77 @@
 /**
- * Text from a bundle or an engine, made safe in one place (runtime/text.py).
+ * Text from a bundle or an engine, made safe in one place, and the label rules (schema.json
+ * "text", unicode.json):
  *
- * `escape` is what every text from a bundle passes before it is shown: each code point of the
- * UNPRINTABLE table becomes a visible escape (\x1b, \u202e, \U000e0041), so a label cannot act
- * on a terminal, reorder a line or hide text. `fold` is how labels are compared: NFKC, the
- * INVISIBLE code points removed, NFKC again. The tables are generated from the Python module
- * (src/generated/schema.ts), never copied by hand.
+ * - `escape` is what every text from a bundle, an engine or a query passes where it leaves the
+ *   runtime (error messages, info(), the demo page): each unprintable code point becomes a
+ *   visible escape (\t, \x1b, \u202e, \U000e0041); `escapeJson` does the same inside JSON text;
+ * - printable text holds no unprintable code point; labels and descriptions hold no code point
+ *   unassigned in the contract's Unicode version and show something (`showsSomething`);
+ * - no two labels have the same `labelKey`: compatibility decomposition, default-ignorable
+ *   code points removed, UTS #39 prototypes.
  */
-import { INVISIBLE, UNPRINTABLE } from "./generated/schema.js";
-import { PY_WHITESPACE } from "./generated/unicode.js";
+import { SCHEMA } from "./contract.js";
+import { CharSet, charset, codePoints, fromCodePoints, nfkd, prototypes } from "./unicode.js";
 
-/** Whether code point `cp` lies in one of the sorted inclusive ranges [lo0, hi0, lo1, hi1, ...]. */
-export function inRanges(table: readonly number[], cp: number): boolean {
-  let lo = 0;
-  let hi = table.length / 2 - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    if (cp < table[2 * mid]!) hi = mid - 1;
-    else if (cp > table[2 * mid + 1]!) lo = mid + 1;
-    else return true;
-  }
-  return false;
-}
+const UNPRINTABLE = new CharSet(SCHEMA.text.unprintable);
 
-/** The code points of `s` (a lone surrogate is one code point, as in Python). */
-export function codePoints(s: string): number[] {
-  const out: number[] = [];
-  for (const ch of s) out.push(ch.codePointAt(0)!);
-  return out;
-}
-
-/** Python's len(): code points, not UTF-16 units. */
-export function pyLen(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-    n++;
-  }
-  return n;
-}
-
-/** The first code point of the UNPRINTABLE table in `text`, or null. */
+/** The first unprintable code point of `text`, or null. */
 export function unprintable(text: string): number | null {
-  for (const ch of text) {
-    const cp = ch.codePointAt(0)!;
-    if (inRanges(UNPRINTABLE, cp)) return cp;
-  }
-  return null;
+  return UNPRINTABLE.first(codePoints(text));
 }
 
-/** One code point as Python's unicode_escape codec writes it (\t, \x1b, \u202e, \U000e0041). */
-export function pyEscape(cp: number): string {
-  if (cp === 0x09) return "\\t";
-  if (cp === 0x0a) return "\\n";
-  if (cp === 0x0d) return "\\r";
-  if (cp < 0x100) return "\\x" + cp.toString(16).padStart(2, "0");
-  if (cp < 0x10000) return "\\u" + cp.toString(16).padStart(4, "0");
-  return "\\U" + cp.toString(16).padStart(8, "0");
+/** The first code point of `text` that the contract's Unicode version does not assign, or null. */
+export function unassigned(text: string): number | null {
+  return charset("unassigned").first(codePoints(text));
 }
 
-/** `text` with every UNPRINTABLE code point shown as its Python escape. */
-export function escape(text: string): string {
+/** Whether `text` holds a code point outside the blank set (text of blanks alone prints as nothing). */
+export function showsSomething(text: string): boolean {
+  const blank = charset("blank");
+  return codePoints(text).some((cp) => !blank.has(cp));
+}
+
+const hex = (cp: number, digits: number): string => cp.toString(16).padStart(digits, "0");
+
+function replaceUnprintable(text: string, write: (cp: number) => string): string {
   let out = "";
-  for (const ch of text) {
-    const cp = ch.codePointAt(0)!;
-    out += inRanges(UNPRINTABLE, cp) ? pyEscape(cp) : ch;
-  }
+  for (const cp of codePoints(text)) out += UNPRINTABLE.has(cp) ? write(cp) : String.fromCodePoint(cp);
   return out;
 }
 
-/** What a label looks like, for comparing labels: NFKC, invisible code points removed, NFKC again. */
+/** `text` with every unprintable code point shown as \t, \n, \r, \xNN, \uNNNN or \UNNNNNNNN. */
+export function escape(text: string): string {
+  const named: Record<number, string> = { 9: "\\t", 10: "\\n", 13: "\\r" };
+  return replaceUnprintable(text, (cp) => named[cp] ??
+    (cp < 0x100 ? `\\x${hex(cp, 2)}` : cp < 0x10000 ? `\\u${hex(cp, 4)}` : `\\U${hex(cp, 8)}`));
+}
+
+/**
+ * A JSON text (a JSON encoder's output) with every unprintable code point from U+007F on written
+ * as a JSON escape: the same value, safe to show. Below U+007F the encoder has escaped them
+ * inside strings already, and outside strings they are its own white space.
+ */
+export function escapeJson(json: string): string {
+  return replaceUnprintable(json, (cp) => cp < 0x7f ? String.fromCodePoint(cp) : cp < 0x10000 ? `\\u${hex(cp, 4)}`
+    : `\\u${hex(0xd800 + ((cp - 0x10000) >> 10), 4)}\\u${hex(0xdc00 + ((cp - 0x10000) & 0x3ff), 4)}`);
+}
+
+function foldCps(cps: readonly number[]): number[] {
+  const ignorable = charset("default_ignorable");
+  return nfkd(nfkd(cps).filter((cp) => !ignorable.has(cp)));
+}
+
+/** What a text reads as: NFKD, default-ignorable code points removed, NFKD again. */
 export function fold(text: string): string {
-  let kept = "";
-  for (const ch of text.normalize("NFKC")) {
-    if (!inRanges(INVISIBLE, ch.codePointAt(0)!)) kept += ch;
-  }
-  return kept.normalize("NFKC");
+  return fromCodePoints(foldCps(codePoints(text)));
 }
 
-/** Python's str.strip(): whitespace as str.isspace sees it (not JavaScript's trim, which differs). */
-export function pyStrip(text: string): string {
-  const chars = Array.from(text);
-  let a = 0;
-  let b = chars.length;
-  while (a < b && inRanges(PY_WHITESPACE, chars[a]!.codePointAt(0)!)) a++;
-  while (b > a && inRanges(PY_WHITESPACE, chars[b - 1]!.codePointAt(0)!)) b--;
-  return chars.slice(a, b).join("");
+/** What a label looks like, for comparing labels: fold, UTS #39 prototypes, fold. */
+export function labelKey(text: string): string {
+  return fromCodePoints(foldCps(prototypes(foldCps(codePoints(text)))));
 }
 
-/** A code point as U+XXXX, the way error messages name it. */
+/** A code point as U+XXXX, the way messages name it. */
 export function uPlus(cp: number): string {
-  return "U+" + cp.toString(16).toUpperCase().padStart(4, "0");
+  return "U+" + [...cp.toString(16).padStart(4, "0")].map((d) => "0123456789ABCDEF"[parseInt(d, 16)]).join("");
 }

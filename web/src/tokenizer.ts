@@ -1,222 +1,168 @@
 /**
- * WordPiece tokenization from the bundle's tokenizer.json with @huggingface/tokenizers, made to
- * give the Python runtime's token ids (the Rust `tokenizers` library): the encoder computes the
- * exporter's embedding only when it is fed exactly the exporter's ids.
+ * BERT WordPiece tokenization as the contract defines it, on code points with the contract's
+ * Unicode tables (unicode.ts), from the checked tokenizer.json (tokenizer_family.ts):
  *
- * The library runs the added-token split, WordPiece and the [CLS] A [SEP] template. Two of its
- * components are replaced by hand, because they give other ids than the Rust library
- * (measured by tokenizing every Unicode code point with both, web/test/tokenizer.test.ts):
- *
- * - BertNormalizer: it walks UTF-16 units when it puts spaces around CJK ideographs, so the
- *   ideographs outside the Basic Multilingual Plane (U+20000 and up) stay glued to their
- *   neighbours; it lowercases the whole string at once, so a final capital sigma becomes
- *   "ς" where Rust, lowercasing code point by code point, gives "σ"; it lowercases before
- *   stripping accents, Rust after; and it decides "control" and "non-spacing mark" with the
- *   JavaScript engine's Unicode tables, which are newer than the Rust crate's (about 200
- *   marks added or re-categorised since are stripped by one and kept by the other).
- * - BertPreTokenizer: its punctuation and whitespace classes come from the engine's \p{P}
- *   and \s, again newer than Rust's (U+2E43..U+2E4F and about 170 others).
- *
- * The replacements use the Rust library's own classes, read off it code point by code point
- * by web/scripts/gen_schema.py (src/generated/unicode.ts), so they do not depend on the
- * JavaScript engine's Unicode version. NFD is the engine's (String.normalize), except that a
- * code point the Rust library does not decompose (one whose decomposition is newer than its
- * tables, e.g. U+105C9) is left as it is.
- *
- * Truncation and padding follow the format, not the JSON: no padding, and the text's tokens cut
- * from the right so that with the template's special tokens there are at most max_length.
+ * 1. the text prefix, then the text, split around the added tokens (leftmost, longest first;
+ *    each is its id);
+ * 2. each piece between them normalised as BertNormalizer says: clean_text removes U+0000,
+ *    U+FFFD and the controls but tab, line feed and carriage return and makes white space a
+ *    space; handle_chinese_chars puts spaces around CJK ideographs; strip_accents (null: as
+ *    lowercase) is NFD then no non-spacing mark; lowercase is each code point's full mapping;
+ * 3. split on white space (removed) and around each punctuation code point (ASCII or P*);
+ * 4. WordPiece: a word longer than max_input_chars_per_word is the unknown token; else the
+ *    longest vocabulary prefix, then the longest continuation, and so on; a remainder no token
+ *    matches makes the whole word the unknown token;
+ * 5. the first max_length - 2 ids between the single template's two special tokens. No padding;
+ *    the JSON's own truncation and padding are ignored.
  */
-import { Normalizer, PreTokenizer, Tokenizer } from "@huggingface/tokenizers";
-import { BundleError } from "./errors.js";
-import {
-  CHINESE, CONTROL, DECOMPOSABLE, LOWERCASE, NONSPACING_MARK, PUNCTUATION, WHITESPACE,
-} from "./generated/unicode.js";
-import { jsonDumps, type Value, type ValueMap } from "./pyrepr.js";
-import { inRanges } from "./text.js";
+import { SCHEMA } from "./contract.js";
+import type { Json } from "./tokenizer_family.js";
+import { CharSet, charset, codePoints, fromCodePoints, lower, nfd } from "./unicode.js";
 
-const LOWER = new Map(LOWERCASE);
+type Obj = Map<string, Json>;
+const { ascii_punctuation, clean_text_removes: REMOVES, clean_text_keeps: KEEPS } = SCHEMA.tokenize;
+const ASCII_PUNCTUATION = new Set(codePoints(ascii_punctuation));
+const CHINESE = new CharSet(SCHEMA.chinese);
+const CACHE_WORDS = 1 << 16;
 
-/** Rust's BertNormalizer over its own character classes (see the module doc). */
-export class RustBertNormalizer extends Normalizer {
+export class TextTokenizer {
   private readonly clean: boolean;
   private readonly chinese: boolean;
   private readonly strip: boolean;
-  private readonly lower: boolean;
+  private readonly lowercase: boolean;
+  private readonly vocab: Map<string, number>;
+  private readonly unk: number;
+  private readonly continuing: string;
+  private readonly maxWord: number;
+  /** Added tokens by their first code point, longest first: [code points, id]. */
+  private readonly added = new Map<number, [number[], number][]>();
+  private readonly first: number;
+  private readonly last: number;
+  private readonly cache = new Map<string, number[]>();
 
-  constructor(config: { clean_text: boolean; handle_chinese_chars: boolean; strip_accents: boolean | null; lowercase: boolean }) {
-    super({ type: "BertNormalizer", clean_text: config.clean_text, handle_chinese_chars: config.handle_chinese_chars,
-      lowercase: config.lowercase, strip_accents: config.strip_accents ?? undefined });
-    this.clean = config.clean_text;
-    this.chinese = config.handle_chinese_chars;
-    this.lower = config.lowercase;
-    this.strip = config.strip_accents ?? config.lowercase; // null follows lowercase, as in Rust
+  /** `doc` is the tokenizer.json as checkTokenizerJson returned it. */
+  constructor(doc: Obj, readonly maxLength: number, readonly textPrefix = "") {
+    const get = (m: Json | undefined, key: string): Json | undefined => (m as Obj).get(key);
+    const n = doc.get("normalizer");
+    this.clean = get(n, "clean_text") === true;
+    this.chinese = get(n, "handle_chinese_chars") === true;
+    this.lowercase = get(n, "lowercase") === true;
+    this.strip = (get(n, "strip_accents") ?? this.lowercase) === true;
+    const model = doc.get("model");
+    this.vocab = get(model, "vocab") as Map<string, number>;
+    this.unk = this.vocab.get(get(model, "unk_token") as string)!;
+    this.continuing = get(model, "continuing_subword_prefix") as string;
+    this.maxWord = get(model, "max_input_chars_per_word") as number;
+    const added = new Map<string, number>();
+    for (const t of doc.get("added_tokens") as Obj[]) added.set(t.get("content") as string, t.get("id") as number);
+    for (const [content, id] of added) {
+      const cps = codePoints(content);
+      const list = this.added.get(cps[0]!) ?? [];
+      list.push([cps, id]);
+      this.added.set(cps[0]!, list.sort((a, b) => b[0].length - a[0].length));
+    }
+    const post = doc.get("post_processor") as Obj;
+    const special = (piece: Json | undefined): number =>
+      (get(get(post.get("special_tokens"), get(get(piece, "SpecialToken"), "id") as string), "ids") as number[])[0]!;
+    const single = post.get("single") as Json[];
+    this.first = special(single[0]);
+    this.last = special(single[2]);
   }
 
-  override normalize(text: string): string {
-    let out = text;
+  /** BertNormalizer's steps, as configured. */
+  normalize(piece: number[]): number[] {
     if (this.clean) {
-      let s = "";
-      for (const ch of out) {
-        const cp = ch.codePointAt(0)!;
-        if (inRanges(CONTROL, cp)) continue;
-        s += inRanges(WHITESPACE, cp) ? " " : ch;
-      }
-      out = s;
+      const control = charset("control");
+      const space = charset("whitespace");
+      piece = piece.filter((cp) => !(REMOVES.includes(cp) || (control.has(cp) && !KEEPS.includes(cp))))
+        .map((cp) => (space.has(cp) ? 32 : cp));
     }
-    if (this.chinese) {
-      let s = "";
-      for (const ch of out) s += inRanges(CHINESE, ch.codePointAt(0)!) ? ` ${ch} ` : ch;
-      out = s;
-    }
+    if (this.chinese) piece = piece.flatMap((cp) => (CHINESE.has(cp) ? [32, cp, 32] : [cp]));
     if (this.strip) {
-      let s = "";
-      for (const ch of nfd(out)) if (!inRanges(NONSPACING_MARK, ch.codePointAt(0)!)) s += ch;
-      out = s;
+      const mark = charset("nonspacing_mark");
+      piece = nfd(piece).filter((cp) => !mark.has(cp));
     }
-    if (this.lower) {
-      let s = "";
-      for (const ch of out) s += LOWER.get(ch.codePointAt(0)!) ?? ch;
-      out = s;
-    }
-    return out;
+    return this.lowercase ? lower(piece) : piece;
   }
-}
 
-/** NFD as the Rust library computes it: the engine's, but never of a code point Rust leaves alone. */
-export function nfd(text: string): string {
-  const whole = text.normalize("NFD");
-  if (whole === text) return text;
-  let out = "";
-  let run = "";
-  for (const ch of text) {
-    const cp = ch.codePointAt(0)!;
-    if (cp >= 0x80 && !inRanges(DECOMPOSABLE, cp) && ch.normalize("NFD") !== ch) {
-      // A starter the engine decomposes and Rust does not: kept, and the runs around it normalised alone.
-      out += run.normalize("NFD") + ch;
-      run = "";
+  /** The WordPiece ids of one word. */
+  private word(word: number[]): number[] {
+    const text = fromCodePoints(word);
+    let ids = this.cache.get(text);
+    if (ids !== undefined) return ids;
+    ids = [];
+    if (word.length > this.maxWord) {
+      ids = [this.unk];
     } else {
-      run += ch;
-    }
-  }
-  return out + run.normalize("NFD");
-}
-
-/** Rust's BertPreTokenizer: split on whitespace (removed), each punctuation code point its own word. */
-export class RustBertPreTokenizer extends PreTokenizer {
-  override pre_tokenize_text(text: string): string[] {
-    const words: string[] = [];
-    let word = "";
-    for (const ch of text) {
-      const cp = ch.codePointAt(0)!;
-      if (inRanges(WHITESPACE, cp)) {
-        if (word) words.push(word);
-        word = "";
-      } else if (inRanges(PUNCTUATION, cp)) {
-        if (word) words.push(word);
-        words.push(ch);
-        word = "";
-      } else {
-        word += ch;
+      const at = [0]; // code unit offset of each code point
+      for (const cp of word) at.push(at[at.length - 1]! + (cp > 0xffff ? 2 : 1));
+      for (let start = 0; start < word.length;) {
+        let end = word.length;
+        for (; end > start; end--) {
+          const id = this.vocab.get((start ? this.continuing : "") + text.slice(at[start], at[end]));
+          if (id !== undefined) {
+            ids.push(id);
+            break;
+          }
+        }
+        if (end === start) {
+          ids = [this.unk];
+          break;
+        }
+        start = end;
       }
     }
-    if (word) words.push(word);
-    return words;
+    if (this.cache.size < CACHE_WORDS) this.cache.set(text, ids);
+    return ids;
   }
-}
 
-function cannotLoad(why: string): never {
-  throw new BundleError(`the bundle's tokenizer cannot be loaded: ${why}`);
-}
-
-/**
- * What the Rust library refuses when it loads a tokenizer.json that the tokenizer family lets
- * through (the Python runtime then refuses the bundle at load), and what this runtime cannot
- * reproduce (added-token flags the JavaScript library handles differently, like the Java core).
- */
-function checkLoadable(doc: ValueMap): void {
-  const map = (v: Value | undefined): ValueMap | null => (v instanceof Map ? v : null);
-  const u32 = (v: Value | undefined, where: string): void => {
-    if (typeof v !== "bigint") cannotLoad(`${where}: invalid type ${jsonDumps(v ?? null)}, expected u32`);
-  };
-  const oneOf = (v: Value | undefined, where: string, variants: string[]): void => {
-    if (typeof v !== "string" || !variants.includes(v)) cannotLoad(`${where}: unknown variant ${jsonDumps(v ?? null)}, expected one of ${variants.join(", ")}`);
-  };
-  const truncation = map(doc.get("truncation"));
-  if (truncation) {
-    for (const k of ["max_length", "strategy", "stride"]) if (!truncation.has(k)) cannotLoad(`truncation: missing field \`${k}\``);
-    oneOf(truncation.get("strategy"), "truncation.strategy", ["LongestFirst", "OnlyFirst", "OnlySecond"]);
-    if (truncation.has("direction")) oneOf(truncation.get("direction"), "truncation.direction", ["Left", "Right"]);
-  }
-  const padding = map(doc.get("padding"));
-  if (padding) {
-    for (const k of ["strategy", "direction", "pad_id", "pad_type_id", "pad_token"]) {
-      if (!padding.has(k)) cannotLoad(`padding: missing field \`${k}\``);
-    }
-    oneOf(padding.get("direction"), "padding.direction", ["Left", "Right"]);
-  }
-  const post = map(doc.get("post_processor"))!;
-  if (!post.has("pair")) cannotLoad("post_processor: TemplateProcessing without its pair template");
-  for (const [name, st] of map(post.get("special_tokens"))!) {
-    for (const id of map(st)!.get("ids") as Value[]) u32(id, `post_processor.special_tokens.${name}.ids`);
-  }
-  (doc.get("added_tokens") as Value[]).forEach((t0, i) => {
-    const t = map(t0)!;
-    u32(t.get("id"), `added_tokens[${i}].id`);
-    for (const flag of ["single_word", "lstrip", "rstrip"]) {
-      if (t.get(flag) === true) {
-        cannotLoad(`added token ${jsonDumps(t.get("content")!)} sets ${flag}, which this runtime does not support`);
+  /** The ids of `text` without special tokens, at most `limit` of them. */
+  private pieces(text: string, limit: number): number[] {
+    const ids: number[] = [];
+    const punctuation = charset("punctuation");
+    const space = charset("whitespace");
+    const cps = codePoints(text);
+    const words = (piece: number[]): boolean => { // false once `limit` ids are there
+      let word: number[] = [];
+      const flush = (): boolean => {
+        if (word.length) ids.push(...this.word(word));
+        word = [];
+        return ids.length < limit;
+      };
+      for (const cp of this.normalize(piece)) {
+        if (space.has(cp)) {
+          if (!flush()) return false;
+        } else if (ASCII_PUNCTUATION.has(cp) || punctuation.has(cp)) {
+          if (!flush()) return false;
+          word = [cp];
+          if (!flush()) return false;
+        } else {
+          word.push(cp);
+        }
       }
-    }
-  });
-}
-
-/** Turns texts into token-id lists: the bundle's text prefix, no padding, truncated to max_length. */
-export class TextTokenizer {
-  private readonly tok: Tokenizer;
-  private readonly prefixIds: number[];
-  private readonly suffixIds: number[];
-
-  /** `doc` is the tokenizer.json as the family check parsed it (integers as bigint). */
-  constructor(tokenizerJson: string, doc: ValueMap, readonly maxLength: number, readonly textPrefix = "") {
-    checkLoadable(doc);
-    const json = JSON.parse(tokenizerJson) as Record<string, unknown>;
-    json["decoder"] ??= null; // the library wants the key; the family makes it optional
-    const normalizer = json["normalizer"] as ConstructorParameters<typeof RustBertNormalizer>[0];
-    try {
-      this.tok = new Tokenizer(json, {});
-    } catch (e) {
-      cannotLoad(String((e as Error).message).split("\n").join(" ").slice(0, 300));
-    }
-    const mine = new RustBertNormalizer(normalizer);
-    // Added tokens marked `normalized` were matched by the library against its own
-    // normalizer's output at construction: refuse a bundle where the two normalizers disagree
-    // on such a token (no BERT tokenizer has one: its special tokens are not normalized).
-    for (const t of json["added_tokens"] as { content: string; normalized: boolean }[]) {
-      if (t.normalized && this.tok.normalizer !== null && this.tok.normalizer(t.content) !== mine.normalize(t.content)) {
-        cannotLoad(`added token ${jsonDumps(t.content)} is normalized differently by @huggingface/tokenizers`);
-      }
-    }
-    this.tok.normalizer = mine;
-    this.tok.pre_tokenizer = new RustBertPreTokenizer();
-    // The family's template is exactly [CLS] A [SEP]: its two special tokens' ids.
-    const post = doc.get("post_processor") as ValueMap;
-    const single = post.get("single") as ValueMap[];
-    const specials = post.get("special_tokens") as ValueMap;
-    const ids = (piece: ValueMap): number[] => {
-      const name = (piece.get("SpecialToken") as ValueMap).get("id") as string;
-      return ((specials.get(name) as ValueMap).get("ids") as bigint[]).map(Number);
+      return flush();
     };
-    this.prefixIds = ids(single[0]!);
-    this.suffixIds = ids(single[2]!);
-    if (maxLength < this.prefixIds.length + this.suffixIds.length) {
-      cannotLoad(`max_length ${maxLength} leaves no room for the special tokens`);
+    let start = 0;
+    for (let i = 0; i <= cps.length; i++) {
+      const match = i < cps.length ? this.added.get(cps[i]!)?.find(([t]) => t.every((cp, j) => cps[i + j] === cp)) : undefined;
+      if (match === undefined && i < cps.length) continue;
+      if (i > start && !words(cps.slice(start, i))) break;
+      if (match === undefined) break;
+      ids.push(match[1]);
+      if (ids.length >= limit) break;
+      start = i + match[0].length;
+      i = start - 1;
     }
+    return ids.slice(0, limit);
   }
 
-  /** Token ids of one text, with the special tokens, truncated, not padded. */
+  /** Whether `text` alone (no prefix) gives a token: a query of only white space, controls or invisible code points gives none. */
+  hasToken(text: string): boolean {
+    return this.pieces(text, 1).length > 0;
+  }
+
+  /** Token ids of one text: the prefix and the text, [CLS] ... [SEP], truncated, no padding. */
   encode(text: string): number[] {
-    const ids = this.tok.encode(this.textPrefix + text, { add_special_tokens: false }).ids;
-    const room = this.maxLength - this.prefixIds.length - this.suffixIds.length;
-    return [...this.prefixIds, ...ids.slice(0, room), ...this.suffixIds];
+    return [this.first, ...this.pieces(this.textPrefix + text, this.maxLength - 2), this.last];
   }
 }

@@ -1,257 +1,250 @@
 /**
- * The tokenizer family (runtime/bundle/tokenizer_family.py): a bundle's tokenizer.json must be
- * BERT's WordPiece pipeline and nothing else, with bounded sizes, checked before any tokenizer
- * library parses a byte of it. The same rules in the same order with the same words as the
- * Python reader; the bounds come from the generated schema module.
+ * The tokenizer family: a bundle's tokenizer.json is strict JSON of one closed shape
+ * (schema.json "tokenizer"), interpreted here so that no JSON library or tokenizer library
+ * decides what a bundle means.
+ *
+ * - Strict JSON: no key twice in an object, no NaN or infinity, no integer written -0 or beyond
+ *   2^53 - 1, no \u escape that leaves a lone surrogate, at most 16 levels of nesting, JSON
+ *   white space only, no byte order mark; otherwise tokenizer.json.
+ * - The document schema: in each object the missing keys in schema order, then unknown keys in
+ *   document order, then the values in schema order; one_of takes the first alternative that
+ *   accepts, else refuses at the value's own path; then the family's relations in order.
+ *   Otherwise tokenizer.family, at "encoder.tokenizer_json" + the value's JSON pointer.
  */
+import { SCHEMA, type Shape } from "./contract.js";
 import { BundleError } from "./errors.js";
-import {
-  FIELDS, MAX_ADDED_TOKENS, MAX_INPUT_CHARS_PER_WORD, MAX_PREFIX_CHARS_WORDPIECE, MAX_TOKEN_CHARS,
-  MAX_TOKENIZER_JSON_CHARS, MAX_VOCAB_SIZE, TOKENIZER_DECODER, TOKENIZER_KEYS, TOKENIZER_MODEL,
-  TOKENIZER_NORMALIZER, TOKENIZER_POST_PROCESSOR, TOKENIZER_PRE_TOKENIZER, TOKENIZER_REQUIRED,
-} from "./generated/schema.js";
-import { JsonRefused, JsonSyntaxError, parseJson } from "./json.js";
-import { comparePy, jsonDumps, type Value, type ValueMap } from "./pyrepr.js";
-import { pyLen } from "./text.js";
+import { cpLength, loneSurrogate } from "./unicode.js";
 
 const FIELD = "encoder.tokenizer_json";
-/** The tokenizer's own truncation and padding lengths are bounded like encoder.max_length. */
-const LENGTH_HIGH = Number(FIELDS.find((f) => f.path === "encoder.max_length")!.high);
 
-class Refused extends Error {}
-
-function fail(why: string): never {
-  throw new Refused(why);
+/** A JSON number written with a fraction or an exponent (the family has none: always refused). */
+export class JFloat {
+  constructor(readonly value: number) {}
 }
 
-function path(...keys: string[]): string {
-  return keys.filter((k) => k).join(".");
-}
+/** A parsed JSON value: integers are numbers, objects keep their key order. */
+export type Json = null | boolean | number | JFloat | string | Json[] | Map<string, Json>;
 
-function show(v: Value | undefined): string {
-  const text = jsonDumps(v === undefined ? null : v);
-  return text.length <= 60 ? text : text.slice(0, 57) + "...";
-}
+class NotStrict extends Error {}
 
-const isMap = (v: Value | undefined): v is ValueMap => v instanceof Map;
-const isInt = (v: Value | undefined): v is bigint => typeof v === "bigint";
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?/y;
+const ESCAPES: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
 
-/** Python's == between JSON values: True == 1, 1 == 1.0, lists element by element. */
-export function pyEq(a: Value | undefined, b: Value | undefined): boolean {
-  const numeric = (v: Value | undefined): number | bigint | null =>
-    typeof v === "boolean" ? (v ? 1n : 0n) : typeof v === "bigint" || typeof v === "number" ? v : null;
-  const x = numeric(a);
-  const y = numeric(b);
-  if (x !== null || y !== null) return x !== null && y !== null && x == y; // eslint-disable-line eqeqeq
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => pyEq(v, b[i]));
+/** `text` as strict JSON (see the module doc). */
+export function parseStrict(text: string): Json {
+  const { max_depth: maxDepth, max_integer: maxInteger } = SCHEMA.tokenizer;
+  let pos = 0;
+  function no(why: string): never {
+    throw new NotStrict(`${why} at character ${pos}`);
   }
-  if (isMap(a) || isMap(b)) {
-    return isMap(a) && isMap(b) && a.size === b.size && [...a].every(([k, v]) => b.has(k) && pyEq(v, b.get(k)));
-  }
-  if (a instanceof Uint8Array || b instanceof Uint8Array) return false;
-  return (a ?? null) === (b ?? null);
-}
-
-function map(v: Value | undefined, where: string, keys: readonly string[], required: readonly string[] = []): ValueMap {
-  if (!isMap(v)) fail(`${where} must be an object, got ${show(v)}`);
-  for (const k of required) {
-    if (!v.has(k)) fail(where ? `missing '${path(where, k)}'` : `missing '${k}'`);
-  }
-  const extra = [...v.keys()].filter((k) => !keys.includes(k)).sort(comparePy);
-  if (extra.length) {
-    fail(where ? `${path(where, extra[0]!)} is not part of the family` : `'${extra[0]}' is not part of the family`);
-  }
-  return v;
-}
-
-function typed(v: Value | undefined, where: string, expected: string): void {
-  if (!isMap(v) || !pyEq(v.get("type") ?? null, expected) || typeof v.get("type") !== "string") {
-    const got = isMap(v) ? (v.get("type") ?? null) : v;
-    fail(`${where}.type is ${show(got)}, expected ${show(expected)}`);
-  }
-}
-
-function bool(v: Value | undefined, where: string, nullable = false): void {
-  if (!(typeof v === "boolean" || (nullable && v === null))) {
-    fail(`${where} must be ${nullable ? "true, false or null" : "true or false"}, got ${show(v)}`);
-  }
-}
-
-function int(v: Value | undefined, where: string, low: number, high: number): bigint {
-  if (!isInt(v) || v < low || v > high) fail(`${where} must be an integer in ${low}..${high}, got ${show(v)}`);
-  return v;
-}
-
-function str(v: Value | undefined, where: string, low: number, high: number): string {
-  if (typeof v !== "string" || pyLen(v) < low || pyLen(v) > high) {
-    fail(`${where} must be a string of ${low} to ${high} characters, got ${show(v)}`);
-  }
-  return v;
-}
-
-function checkNormalizer(v: Value | undefined): void {
-  typed(v, "normalizer", TOKENIZER_NORMALIZER);
-  const keys = ["type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase"];
-  const n = map(v, "normalizer", keys, keys);
-  for (const k of ["clean_text", "handle_chinese_chars", "lowercase"]) bool(n.get(k), `normalizer.${k}`);
-  bool(n.get("strip_accents"), "normalizer.strip_accents", true);
-}
-
-function checkVocab(model: ValueMap): ValueMap {
-  const vocab = model.get("vocab");
-  if (!isMap(vocab) || vocab.size < 1 || vocab.size > MAX_VOCAB_SIZE) {
-    fail(`model.vocab must be an object of 1 to ${MAX_VOCAB_SIZE} tokens`);
-  }
-  const ids = new Set<bigint>();
-  for (const [token, i] of vocab) {
-    const n = pyLen(token);
-    if (n < 1 || n > MAX_TOKEN_CHARS) fail(`model.vocab token ${show(token)} must have 1 to ${MAX_TOKEN_CHARS} characters`);
-    if (!isInt(i) || i < 0n || i >= BigInt(vocab.size)) {
-      fail(`model.vocab id of ${show(token)} must be an integer in 0..${vocab.size - 1}, got ${show(i)}`);
+  const space = (): void => {
+    while (" \t\n\r".includes(text[pos] ?? "x")) pos++;
+  };
+  const string = (): string => {
+    pos++; // the opening quote
+    let out = "";
+    for (;;) {
+      let end = pos;
+      while (end < text.length && text[end] !== '"' && text[end] !== "\\" && text[end]! >= " ") end++;
+      out += text.slice(pos, end);
+      pos = end;
+      const c = text[pos++];
+      if (c === undefined) no("an unterminated string");
+      else if (c === '"') break;
+      else if (c < " ") no("a control character in a string");
+      else if (text[pos] === "u" && /^[0-9a-fA-F]{4}$/.test(text.slice(pos + 1, pos + 5))) {
+        out += String.fromCharCode(parseInt(text.slice(pos + 1, pos + 5), 16));
+        pos += 5;
+      } else if (ESCAPES[text[pos] ?? ""] !== undefined) out += ESCAPES[text[pos++]!];
+      else no("an invalid escape");
     }
-    ids.add(i);
-  }
-  if (ids.size !== vocab.size) fail("model.vocab must give every token its own id (ids 0 to size - 1, each once)");
-  return vocab;
-}
-
-function checkModel(v: Value | undefined): ValueMap {
-  typed(v, "model", TOKENIZER_MODEL);
-  const keys = ["type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"];
-  const m = map(v, "model", keys, keys);
-  const vocab = checkVocab(m);
-  const unk = str(m.get("unk_token"), "model.unk_token", 1, MAX_TOKEN_CHARS);
-  if (!vocab.has(unk)) fail(`model.unk_token ${show(unk)} is not in model.vocab`);
-  str(m.get("continuing_subword_prefix"), "model.continuing_subword_prefix", 1, MAX_PREFIX_CHARS_WORDPIECE);
-  int(m.get("max_input_chars_per_word"), "model.max_input_chars_per_word", 1, MAX_INPUT_CHARS_PER_WORD);
-  return vocab;
-}
-
-function checkAddedTokens(v: Value | undefined, vocab: ValueMap): void {
-  if (!Array.isArray(v) || v.length > MAX_ADDED_TOKENS) fail(`added_tokens must be a list of at most ${MAX_ADDED_TOKENS} tokens`);
-  const keys = ["id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"];
-  v.forEach((item, i) => {
-    const where = `added_tokens[${i}]`;
-    const t = map(item, where, keys, keys);
-    const content = str(t.get("content"), `${where}.content`, 1, MAX_TOKEN_CHARS);
-    if (!pyEq(vocab.get(content) ?? null, t.get("id")) || typeof t.get("id") === "boolean") {
-      fail(`${where} must be a token of model.vocab with its id, got ${show(content)} with id ${show(t.get("id"))}`);
-    }
-    for (const k of keys.slice(2)) bool(t.get(k), `${where}.${k}`);
-  });
-}
-
-function checkTemplate(items: Value | undefined, where: string, specials: ValueMap, single: boolean): void {
-  if (!Array.isArray(items) || items.length < 1 || items.length > 8) fail(`${where} must be a list of 1 to 8 pieces`);
-  const kinds: string[] = [];
-  items.forEach((piece, i) => {
-    const at = `${where}[${i}]`;
-    if (!isMap(piece) || piece.size !== 1) {
-      fail(`${at} must be {"SpecialToken": ...} or {"Sequence": ...}, got ${show(piece)}`);
-    }
-    const [kind, body] = [...piece][0]!;
-    let b: ValueMap;
-    if (kind === "SpecialToken") {
-      b = map(body, `${at}.SpecialToken`, ["id", "type_id"], ["id", "type_id"]);
-      const id = b.get("id");
-      if (typeof id !== "string" || !specials.has(id)) {
-        fail(`${at}.SpecialToken.id ${show(id)} is not in post_processor.special_tokens`);
+    if (loneSurrogate(out) >= 0) no("a string with a lone surrogate");
+    return out;
+  };
+  const value = (depth: number): Json => {
+    space();
+    const c = text[pos];
+    if (c === "{" || c === "[") {
+      if (depth > maxDepth) no(`nesting deeper than ${maxDepth}`);
+      pos++;
+      space();
+      const close = c === "{" ? "}" : "]";
+      const out: Json[] | Map<string, Json> = c === "{" ? new Map() : [];
+      if (text[pos] === close) {
+        pos++;
+        return out;
       }
-    } else if (kind === "Sequence") {
-      b = map(body, `${at}.Sequence`, ["id", "type_id"], ["id", "type_id"]);
-      if (!pyEq(b.get("id"), "A") && !pyEq(b.get("id"), "B")) fail(`${at}.Sequence.id must be "A" or "B", got ${show(b.get("id"))}`);
-    } else {
-      return fail(`${at} must be {"SpecialToken": ...} or {"Sequence": ...}, got ${show(kind)}`);
+      for (;;) {
+        if (out instanceof Map) {
+          space();
+          if (text[pos] !== '"') no("an object key that is not a string");
+          const key = string();
+          if (out.has(key)) no(`the key "${key.slice(0, 60)}" twice in one object`);
+          space();
+          if (text[pos++] !== ":") no("a missing colon");
+          out.set(key, value(depth + 1));
+        } else {
+          out.push(value(depth + 1));
+        }
+        space();
+        const sep = text[pos++];
+        if (sep === close) return out;
+        if (sep !== ",") no("a missing comma");
+      }
     }
-    int(b.get("type_id"), `${at}.${kind}.type_id`, 0, 1);
-    kinds.push(kind === "SpecialToken" ? kind : String(b.get("id")));
-  });
-  const zeroTypes = items.every((p) => [...(p as ValueMap).values()].every((b) => pyEq((b as ValueMap).get("type_id"), 0n)));
-  if (single && (kinds.join(",") !== "SpecialToken,A,SpecialToken" || !zeroTypes)) {
-    fail(`${where} must be [SpecialToken, Sequence A, SpecialToken] with type_id 0 (BERT's [CLS] A [SEP])`);
-  }
-}
-
-function checkPostProcessor(v: Value | undefined, vocab: ValueMap): void {
-  typed(v, "post_processor", TOKENIZER_POST_PROCESSOR);
-  const pp = map(v, "post_processor", ["type", "single", "pair", "special_tokens"], ["type", "single", "special_tokens"]);
-  const specials = pp.get("special_tokens");
-  if (!isMap(specials) || specials.size < 1 || specials.size > 8) {
-    fail("post_processor.special_tokens must be an object of 1 to 8 tokens");
-  }
-  for (const [name, item] of specials) {
-    const at = `post_processor.special_tokens.${name}`;
-    const st = map(item, at, ["id", "ids", "tokens"], ["id", "ids", "tokens"]);
-    // Each special token is one vocabulary token with its id (BERT's [CLS] and [SEP]).
-    if (!pyEq(st.get("id"), name) || !pyEq(st.get("tokens"), [name]) || !pyEq(st.get("ids"), [vocab.get(name) ?? null]) ||
-        !vocab.has(name)) {
-      fail(`${at} must be {"id": ${show(name)}, "ids": [its vocabulary id], "tokens": [${show(name)}]} with ` +
-           `${show(name)} in model.vocab`);
+    if (c === '"') return string();
+    for (const [word, v] of [["null", null], ["true", true], ["false", false]] as const) {
+      if (text.startsWith(word, pos)) {
+        pos += word.length;
+        return v;
+      }
     }
-  }
-  checkTemplate(pp.get("single"), "post_processor.single", specials, true);
-  if (pp.has("pair")) checkTemplate(pp.get("pair"), "post_processor.pair", specials, false);
-}
-
-function checkSettings(doc: ValueMap): void {
-  const t0 = doc.get("truncation");
-  if (t0 !== undefined && t0 !== null) {
-    const t = map(t0, "truncation", ["direction", "max_length", "strategy", "stride"], ["max_length"]);
-    int(t.get("max_length"), "truncation.max_length", 0, LENGTH_HIGH);
-    if (t.has("stride")) int(t.get("stride"), "truncation.stride", 0, LENGTH_HIGH);
-    for (const k of ["direction", "strategy"]) if (t.has(k)) str(t.get(k), `truncation.${k}`, 1, 32);
-  }
-  const p0 = doc.get("padding");
-  if (p0 !== undefined && p0 !== null) {
-    const p = map(p0, "padding", ["strategy", "direction", "pad_to_multiple_of", "pad_id", "pad_type_id", "pad_token"]);
-    const strategy = p.get("strategy");
-    const fixed = isMap(strategy) && strategy.size === 1 && strategy.has("Fixed");
-    if (fixed) int(strategy.get("Fixed"), "padding.strategy.Fixed", 0, LENGTH_HIGH);
-    else if (strategy !== "BatchLongest") fail(`padding.strategy must be "BatchLongest" or {"Fixed": n}, got ${show(strategy)}`);
-    const multiple = p.get("pad_to_multiple_of");
-    if (multiple !== undefined && multiple !== null) int(multiple, "padding.pad_to_multiple_of", 1, LENGTH_HIGH);
-    for (const k of ["pad_id", "pad_type_id"]) if (p.has(k)) int(p.get(k), `padding.${k}`, 0, MAX_VOCAB_SIZE);
-    for (const k of ["direction", "pad_token"]) if (p.has(k)) str(p.get(k), `padding.${k}`, 1, MAX_TOKEN_CHARS);
-  }
-}
-
-function check(doc0: Value): void {
-  const doc = map(doc0, "", TOKENIZER_KEYS, TOKENIZER_REQUIRED);
-  if (doc.has("version") && !pyEq(doc.get("version"), "1.0")) fail(`version is ${show(doc.get("version"))}, expected "1.0"`);
-  checkNormalizer(doc.get("normalizer"));
-  const pre = doc.get("pre_tokenizer");
-  typed(pre, "pre_tokenizer", TOKENIZER_PRE_TOKENIZER);
-  map(pre, "pre_tokenizer", ["type"]);
-  const vocab = checkModel(doc.get("model"));
-  checkAddedTokens(doc.get("added_tokens"), vocab);
-  checkPostProcessor(doc.get("post_processor"), vocab);
-  const decoder = doc.get("decoder");
-  if (decoder !== undefined && decoder !== null) {
-    typed(decoder, "decoder", TOKENIZER_DECODER);
-    const d = map(decoder, "decoder", ["type", "prefix", "cleanup"], ["type", "prefix", "cleanup"]);
-    str(d.get("prefix"), "decoder.prefix", 1, MAX_PREFIX_CHARS_WORDPIECE);
-    bool(d.get("cleanup"), "decoder.cleanup");
-  }
-  checkSettings(doc);
-}
-
-/** Refuse a tokenizer.json outside the BERT WordPiece family; returns the parsed document. */
-export function checkTokenizerJson(text: string): ValueMap {
-  const n = pyLen(text);
-  if (n > MAX_TOKENIZER_JSON_CHARS) {
-    throw new BundleError(`field '${FIELD}' has ${n} characters, more than ${MAX_TOKENIZER_JSON_CHARS}`);
-  }
+    NUMBER.lastIndex = pos;
+    const m = NUMBER.exec(text);
+    if (m === null) return no("something that is not a JSON value");
+    pos += m[0].length;
+    if (m[1] !== undefined || m[2] !== undefined) return new JFloat(Number(m[0]));
+    if (m[0] === "-0") no("the integer -0");
+    const n = Number(m[0]);
+    if (Math.abs(n) > maxInteger) no("an integer beyond 2^53 - 1");
+    return n;
+  };
   try {
-    const doc = parseJson(text, (key) => `key ${show(key)} appears twice in one object`);
-    check(doc);
-    return doc as ValueMap;
+    const doc = value(1);
+    space();
+    if (pos !== text.length) no("text after the document");
+    return doc;
   } catch (e) {
-    if (e instanceof Refused || (e instanceof JsonRefused && !e.message.startsWith("it nests"))) {
-      throw new BundleError(`field '${FIELD}' is outside the tokenizer family: ${e.message}`);
-    }
-    if (e instanceof JsonRefused) throw new BundleError(`field '${FIELD}' is not JSON a reader can parse: ${e.message}`);
-    if (e instanceof JsonSyntaxError) throw new BundleError(`field '${FIELD}' is not valid JSON: ${e.message}`);
+    if (e instanceof NotStrict) throw new BundleError("tokenizer.json", FIELD, `${FIELD} is not strict JSON: ${e.message}`);
     throw e;
   }
+}
+
+class Refused extends Error {
+  constructor(readonly at: string, why: string) {
+    super(why);
+  }
+}
+
+/** A JSON pointer one level down (RFC 6901: ~ and / escaped). */
+const pointer = (at: string, key: string | number): string => `${at}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+
+function show(v: Json): string {
+  const s = v instanceof JFloat ? String(v.value) : v instanceof Map ? "an object" : Array.isArray(v) ? "an array" : JSON.stringify(v);
+  return s.length <= 60 ? s : s.slice(0, 57) + "...";
+}
+
+function count(n: number, s: Shape, at: string): void {
+  if (n < (s.min_items ?? 0) || n > (s.max_items ?? n)) throw new Refused(at, `has ${n} entries, outside ${s.min_items ?? 0} to ${s.max_items}`);
+}
+
+/** Check `v` against one schema node (the order of the checks is normative). */
+function walk(v: Json, s: Shape, at: string): void {
+  if (s.ref !== undefined) s = { ...SCHEMA.tokenizer.definitions[s.ref], ...s, ref: undefined };
+  if (v === null) {
+    if (s.nullable) return;
+    throw new Refused(at, "is null");
+  }
+  if (s.one_of !== undefined) {
+    for (const alternative of s.one_of) {
+      try {
+        walk(v, alternative, at);
+        return;
+      } catch (e) {
+        if (!(e instanceof Refused)) throw e;
+      }
+    }
+    throw new Refused(at, `is ${show(v)}, none of the forms the family allows`);
+  }
+  if ("const" in s) {
+    if (typeof v !== typeof s.const || v !== s.const) throw new Refused(at, `is ${show(v)}, expected ${JSON.stringify(s.const)}`);
+    return;
+  }
+  if (s.enum !== undefined) {
+    if (!(typeof v === "string" && s.enum.includes(v))) throw new Refused(at, `is ${show(v)}, expected one of ${s.enum.join(", ")}`);
+    return;
+  }
+  const ok = s.type === "object" || s.type === "map" ? v instanceof Map : s.type === "array" ? Array.isArray(v)
+    : s.type === "string" ? typeof v === "string" : s.type === "boolean" ? typeof v === "boolean"
+    : typeof v === "number" && v >= s.min! && v <= s.max!;
+  if (!ok) throw new Refused(at, `is ${show(v)}, expected ${s.type === "integer" ? `an integer from ${s.min} to ${s.max}` : `a ${s.type}`}`);
+  if (v instanceof Map && s.type === "object") {
+    const keys = new Map(s.keys!);
+    for (const [k, sub] of s.keys!) if (!v.has(k) && !sub.optional) throw new Refused(pointer(at, k), "is missing");
+    for (const k of v.keys()) if (!keys.has(k)) throw new Refused(pointer(at, k), "is not part of the family");
+    for (const [k, sub] of s.keys!) if (v.has(k)) walk(v.get(k)!, sub, pointer(at, k));
+  } else if (v instanceof Map) {
+    count(v.size, s, at);
+    const [low, high] = s.key_length!;
+    for (const [k, x] of v) {
+      const n = cpLength(k);
+      if (n < low || n > high) throw new Refused(pointer(at, k), `is a key of ${n} characters, outside ${low} to ${high}`);
+      walk(x, s.values!, pointer(at, k));
+    }
+  } else if (Array.isArray(v)) {
+    count(v.length, s, at);
+    v.forEach((x, i) => walk(x, s.items!, pointer(at, i)));
+  } else if (typeof v === "string") {
+    const n = cpLength(v);
+    if (n < (s.min_length ?? 0) || n > (s.max_length ?? n)) {
+      throw new Refused(at, `has ${n} characters, outside ${s.min_length ?? 0} to ${s.max_length}`);
+    }
+  }
+}
+
+type Obj = Map<string, Json>;
+const obj = (v: Json | undefined): Obj => v as Obj;
+
+/** The family's relations, in schema.json's order. */
+function relations(doc: Obj): void {
+  const model = obj(doc.get("model"));
+  const post = obj(doc.get("post_processor"));
+  const vocab = obj(model.get("vocab")) as Map<string, number>;
+  const seen = new Set<number>();
+  for (const [token, i] of vocab) {
+    if (i >= vocab.size || seen.has(i)) {
+      throw new Refused(pointer("/model/vocab", token), `has id ${i}: the ids must be 0 to ${vocab.size - 1}, each once`);
+    }
+    seen.add(i);
+  }
+  if (!vocab.has(model.get("unk_token") as string)) throw new Refused("/model/unk_token", "is not a token of model.vocab");
+  (doc.get("added_tokens") as Obj[]).forEach((t, i) => {
+    if (vocab.get(t.get("content") as string) !== t.get("id")) {
+      throw new Refused(`/added_tokens/${i}`, "is not a token of model.vocab with that id");
+    }
+  });
+  const specials = obj(post.get("special_tokens"));
+  for (const [name, st] of specials as Map<string, Obj>) {
+    const [id, ids, tokens] = [st.get("id"), st.get("ids") as number[], st.get("tokens") as string[]];
+    if (!(id === name && tokens.length === 1 && tokens[0] === name && vocab.has(name) && ids[0] === vocab.get(name))) {
+      throw new Refused(pointer("/post_processor/special_tokens", name), `must be {"id": NAME, "ids": [its vocabulary id], "tokens": [NAME]}`);
+    }
+  }
+  for (const which of ["single", "pair"]) {
+    (post.get(which) as Obj[]).forEach((piece, i) => {
+      if (piece.has("SpecialToken") && !specials.has(obj(piece.get("SpecialToken")).get("id") as string)) {
+        throw new Refused(`/post_processor/${which}/${i}/SpecialToken/id`, "is not a key of special_tokens");
+      }
+    });
+  }
+  const single = post.get("single") as Obj[];
+  const kinds = single.map((p) => (p.has("SpecialToken") ? "SpecialToken" : obj(p.get("Sequence")).get("id")));
+  if (kinds.join() !== "SpecialToken,A,SpecialToken" || single.some((p) => obj([...p.values()][0]).get("type_id") !== 0)) {
+    throw new Refused("/post_processor/single", "must be [SpecialToken, Sequence A, SpecialToken] with type_id 0 (BERT's [CLS] A [SEP])");
+  }
+}
+
+/** Parse and check a bundle's tokenizer.json; returns the document the tokenizer is built from. */
+export function checkTokenizerJson(text: string): Obj {
+  const doc = parseStrict(text);
+  try {
+    walk(doc, SCHEMA.tokenizer.document, "");
+    relations(doc as Obj);
+  } catch (e) {
+    if (e instanceof Refused) {
+      throw new BundleError("tokenizer.family", FIELD + e.at, `${FIELD} is outside the tokenizer family: ${e.at || "the document"} ${e.message}`);
+    }
+    throw e;
+  }
+  return doc as Obj;
 }

@@ -1,134 +1,128 @@
 /**
- * The TypeScript runtime against the Python runtime, in Node, on the golden data the Java core
- * is held to (android_demo/golden.py): the same refusals with the same key phrases, the same
- * token ids, buckets, scores and labels, and, with onnxruntime-node (the same CPU kernels as
- * Python's onnxruntime), the same embeddings, so every label equal and every score within 1e-5.
+ * The runtime against the conformance corpora (format/1/corpus/cases.json; test/corpus.ts), in
+ * Node: every refused file with its code and path, every accepted file read with its labels,
+ * token ids, query refusals and scores, every text rule; the engine bundles end to end on
+ * onnxruntime-node (the reference engine's kernels: embeddings within tolerance.embedding per
+ * coordinate) and through a stand-in engine that answers with the corpus's embeddings (the
+ * Classifier's load check and query rules, for TFLite bundles too, which no JavaScript engine runs).
  */
 import { describe, expect, it } from "vitest";
 import { Classifier, nodeEngine } from "../src/index.js";
-import { BundleError } from "../src/errors.js";
+import type { Engine } from "../src/engine.js";
+import { BundleError, InputError } from "../src/errors.js";
 import { readBundle, type Bundle } from "../src/reader.js";
-import { argmax, Scorer } from "../src/scoring.js";
+import { Scorer } from "../src/scoring.js";
+import { escape, escapeJson, labelKey, showsSomething, unassigned, unprintable } from "../src/text.js";
 import { TextTokenizer } from "../src/tokenizer.js";
-import { checkTokenizerJson } from "../src/tokenizer_family.js";
-import { TFLITE_REFUSED } from "../src/classifier.js";
-import { f32, golden, HAVE_FIXTURES, readFixture, SKIP_MESSAGE } from "./fixtures.js";
+import { corpora, type AcceptCase, type Corpus } from "./corpus.js";
 
-/** Scores of the scored bundles (float64 arithmetic on the same float32 inputs) agree to this, relative. */
-const SCORING_RTOL = 1e-9;
-/** End to end in Node, every score within this of Python's (the acceptance criterion). */
-const NODE_SCORE_ATOL = 1e-5;
-
-async function bundleOf(file: string): Promise<Bundle> {
-  return readBundle(readFixture("golden", file));
+async function refusal(p: Promise<unknown>): Promise<{ code: string; path: string; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    if (!(e instanceof BundleError || e instanceof InputError)) throw e;
+    return { code: e.code, path: e.path, message: e.message };
+  }
+  return { code: "accepted", path: "", message: "" };
 }
 
-describe.skipIf(!HAVE_FIXTURES)(`golden conformance in Node (${HAVE_FIXTURES ? "fixtures found" : SKIP_MESSAGE})`, () => {
-  it("refuses every malformed bundle in one line carrying the Python reader's phrases", async () => {
-    const g = golden();
-    const problems: string[] = [];
-    for (const m of g.malformed) {
-      try {
-        await readBundle(readFixture("golden", m.file));
-        problems.push(`${m.file}: accepted`);
-      } catch (e) {
-        if (!(e instanceof BundleError)) {
-          problems.push(`${m.file}: ${String(e)} (not a BundleError)`);
+/** An engine that answers with the corpus's embeddings, by token ids. */
+function standIn(c: AcceptCase): Engine {
+  const answers = new Map<string, number[]>();
+  if (c.check) answers.set(c.check.token_ids.join(), c.check.embedding);
+  for (const q of c.queries ?? []) if (q.embedding) answers.set(q.token_ids!.join(), q.embedding);
+  return {
+    name: "stand-in", formats: ["onnx", "tflite"], bounded: "nothing",
+    load: async () => undefined,
+    embed: async (ids) => Float32Array.from(answers.get(ids.join()) ?? []),
+    release: async () => undefined,
+  };
+}
+
+function expectScores(corpus: Corpus, b: Bundle, scorer: Scorer, row: { embedding: number[]; scores: number[]; label: string }): void {
+  const s = scorer.scores(Float32Array.from(row.embedding));
+  const worst = Math.max(...row.scores.map((x, i) => Math.abs(x - s[i]!)));
+  expect(worst).toBeLessThanOrEqual(corpus.cases.tolerance.scores);
+  expect(b.labels[s.indexOf(Math.max(...s))]).toBe(row.label);
+  expect(Math.abs(s.reduce((a, x) => a + x, 0) - 1)).toBeLessThanOrEqual(1e-9);
+}
+
+describe.each(corpora)("$name", (corpus) => {
+  const { cases } = corpus;
+
+  it.skipIf(!cases.refuse.length)(`refuses each of the ${cases.refuse.length} refuse/ files with its code and path`, async () => {
+    const wrong: string[] = [];
+    for (const c of cases.refuse) {
+      const got = await refusal(readBundle(corpus.read(c.file)));
+      if (got.code !== c.code || got.path !== c.path) wrong.push(`${c.file}: ${got.code} at ${got.path}, want ${c.code} at ${c.path}`);
+      expect(got.message).not.toMatch(/[\x1b\u202e]/);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it.each(cases.accept)("reads, tokenizes and scores $file", async (c) => {
+    const b = await readBundle(corpus.read(c.file));
+    expect(b.labels).toEqual(c.labels);
+    const tok = new TextTokenizer(b.encoder.tokenizer, b.encoder.maxLength, b.encoder.textPrefix);
+    const scorer = new Scorer(b);
+    if (c.check) expect(tok.encode(b.encoder.checkText)).toEqual(c.check.token_ids);
+    for (const q of c.queries ?? []) {
+      if (q.code) expect(tok.hasToken(q.text), JSON.stringify(q.text)).toBe(false);
+      else expect(tok.encode(q.text), JSON.stringify(q.text)).toEqual(q.token_ids);
+      if (q.embedding) expectScores(corpus, b, scorer, q as Required<typeof q>);
+    }
+    for (const v of c.vectors ?? []) expectScores(corpus, b, scorer, v);
+  });
+
+  it.each(cases.accept.filter((c) => c.engine))("answers $file end to end on onnxruntime-node", async (c) => {
+    const load = Classifier.load(corpus.read(c.file), { engine: nodeEngine({ threads: 1 }) });
+    if (c.engine === "tflite") {
+      expect(await refusal(load)).toMatchObject({ code: "engine.unavailable", path: "encoder.format" });
+      return;
+    }
+    if (c.load) {
+      expect(await refusal(load)).toMatchObject(c.load);
+      return;
+    }
+    const clf = await load;
+    try {
+      for (const q of c.queries!) {
+        if (q.code) {
+          expect(await refusal(clf.classify([q.text]))).toMatchObject({ code: q.code, path: "" });
           continue;
         }
-        const missing = m.phrases.filter((p) => !e.message.includes(p));
-        if (missing.length) problems.push(`${m.file}: said ${JSON.stringify(e.message)}, without ${JSON.stringify(missing)}`);
-        if (e.message.includes("\n")) problems.push(`${m.file}: the message is not one line`);
+        const [emb] = await clf.embed([q.text]);
+        const worst = Math.max(...q.embedding!.map((x, i) => Math.abs(x - emb![i]!)));
+        expect(worst, q.text).toBeLessThanOrEqual(corpus.cases.tolerance.embedding);
+        if (q.margin! > corpus.cases.tolerance.label_margin) expect(clf.score(emb!).label, q.text).toBe(q.label);
       }
-    }
-    expect(problems).toEqual([]);
-    expect(g.malformed.length).toBeGreaterThan(480);
-  });
-
-  it("loads every valid variant", async () => {
-    const g = golden();
-    for (const v of g.variants) {
-      await expect(readBundle(readFixture("golden", v.file)), v.file).resolves.toBeDefined();
-    }
-    expect(g.variants.length).toBeGreaterThan(10);
-  });
-
-  it("scores every derived bundle (each branch of the scoring rule) as Python does", async () => {
-    const g = golden();
-    let worst = 0;
-    let cases = 0;
-    for (const s of g.scored) {
-      const b = await bundleOf(s.file);
-      const scorer = new Scorer(b);
-      expect(scorer.plainVotes, s.file).toBe(s.plain_votes);
-      expect(scorer.boost, s.file).toBeCloseTo(s.prior_boost, 12);
-      for (const c of s.cases) {
-        const x = f32(c.embedding);
-        const scores = scorer.scores(x);
-        expect(scorer.hasher === null ? [] : scorer.hasher.buckets(Float64Array.from(x)), s.file).toEqual(c.buckets);
-        c.scores.forEach((want, i) => {
-          const err = Math.abs(scores[i]! - want) / Math.max(Math.abs(want), 1e-300);
-          worst = Math.max(worst, want === 0 ? Math.abs(scores[i]!) : err);
-        });
-        expect(b.labels[argmax(scores)], s.file).toBe(c.label);
-        cases++;
-      }
-    }
-    console.log(`scored bundles: ${cases} cases, largest relative score difference ${worst.toExponential(2)}`);
-    expect(worst).toBeLessThan(SCORING_RTOL);
-    expect(cases).toBeGreaterThan(400);
-  });
-
-  it("tokenizes every golden text of every bundle to the Python runtime's ids", async () => {
-    const g = golden();
-    let n = 0;
-    for (const entry of g.bundles) {
-      const e = (await bundleOf(entry.file)).encoder;
-      const tok = new TextTokenizer(e.tokenizerJson, checkTokenizerJson(e.tokenizerJson), e.maxLength, e.textPrefix);
-      for (const c of entry.cases) {
-        expect(tok.encode(c.text), `${entry.file}: ${JSON.stringify(c.text).slice(0, 80)}`).toEqual(c.token_ids);
-        n++;
-      }
-    }
-    expect(n).toBe(4 * g.bundles[0]!.cases.length);
-  });
-
-  it("classifies every golden text of the ONNX bundles end to end like Python: labels equal, scores within 1e-5", async () => {
-    const g = golden();
-    const summary: string[] = [];
-    let onnx = 0;
-    for (const entry of g.bundles) {
-      const bytes = readFixture("golden", entry.file);
-      const b = await readBundle(bytes);
-      if (b.encoder.format !== "onnx") continue;
-      onnx++;
-      const clf = await Classifier.load(bytes, { engine: nodeEngine({ threads: 1 }) });
-      let embDiff = 0;
-      let scoreDiff = 0;
-      let labels = 0;
-      for (const c of entry.cases) {
-        const [emb] = await clf.embed([c.text]);
-        const want = f32(c.embedding);
-        for (let i = 0; i < want.length; i++) embDiff = Math.max(embDiff, Math.abs(emb![i]! - want[i]!));
-        const p = clf.score(emb!);
-        p.scores.forEach((s, i) => (scoreDiff = Math.max(scoreDiff, Math.abs(s.score - c.scores[i]!))));
-        if (clf.scorer.hasher) expect(clf.scorer.hasher.buckets(Float64Array.from(emb!))).toEqual(c.buckets);
-        expect(p.label, `${entry.file}: ${JSON.stringify(c.text).slice(0, 80)}`).toBe(c.label);
-        labels++;
-      }
+    } finally {
       await clf.close();
-      summary.push(`${entry.file}: ${labels} labels equal, embeddings within ${embDiff.toExponential(1)}, scores within ${scoreDiff.toExponential(1)}`);
-      expect(scoreDiff).toBeLessThanOrEqual(NODE_SCORE_ATOL);
     }
-    console.log(summary.join("\n"));
-    expect(onnx).toBe(3); // class statistics alone, with vote tables, vote tables alone
   });
 
-  it("refuses a TFLite bundle in one line at load, and still reads its facts", async () => {
-    const entry = golden().bundles.find((e) => e.file.includes("tflite"))!;
-    const bytes = readFixture("golden", entry.file);
-    const b = await readBundle(bytes);
-    expect(b.encoder.format).toBe("tflite");
-    await expect(Classifier.load(bytes)).rejects.toThrow(TFLITE_REFUSED);
+  it.each(cases.accept.filter((c) => c.check))("loads and classifies $file through a stand-in engine", async (c) => {
+    const load = Classifier.load(corpus.read(c.file), { engine: () => standIn(c) });
+    if (c.load) {
+      expect(await refusal(load)).toMatchObject(c.load);
+      return;
+    }
+    const clf = await load;
+    for (const q of c.queries ?? []) {
+      if (q.code) expect(await refusal(clf.classify([q.text]))).toMatchObject({ code: q.code });
+      else if (q.embedding) expect((await clf.classify([q.text]))[0]!.label).toBe(q.label);
+    }
+  });
+
+  it.skipIf(!cases.text.length)("applies the text rules to each text case", () => {
+    for (const r of cases.text) {
+      expect({
+        escaped: escape(r.text), escaped_json: escapeJson(JSON.stringify(r.text)), key: labelKey(r.text),
+        unprintable: unprintable(r.text), unassigned: unassigned(r.text), shows_something: showsSomething(r.text),
+      }, JSON.stringify(r.text)).toEqual({
+        escaped: r.escaped, escaped_json: r.escaped_json, key: r.key, unprintable: r.unprintable,
+        unassigned: r.unassigned, shows_something: r.shows_something,
+      });
+    }
   });
 });

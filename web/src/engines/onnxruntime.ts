@@ -1,101 +1,83 @@
 /**
- * An Engine over an onnxruntime JavaScript binding: onnxruntime-node (native CPU kernels, the
- * same as the Python runtime's), onnxruntime-web (WebAssembly) or onnxruntime-react-native,
- * which share onnxruntime-common's InferenceSession API.
+ * An Engine over an onnxruntime JavaScript binding in this process: onnxruntime-web
+ * (WebAssembly), onnxruntime-node, or onnxruntime-react-native, which share
+ * onnxruntime-common's InferenceSession API. Nothing is bounded: a run cannot be stopped from
+ * the thread that waits for it (Node's default engine, engines/node_process.ts, runs the same
+ * session in a child process that can be killed).
  *
  * The bundle's ONNX model keeps its initializers' data in encoder.weights as external data under
  * the placeholder location; the weights are handed over from memory with the `externalData`
- * session option under that name, so the engine never opens a file. (onnxruntime-node 1.30
- * accepts this option too, although its documentation lists it for the web only: the Node
- * conformance test loads every golden bundle this way and gets the Python runtime's
- * embeddings bit for bit.)
+ * session option under that name, so the engine never opens a file.
  */
 import type * as ortTypes from "onnxruntime-common";
-import type { Engine, EngineIO } from "../engine.js";
-import { BundleError } from "../errors.js";
-import { WEIGHTS_LOCATION } from "../generated/schema.js";
-import { pyRepr, pyStr } from "../pyrepr.js";
-import { escape } from "../text.js";
+import { SCHEMA } from "../contract.js";
+import { WrongIO, oneLine, type Engine, type EngineIO } from "../engine.js";
 
 /** The part of an onnxruntime binding this engine uses. */
 export interface OrtModule {
   readonly InferenceSession: typeof ortTypes.InferenceSession;
   readonly Tensor: typeof ortTypes.Tensor;
-  readonly env: ortTypes.Env;
 }
 
-/** An engine message on one short line, escaped (it may quote names from the bundle's model). */
-export function oneLine(e: unknown, limit = 300): string {
-  const text = String(e instanceof Error ? e.message : e).split(/\s+/).join(" ").trim();
-  return escape(text.length <= limit ? text : text.slice(0, limit - 3) + "...");
+export const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.weights_location_bytes, ".");
+
+/** An onnxruntime session of a bundle's encoder, checked against the bundle's inputs and output. */
+export async function createSession(ort: OrtModule, model: Uint8Array, weights: Uint8Array, io: EngineIO,
+                                    options: ortTypes.InferenceSession.SessionOptions): Promise<ortTypes.InferenceSession> {
+  const session = await ort.InferenceSession.create(model, {
+    graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, ...options,
+    ...(weights.length ? { externalData: [{ path: WEIGHTS_LOCATION, data: weights }] } : {}),
+  });
+  const have = [...session.inputNames].sort().join(", ");
+  const want = [...io.inputs].sort().join(", ");
+  if (have !== want) throw new WrongIO("encoder.inputs", `the model's inputs are ${have}, the bundle's ${want}`);
+  if (!session.outputNames.includes(io.output)) throw new WrongIO("encoder.output", `the model has no output ${io.output}`);
+  return session;
+}
+
+/** One run: the embedding of one text's token ids (D float32 values, unchecked; empty if the output is not float32 [1, D]). */
+export async function run(ort: OrtModule, session: ortTypes.InferenceSession, io: EngineIO, ids: readonly number[]): Promise<Float32Array> {
+  const n = ids.length;
+  const fill: Record<string, (i: number) => bigint> = { input_ids: (i) => BigInt(ids[i]!), attention_mask: () => 1n, token_type_ids: () => 0n };
+  const feeds = Object.fromEntries(io.inputs.map((name) =>
+    [name, new ort.Tensor("int64", BigInt64Array.from({ length: n }, (_, i) => fill[name]!(i)), [1, n])]));
+  try {
+    const out = (await session.run(feeds, [io.output]))[io.output]!;
+    // Not float32 [1, D]: no embedding (the Classifier refuses it with query.embedding).
+    const ok = out.type === "float32" && out.dims.length === 2 && out.dims[0] === 1;
+    const data = ok ? Float32Array.from(out.data as Float32Array) : new Float32Array(0);
+    out.dispose();
+    return data;
+  } finally {
+    for (const t of Object.values(feeds)) t.dispose();
+  }
 }
 
 export class OnnxRuntimeEngine implements Engine {
+  readonly formats = ["onnx"] as const;
+  readonly bounded = "nothing";
   private session: ortTypes.InferenceSession | null = null;
   private io: EngineIO | null = null;
 
   /**
-   * @param ort the binding's module (`import * as ort from "onnxruntime-node"`)
-   * @param name what info() shows, e.g. "onnxruntime-node 1.30.0"
+   * @param ort the binding's module (`import * as ort from "onnxruntime-web"`)
+   * @param name what info() shows, e.g. "onnxruntime-web 1.30.0"
    * @param options session options added to the engine's own (threads, execution providers)
    */
   constructor(private readonly ort: OrtModule, readonly name: string,
               private readonly options: ortTypes.InferenceSession.SessionOptions = {}) {}
 
-  async load(model: Uint8Array, weights: Uint8Array | undefined, io: EngineIO): Promise<void> {
-    if (io.format !== "onnx") throw new BundleError(`${this.name} runs ONNX encoders, not ${io.format}`);
-    const options: ortTypes.InferenceSession.SessionOptions = {
-      graphOptimizationLevel: "all",
-      interOpNumThreads: 1,
-      logSeverityLevel: 4,
-      ...this.options,
-      ...(weights && weights.length ? { externalData: [{ path: WEIGHTS_LOCATION, data: weights }] } : {}),
-    };
-    try {
-      this.session = await this.ort.InferenceSession.create(model, options);
-    } catch (e) {
-      throw new BundleError(`the bundle's ONNX encoder cannot be loaded by ${this.name}: ${oneLine(e)}`);
-    }
-    const inputs = [...this.session.inputNames].sort();
-    const wanted = [...io.inputs].sort();
-    if (inputs.join("\0") !== wanted.join("\0")) {
-      throw new BundleError(`encoder graph inputs ${escape(pyRepr(inputs))} differ from the bundle's ${escape(pyRepr(wanted))}`);
-    }
-    if (!this.session.outputNames.includes(io.output)) {
-      throw new BundleError(`encoder graph has no output ${escape(pyStr(io.output))}`);
-    }
+  async load(model: Uint8Array, weights: Uint8Array, io: EngineIO): Promise<void> {
+    this.session = await createSession(this.ort, model, weights, io, this.options);
     this.io = io;
   }
 
   async embed(tokenIds: readonly number[]): Promise<Float32Array> {
-    const session = this.session;
-    const io = this.io;
-    if (session === null || io === null) throw new Error("the engine has no model loaded");
-    const n = tokenIds.length;
-    const tensor = (fill: (i: number) => bigint): ortTypes.Tensor =>
-      new this.ort.Tensor("int64", BigInt64Array.from({ length: n }, (_, i) => fill(i)), [1, n]);
-    const make: Record<string, () => ortTypes.Tensor> = {
-      input_ids: () => tensor((i) => BigInt(tokenIds[i]!)),
-      attention_mask: () => tensor(() => 1n),
-      token_type_ids: () => tensor(() => 0n),
-    };
-    const feeds: Record<string, ortTypes.Tensor> = {};
-    for (const name of io.inputs) feeds[name] = make[name]!();
-    let out: ortTypes.Tensor;
+    if (this.session === null || this.io === null) throw new Error("the engine has no model loaded");
     try {
-      out = (await session.run(feeds, [io.output]))[io.output]!;
+      return await run(this.ort, this.session, this.io, tokenIds);
     } catch (e) {
       throw new Error(oneLine(e));
-    } finally {
-      for (const t of Object.values(feeds)) t.dispose();
-    }
-    try {
-      if (out.type !== "float32" || out.dims.length !== 2 || out.dims[0] !== 1 || out.dims[1] !== io.dim) {
-        throw new Error(`the encoder returned shape [${out.dims.join(", ")}] of ${out.type}, expected [1, ${io.dim}] float32`);
-      }
-      return Float32Array.from(out.data as Float32Array);
-    } finally {
-      out.dispose();
     }
   }
 

@@ -1,0 +1,134 @@
+/**
+ * The contract's files, format/1/schema.json (the format as data) and format/1/unicode.json
+ * (the Unicode tables), imported as JSON modules: the build bundles them, nothing restates
+ * them. The interfaces below type the parts this runtime reads.
+ */
+import schemaJson from "../../format/1/schema.json" with { type: "json" };
+import unicodeJson from "../../format/1/unicode.json" with { type: "json" };
+
+export interface FieldRow {
+  readonly path: string;
+  readonly kind: "map" | "str" | "int" | "float" | "bool" | "bin" | "version" | "strings" | "ndarray";
+  readonly need: string;
+  readonly low?: number;
+  readonly high?: number;
+  readonly dtype?: string;
+  readonly shape?: readonly string[];
+  readonly choices?: readonly string[];
+  readonly text?: string;
+  readonly open?: boolean;
+}
+
+/** A node of the tokenizer family's document schema (schema.json "tokenizer"). */
+export interface Shape {
+  readonly type?: "object" | "map" | "array" | "string" | "integer" | "boolean";
+  readonly ref?: string;
+  readonly nullable?: boolean;
+  readonly optional?: boolean;
+  readonly one_of?: readonly Shape[];
+  readonly const?: unknown;
+  readonly enum?: readonly string[];
+  readonly keys?: readonly (readonly [string, Shape])[];
+  readonly values?: Shape;
+  readonly items?: Shape;
+  readonly key_length?: readonly [number, number];
+  readonly min_items?: number;
+  readonly max_items?: number;
+  readonly min_length?: number;
+  readonly max_length?: number;
+  readonly min?: number;
+  readonly max?: number;
+}
+
+export type Condition =
+  | { readonly present_any: readonly string[] }
+  | { readonly present_all: readonly string[] }
+  | { readonly equals: readonly [string, string] };
+
+export interface Schema {
+  readonly format: string;
+  readonly version: readonly [number, number];
+  readonly pre_release_name: string;
+  readonly statistics: readonly string[];
+  readonly container: {
+    readonly digest_tail_hex: string;
+    readonly digest_bytes: number;
+    readonly max_bundle_bytes: number;
+    readonly max_depth: number;
+    readonly bytes_per_value: number;
+    readonly value_allowance: number;
+    readonly max_container: number;
+  };
+  readonly fields: readonly FieldRow[];
+  readonly dtypes: Readonly<Record<string, number>>;
+  readonly dims: Readonly<Record<string, { readonly low: number; readonly high: number }>>;
+  readonly conditions: Readonly<Record<string, Condition & { readonly doc: string }>>;
+  readonly text: {
+    readonly kinds: Readonly<Record<string, { readonly max_chars: number; readonly rules: readonly string[] }>>;
+    readonly unprintable: readonly number[];
+  };
+  readonly privacy_rtol: number;
+  readonly check_norm: readonly [number, number];
+  readonly max_work: number;
+  readonly wording: {
+    readonly record: { readonly privacy_unit: string; readonly neighbour_relation: string };
+    readonly person: {
+      readonly privacy_unit: string;
+      readonly neighbour_relation_prefix: string;
+      readonly neighbour_relation_suffix: string;
+    };
+  };
+  readonly tokenizer: {
+    readonly max_depth: number;
+    readonly max_integer: number;
+    readonly document: Shape;
+    readonly definitions: Readonly<Record<string, Shape>>;
+  };
+  readonly onnx: {
+    readonly domains: readonly string[];
+    readonly ops: readonly (readonly [string, string])[];
+    readonly max_nodes: number;
+    readonly weights_location: string;
+    readonly weights_location_bytes: number;
+    readonly number_digits: number;
+  };
+  readonly tflite: {
+    readonly ops: Readonly<Record<string, number>>;
+    readonly max_operators: number;
+    readonly max_operator_codes: number;
+    readonly max_subgraphs: number;
+    readonly max_signatures: number;
+    readonly max_signature_tensors: number;
+  };
+  readonly encoder: {
+    readonly check_min_cosine: number;
+    readonly arena_bytes: number;
+    readonly load_run_seconds: number;
+    readonly query_run_seconds: number;
+  };
+  readonly scoring: { readonly near_zero: number; readonly unit_min_norm: number; readonly boost_max: number };
+  readonly query: { readonly max_chars: number };
+  readonly chinese: readonly number[];
+  readonly tokenize: {
+    readonly ascii_punctuation: string;
+    readonly clean_text_removes: readonly number[];
+    readonly clean_text_keeps: readonly number[];
+  };
+  readonly errors: Readonly<Record<string, string>>;
+}
+
+export interface UnicodeTables {
+  readonly unicode_version: string;
+  readonly sets: Readonly<Record<
+    "control" | "whitespace" | "punctuation" | "nonspacing_mark" | "unassigned" | "default_ignorable" | "blank",
+    readonly number[]
+  >>;
+  readonly combining_class: readonly number[];
+  readonly decomposition: readonly number[];
+  readonly compatibility: readonly number[];
+  readonly lowercase: readonly number[];
+  readonly confusable: readonly number[];
+}
+
+export const SCHEMA = schemaJson as unknown as Schema;
+export const UNICODE = unicodeJson as unknown as UnicodeTables;

@@ -1,0 +1,141 @@
+/**
+ * Unit tests that add what the corpus does not: properties of escape, fold and the tokenizer on
+ * any string, the strict JSON rules case by case (answers of the Python reference's parser,
+ * runtime/bundle/tokenizer_family.py, recorded below), and the rule that no platform Unicode
+ * function decides anything in the reader, tokenizer or text rules.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { BundleError } from "../src/errors.js";
+import { readBundle } from "../src/reader.js";
+import { escape, escapeJson, fold, unprintable } from "../src/text.js";
+import { TextTokenizer } from "../src/tokenizer.js";
+import { parseStrict } from "../src/tokenizer_family.js";
+import { charset, codePoints } from "../src/unicode.js";
+import { corpora } from "./corpus.js";
+
+/** [JSON text, null (accepted) or the code Python's parser refuses it with]. */
+const STRICT_JSON: [string, string | null][] = [
+  ["{\"a\": 1}", null],
+  ["[1, 2.0, -0.0, 1e400, -1e400]", null],
+  ["{\"a\": -0}", "tokenizer.json"],
+  ["-0", "tokenizer.json"],
+  ["0", null],
+  ["9007199254740991", null],
+  ["9007199254740992", "tokenizer.json"],
+  ["-9007199254740991", null],
+  ["-9007199254740992", "tokenizer.json"],
+  ["\"\\ud83d\\ude00\"", null],
+  ["\"\\ud83d\"", "tokenizer.json"],
+  ["\"\\ude00\\ud83d\"", "tokenizer.json"],
+  ["\"\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\\"", null],
+  ["\"\\x41\"", "tokenizer.json"],
+  ["\"\\u12\"", "tokenizer.json"],
+  ["\"a\tb\"", "tokenizer.json"],
+  ["\"\u007f\u2028\"", null],
+  ["\u00a0{}", "tokenizer.json"],
+  ["{}\u00a0", "tokenizer.json"],
+  ["\ufeff{}", "tokenizer.json"],
+  [" \t\n\r{} \r\n", null],
+  ["{\"a\":1,\"a\":2}", "tokenizer.json"],
+  ["{\"a\":{\"b\":1},\"c\":{\"b\":2}}", null],
+  ["NaN", "tokenizer.json"],
+  ["Infinity", "tokenizer.json"],
+  ["-Infinity", "tokenizer.json"],
+  ["nan", "tokenizer.json"],
+  ["null", null],
+  ["true", null],
+  ["nul", "tokenizer.json"],
+  ["01", "tokenizer.json"],
+  ["1.", "tokenizer.json"],
+  [".5", "tokenizer.json"],
+  ["1.5e", "tokenizer.json"],
+  ["1e+5", null],
+  ["1E-5", null],
+  ["+1", "tokenizer.json"],
+  ["[1,]", "tokenizer.json"],
+  ["{\"a\":1,}", "tokenizer.json"],
+  ["[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]", null],
+  ["[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]", "tokenizer.json"],
+  ["{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":1}}}}}}}}}}}}}}}}", null],
+  ["{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":1}}}}}}}}}}}}}}}}}", "tokenizer.json"],
+  ["", "tokenizer.json"],
+  [" ", "tokenizer.json"],
+  ["{} {}", "tokenizer.json"],
+  ["{}x", "tokenizer.json"],
+  ["{\"\\ud800x\": 1}", "tokenizer.json"],
+  ["1111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111111", "tokenizer.json"],
+  ["\"\u00e9\u00e9\u00e9\u00e9\u00e9\"", null],
+  ["[1 2]", "tokenizer.json"],
+  ["{\"a\" 1}", "tokenizer.json"],
+  ["{1: 2}", "tokenizer.json"],
+  ["{'a': 1}", "tokenizer.json"],
+  ["\"\\u0000\"", null],
+  ["\"\\uD83D\\uDE00\"", null]
+];
+
+describe("escape and fold on any string", () => {
+  it("escape leaves nothing unprintable, keeps printable text as it is, and is idempotent", () => {
+    fc.assert(fc.property(fc.string({ unit: "binary" }), (s) => {
+      const e = escape(s);
+      expect(unprintable(e)).toBeNull();
+      expect(escape(e)).toBe(e);
+      if (unprintable(s) === null) expect(e).toBe(s);
+      expect(JSON.parse(escapeJson(JSON.stringify(s)))).toBe(s);
+    }), { numRuns: 2000 });
+  });
+
+  it("escapeJson leaves a JSON encoder's own white space and escapes the rest", () => {
+    expect(escapeJson(JSON.stringify({ label: "a\u202eb\x85\t" }, null, 2))).toBe('{\n  "label": "a\\u202eb\\u0085\\t"\n}');
+  });
+
+  it("fold is idempotent and leaves no default-ignorable code point", () => {
+    const ignorable = charset("default_ignorable");
+    fc.assert(fc.property(fc.string({ unit: "binary" }), (s) => {
+      const f = fold(s);
+      expect(fold(f)).toBe(f);
+      expect(codePoints(f).some((cp) => ignorable.has(cp))).toBe(false);
+    }), { numRuns: 2000 });
+  });
+});
+
+describe("the tokenizer on any string", () => {
+  it("gives ids of the vocabulary between [CLS] and [SEP], at most max_length of them", async () => {
+    const b = await readBundle(corpora[0]!.read("accept/default.dpedge"));
+    const vocab = b.encoder.tokenizer.get("model") as Map<string, unknown>;
+    const size = (vocab.get("vocab") as Map<string, number>).size;
+    const tok = new TextTokenizer(b.encoder.tokenizer, b.encoder.maxLength);
+    const [first, last] = [tok.encode("")[0], tok.encode("")[1]];
+    fc.assert(fc.property(fc.string({ unit: "binary", maxLength: 200 }), (s) => {
+      const ids = tok.encode(s);
+      expect(ids.length).toBeLessThanOrEqual(b.encoder.maxLength);
+      expect([ids[0], ids[ids.length - 1]]).toEqual([first, last]);
+      expect(ids.every((i) => Number.isInteger(i) && i >= 0 && i < size)).toBe(true);
+      expect(tok.hasToken(s)).toBe(ids.length > 2);
+    }), { numRuns: 2000 });
+  });
+});
+
+describe("strict JSON", () => {
+  it.each(STRICT_JSON)("%j: %s", (text, code) => {
+    let got: string | null = null;
+    try {
+      parseStrict(text);
+    } catch (e) {
+      got = (e as BundleError).code;
+    }
+    expect(got).toBe(code);
+  });
+});
+
+describe("the contract's Unicode, not the platform's", () => {
+  it("has no String.normalize, toLowerCase, toUpperCase, localeCompare or \\p{...} in src/", () => {
+    const dir = new URL("../src/", import.meta.url);
+    const files = readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith(".ts"));
+    const code = (f: string): string => readFileSync(new URL(f, dir), "utf-8").replace(/\/\*[^]*?\*\/|\/\/.*/g, "");
+    const used = files.filter((f) => /\.normalize\(\s*(["'`]NF|\))|\.to(Locale)?(Lower|Upper)Case\(|localeCompare|\\p\{/.test(code(f)));
+    expect(files.length).toBeGreaterThan(10);
+    expect(used).toEqual([]);
+  });
+});
