@@ -81,7 +81,7 @@ ROOT_RECIPE = 1
 EMULATION_TIME_SCALE = 30.0
 
 #: The device runtime's dependencies, pinned in the arm64 venv to the versions installed here.
-PINNED = ("numpy", "msgpack", "tokenizers", "onnxruntime", "ai-edge-litert")
+PINNED = ("numpy", "msgpack", "onnxruntime", "ai-edge-litert")
 BINFMT = Path("/proc/sys/fs/binfmt_misc")
 QEMU_HANDLER = "qemu-aarch64"
 WORK_IN_ROOT = "/dpedge-check"
@@ -363,7 +363,7 @@ def install_on_pi(ch: Chroot, wheel_in_root: str, constraints_in_root: str | Non
     # so pip installs this wheel instead of saying "already satisfied".
     run(ch.cmd("pip", "uninstall", "--yes", "--quiet", "dpedge"), what="pip uninstall dpedge", log_file=log_file)
     log("pip install 'dpedge-*.whl[litert]' in the arm64 root" + ("" if ready.exists() else
-        " (first time: downloads the aarch64 wheels of numpy, msgpack, tokenizers, onnxruntime, ai-edge-litert)"))
+        " (first time: downloads the aarch64 wheels of numpy, msgpack, onnxruntime, ai-edge-litert)"))
     install = ["pip", "install", "--quiet"] + (["-c", constraints_in_root] if constraints_in_root else [])
     run(ch.cmd(*install, f"{wheel_in_root}[litert]"), what="pip install dpedge[litert] in the arm64 root",
         log_file=log_file)
@@ -685,7 +685,7 @@ def run_cpu(ch: Chroot, cache: Path, bundles: dict[str, Path], texts_file: Path,
         explain(cmp.differing_labels + cmp.beyond_tolerance, x86_probe["bundles"][fmt], arm_probe["bundles"][fmt])
         check_cos = arm_probe["bundles"][fmt]["check_cosine"]
         problems = verdict(cmp, check_cos)
-        out["bundles"][fmt] = {"backend": arm_probe["bundles"][fmt]["backend"], "check_cosine_arm64": check_cos,
+        out["bundles"][fmt] = {"engine": arm_probe["bundles"][fmt]["engine"], "check_cosine_arm64": check_cos,
                                "check_cosine_x86": x86_probe["bundles"][fmt]["check_cosine"], **cmp.__dict__,
                                "passed": not problems, "problems": problems}
     return out
@@ -699,7 +699,7 @@ def print_table(result: dict[str, Any]) -> None:
     rows = []
     for r in result["runs"]:
         for fmt, b in r["bundles"].items():
-            rows.append([f"{r['cpu']} ({r['board'] or '-'})", f"{fmt} ({b['backend']})",
+            rows.append([f"{r['cpu']} ({r['board'] or '-'})", f"{fmt} ({b['engine']})",
                          f"{b['labels_identical']}/{b['texts']}", f"{b['max_score_diff']:.4f}",
                          f"{b['p50_score_diff']:.2g}", fmt_cos(b["check_cosine_arm64"]), fmt_cos(b["check_cosine_x86"]),
                          "pass" if b["passed"] else "FAIL"])

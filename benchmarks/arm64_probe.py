@@ -28,7 +28,7 @@ import numpy as np
 from runtime import Classifier
 from runtime.simhash import SimHasher
 
-PACKAGES = ("dpedge", "numpy", "msgpack", "tokenizers", "onnxruntime", "ai-edge-litert")
+PACKAGES = ("dpedge", "numpy", "msgpack", "onnxruntime", "ai-edge-litert")
 
 
 def main() -> int:
@@ -51,7 +51,7 @@ def main() -> int:
     for spec in args.bundle:
         name, _, path = spec.partition("=")
         clf = Classifier.load(path, threads=1)
-        entry = {"backend": clf.encoder.backend, "check_cosine": clf.check_cosine, "texts": {}}
+        entry = {"engine": clf.encoder.engine, "check_cosine": clf.check_cosine, "texts": {}}
         if texts:
             emb = clf.embed(texts)
             b = clf.bundle

@@ -4,7 +4,7 @@
     python benchmarks/encoder_agreement.py --bundle B --data DIR --compare other-emb.npy
     python benchmarks/encoder_agreement.py --bundle B --data DIR --other-bundle B_TFLITE [--knn]
 
-Embeds the dataset's test texts with the bundle's int8 encoder (on the backend this process
+Embeds the dataset's test texts with the bundle's int8 encoder (on the engine this process
 picks for it) and compares them, under the bundle's own released statistics (its hyperplanes
 and noisy votes when it has vote tables, its class sums and prior: one release, since
 different noise draws would not compare encoders), with the fp32
@@ -112,9 +112,9 @@ def _engine_version(clf: Classifier) -> str:
 
     dist = {"onnxruntime": "onnxruntime", "litert": "ai-edge-litert", "tflite-runtime": "tflite-runtime"}
     try:
-        return f"{clf.encoder.backend} {version(dist[clf.encoder.backend])}"
+        return f"{clf.encoder.engine} {version(dist[clf.encoder.engine])}"
     except PackageNotFoundError:
-        return clf.encoder.backend
+        return clf.encoder.engine
 
 
 if __name__ == "__main__":

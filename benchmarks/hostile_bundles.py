@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from runtime.bundle import schema  # noqa: E402
+from runtime.bundle import wording  # noqa: E402
 from runtime.bundle.schema import DIGEST_TAIL, MAX_CHECK_TEXT_CHARS, Key  # noqa: E402
 
 MEMORY_LIMIT = 2 * 2**30
@@ -607,7 +608,8 @@ def _every_fact_at_its_bound(doc: dict[str, Any]) -> None:
     share 1e-6, the largest sensitivities and scales, temperatures 1e-3, R 1e6, the pull 1e3.
     Relation "finite": it must classify with finite scores."""
     per_unit = schema.MAX_RECORDS_PER_UNIT
-    doc[Key.PRIVACY][Key.MAX_RECORDS_PER_UNIT] = per_unit
+    doc[Key.PRIVACY].update({Key.MAX_RECORDS_PER_UNIT: per_unit, Key.PRIVACY_UNIT: wording.privacy_unit(per_unit),
+                             Key.NEIGHBOUR_RELATION: wording.neighbour_relation(per_unit, "'user_id'")})
     releases = doc[Key.RELEASES]
     for name, r in releases.items():
         r[Key.EPSILON] = schema.EPSILON_MIN

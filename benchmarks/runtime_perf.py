@@ -73,7 +73,7 @@ from runtime import bundle as bundle_format  # noqa: E402
 from runtime.bundle import Bundle, EncoderSpec  # noqa: E402
 from runtime.classifier import Classifier  # noqa: E402
 from runtime.describe import bundle_info  # noqa: E402
-from runtime.encoder import TextEncoder, choose_backend  # noqa: E402
+from runtime.encoder import TextEncoder, choose_engine  # noqa: E402
 from runtime.errors import BundleError  # noqa: E402
 from runtime.tokenizer import TextTokenizer  # noqa: E402
 
@@ -190,12 +190,12 @@ path, threads, text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 mem("python interpreter")
 import numpy
 mem("+ numpy")
-import msgpack, tokenizers
-mem("+ msgpack, tokenizers")
+import msgpack
+mem("+ msgpack")
 import hashlib
 mem("+ hashlib (OpenSSL, the bundle checksum)")
 from runtime import bundle as bundle_format
-from runtime.encoder import TextEncoder, choose_backend
+from runtime.encoder import TextEncoder, choose_engine
 from runtime.scoring import Scorer
 from runtime.tokenizer import TextTokenizer
 mem("+ runtime package")
@@ -203,7 +203,7 @@ b = bundle_format.load(path)
 mem("bundle read and checked" + (" (ONNX weights left in the file)" if b.encoder.weights_file else
                                  " (model bytes in memory)"))
 import importlib
-importlib.import_module(choose_backend(b.encoder.format).module)
+importlib.import_module(choose_engine(b.encoder.format).module)
 mem("+ engine import")
 enc = TextEncoder(b.encoder, threads=threads)
 mem("+ engine session (model loaded)")
@@ -742,7 +742,7 @@ def print_cold(entries: list[dict[str, Any]], base: dict[str, dict[str, Any]]) -
         onnx, st = ref.get("fp32 ONNX"), ref.get("PyTorch ST")
         for e in entries:
             c = e["cold_start"][key]
-            rows.append([e["name"], e["backend"], key, fmt(c["answer_s"], 3), fmt(c["exit_s"], 3), fmt(c["peak_rss_mib"], 1),
+            rows.append([e["name"], e["engine"], key, fmt(c["answer_s"], 3), fmt(c["exit_s"], 3), fmt(c["peak_rss_mib"], 1),
                          fmt_ratio(ratio(c["answer_s"], onnx and onnx["answer_s"])),
                          fmt_ratio(ratio(c["peak_rss_mib"], onnx and onnx["peak_rss_mib"])),
                          fmt_ratio(ratio(c["answer_s"], st and st["answer_s"])),
@@ -765,7 +765,7 @@ def print_latency(entries: list[dict[str, Any]], base: dict[str, dict[str, Any]]
             for name, m in per_text.items():
                 cells = [f"{m[part]['p50_us'] / div:.{d}f} / {m[part]['p95_us'] / div:.{d}f}"
                          for part, div, d in (("tokenize", 1, 1), ("encode", 1e3, 2), ("hash_lookup", 1, 1), ("total", 1e3, 2))]
-                rows.append([e["name"], e["backend"], key, f"{name} ({m['tokens']})", *cells])
+                rows.append([e["name"], e["engine"], key, f"{name} ({m['tokens']})", *cells])
     emit("2. Per-query latency (p50 / p95)", md_table(
         ["bundle", "engine", "threads", "text (tokens)", "tokenize µs", "encode ms", "hash+lookup µs", "total ms"], rows),
         "total = Classifier.predict([text]) (check, tokenize, encode, hash+lookup, label).")
@@ -799,7 +799,7 @@ def print_throughput(entries: list[dict[str, Any]], base: dict[str, dict[str, An
             cores = t["cores"]
             onnx = base.get("fp32_onnx_loop", {}).get(cores)
             st = base.get("pytorch_st_batch32", {}).get(cores)
-            rows.append([e["name"], e["backend"], f"threads={t['threads']} × workers={t['workers']}",
+            rows.append([e["name"], e["engine"], f"threads={t['threads']} × workers={t['workers']}",
                          fmt(t["texts_per_s"], 1), fmt_ratio(ratio(t["texts_per_s"], onnx and onnx["texts_per_s"])),
                          fmt_ratio(ratio(t["texts_per_s"], st and st["texts_per_s"]))])
     for what, per in base.items():
@@ -835,7 +835,7 @@ def print_memory(entries: list[dict[str, Any]]) -> None:
             rows.append([st["stage"], f"{st['VmRSS']:.1f}", delta, f"{st['VmHWM']:.1f}", f"{st['RssAnon']:.1f}",
                          f"{st['RssFile']:.1f}"])
             prev = st["VmRSS"]
-        emit(f"5. Where the memory goes: {e['name']} ({e['backend']}, 1 thread)", md_table(
+        emit(f"5. Where the memory goes: {e['name']} ({e['engine']}, 1 thread)", md_table(
             ["load step (in Classifier.load's order)", "RSS MiB", "step MiB", "peak so far MiB", "anon MiB",
              "file MiB"], rows),
             "One fresh process takes the load steps one at a time through the runtime's own functions. "
@@ -920,11 +920,11 @@ def describe_bundles(bundles: list[tuple[Path, Bundle]]) -> list[dict[str, Any]]
     entries = []
     for path, b in bundles:
         try:
-            backend = choose_backend(b.encoder.format).name
+            engine = choose_engine(b.encoder.format).name
         except BundleError as exc:  # e.g. a TFLite bundle and no LiteRT installed
             raise UsageError(f"{path}: {exc}") from None
         entries.append({"path": str(path), "name": path.name, "format": b.encoder.format, "labels": list(b.labels),
-                        "backend": backend, "sizes_bytes": bundle_sizes(b, path), "cold_start": {}, "latency": {},
+                        "engine": engine, "sizes_bytes": bundle_sizes(b, path), "cold_start": {}, "latency": {},
                         "ratios": {}, "throughput": [],
                         "class_stats_dim": None if b.projection is None else int(b.projection.shape[0])})
     return entries

@@ -1,7 +1,7 @@
 """Soak test: classify many short queries in one process and watch memory and throughput.
 
     python benchmarks/soak.py --bundle B [--queries 1000000] [--report-every 50000] [--threads 1]
-        [--backend auto] [--seed 0] [--warmup 0.1] [--max-rss-growth-mib 8] [--min-drift 0.6]
+        [--engine auto] [--seed 0] [--warmup 0.1] [--max-rss-growth-mib 8] [--min-drift 0.6]
         [--probe-every 1000] [--out soak.json]
 
 One `Classifier` is loaded once, then queries are classified one at a time through the public
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=1_000_000)
     ap.add_argument("--report-every", type=int, default=50_000)
     ap.add_argument("--threads", type=int, default=1, help="encoder threads (default 1)")
-    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--engine", default="auto")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", type=float, default=0.1, help="fraction of the queries treated as warm-up")
     ap.add_argument("--max-rss-growth-mib", type=float, default=8.0)
@@ -152,9 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--queries, --report-every and --probe-every must be positive")
 
     t0 = time.perf_counter()
-    clf = Classifier.load(args.bundle, backend=args.backend, threads=args.threads)
+    clf = Classifier.load(args.bundle, engine=args.engine, threads=args.threads)
     probe = clf.predict([PROBE])[0]
-    print(f"# {args.bundle}: {clf.bundle.encoder.format} encoder on {clf.encoder.backend}, threads={args.threads}, "
+    print(f"# {args.bundle}: {clf.bundle.encoder.format} encoder on {clf.encoder.engine}, threads={args.threads}, "
           f"loaded in {time.perf_counter() - t0:.2f} s, RSS {rss_mib():.1f} MiB", flush=True)
     print(f"| {'queries':>9} | {'RSS MiB':>8} | {'py objects':>10} | {'queries/s':>9} | {'CPU ms/query':>12} | "
           f"{'load avg':>8} |")
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                                if not problems else "FAIL: " + "; ".join(problems)))
     if args.out:
         args.out.write_text(json.dumps({
-            "bundle": str(args.bundle), "backend": clf.encoder.backend, "threads": args.threads,
+            "bundle": str(args.bundle), "engine": clf.encoder.engine, "threads": args.threads,
             "queries": args.queries, "seed": args.seed, "labels": labels,
             "windows": [asdict(w) for w in windows], "verdict": asdict(v), "problems": problems,
         }, indent=2) + "\n")

@@ -272,6 +272,8 @@ def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, 
         raise DatasetError(p, n, f"text must be a string, got {type(text).__name__}")
     try:
         check_text(text)
+        if not text.strip():  # the query rule (no token) needs the tokenizer; white space is the common case
+            raise InputError("query.empty", "", "empty text")
     except InputError as exc:
         if not skip_empty_texts:
             raise DatasetError(p, n, f"{exc} (pass --skip-empty-texts to skip such records)") from None

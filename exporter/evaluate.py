@@ -113,7 +113,7 @@ def evaluate(bundle: os.PathLike[str] | str, test: os.PathLike[str] | str, *, fm
     chunk: list = []
 
     def flush() -> None:
-        for record, pred in zip(chunk, clf.predict([r.text for r in chunk])):
+        for record, pred in zip(chunk, clf.classify([r.text for r in chunk])):
             guess = index[pred.label]
             confusion[record.label, guess] += 1
             top.append(pred.scores[pred.label])

@@ -75,18 +75,18 @@ class Classifier:
 
     Example:
         >>> clf = Classifier.load("models/quickstart.dpedge")          # doctest: +SKIP
-        >>> clf.predict(["wake me up at six"])[0].label                 # doctest: +SKIP
+        >>> clf.classify(["wake me up at six"])[0].label                 # doctest: +SKIP
         'alarm_timer'
     """
 
-    def __init__(self, b: Bundle, *, backend: str = "auto", threads: int | None = None, workers: int = 1,
+    def __init__(self, b: Bundle, *, engine: str = "auto", threads: int | None = None, workers: int = 1,
                  path: Path | None = None, score: str = "blend"):
         self.path = path
         self.bundle = b
         self.labels = b.labels
         #: What `info` reports.
         self._info = bundle_info(b, path)
-        self.embedder = Embedder(b.encoder, backend=backend, threads=threads, workers=workers)
+        self.embedder = Embedder(b.encoder, engine=engine, threads=threads, workers=workers)
         #: Cosine between this engine's and the exporter's embedding of the check text (loading
         #: refuses a mismatch).
         self.check_cosine: float = self.embedder.verify()
@@ -96,17 +96,17 @@ class Classifier:
             raise InputError("query.type", "", str(exc)) from None
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", threads: int | None = None,
+    def load(cls, path: str | os.PathLike[str], *, engine: str = "auto", threads: int | None = None,
              workers: int = 1, score: str = "blend") -> "Classifier":
         """Read, validate and prepare a bundle (raises BundleError if it is unusable).
 
-        ``backend``: "auto" (the first installed engine for the bundle's encoder format) or
-        a name from runtime.encoder.BACKENDS; ``threads``: the engine's threads per text
-        (None: all cores); ``workers``: texts embedded at once in `predict` (results are
+        ``engine``: "auto" (the first installed engine for the bundle's encoder format) or
+        a name from runtime.encoder.ENGINES; ``threads``: the engine's threads per text
+        (None: all cores); ``workers``: texts embedded at once in `classify` (results are
         identical either way); ``score``: "blend" (the bundle's scoring) or one component
         alone, "votes", "centroids" or "prior" (runtime.scoring.MODES).
         """
-        return cls(bundle_format.load(path), backend=backend, threads=threads, workers=workers, path=Path(path),
+        return cls(bundle_format.load(path), engine=engine, threads=threads, workers=workers, path=Path(path),
                    score=score)
 
     @property
@@ -150,4 +150,4 @@ class Classifier:
 
     def info(self) -> dict[str, Any]:
         """What the bundle is: labels, privacy facts, hashing, encoder and sizes in bytes."""
-        return {**copy.deepcopy(self._info), "backend": self.embedder.backend, "check_cosine": self.check_cosine}
+        return {**copy.deepcopy(self._info), "engine": self.embedder.engine, "check_cosine": self.check_cosine}

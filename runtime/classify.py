@@ -1,6 +1,6 @@
 """Command line: classify texts offline with a dpedge bundle.
 
-    python -m runtime.classify [--bundle B] [--json] [--top-k K] [--threads N] [--backend NAME] [TEXT ...]
+    python -m runtime.classify [--bundle B] [--json] [--top-k K] [--threads N] [--engine NAME] [TEXT ...]
     python -m runtime.classify --info [--bundle B] [--json]
 
 Texts come from the arguments, or one per line on stdin, answered line by line as they
@@ -24,7 +24,7 @@ from runtime import bundle as bundle_format
 from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.limits import QUERY_RUN_SECONDS, TIME_SCALE
-from runtime.encoder import BACKEND_CHOICES, choose_backend
+from runtime.encoder import ENGINE_CHOICES, choose_engine
 from runtime.errors import BundleError, InputError
 from runtime.guard import ProcessGuard, resident_bytes
 from runtime.scoring import MODES
@@ -59,7 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--top-k", type=int, default=1, metavar="K",
                     help="show the K best labels with their scores, each label's share of 1 (default 1)")
     ap.add_argument("--threads", type=int, default=None, metavar="N", help="encoder threads (default: all cores)")
-    ap.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
+    ap.add_argument("--backend", dest="engine", choices=ENGINE_CHOICES, default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS)  # its former name
+    ap.add_argument("--engine", choices=ENGINE_CHOICES, default="auto",
                     help="inference engine (default auto: onnxruntime for ONNX bundles, LiteRT then "
                          "tflite-runtime for TFLite bundles, whichever is installed)")
     ap.add_argument("--score", choices=MODES, default="blend",
@@ -185,16 +187,16 @@ def _main(args: argparse.Namespace) -> int:
             b = bundle_format.load(path)
             info = bundle_info(b, path)
             try:
-                info["backend"] = choose_backend(b.encoder.format, args.backend).name
+                info["engine"] = choose_engine(b.encoder.format, args.engine).name
             except BundleError as exc:
-                info["backend"] = f"none ({exc})"
+                info["engine"] = f"none ({exc})"
             if args.json:
                 say(sys.stdout, json.dumps(info, ensure_ascii=False, indent=2, allow_nan=False), json=True)
             else:
                 for line in format_info(info, privacy_summary(b)).split("\n"):
                     say(sys.stdout, line)
             return 0
-        clf = Classifier.load(path, backend=args.backend, threads=args.threads, score=args.score)
+        clf = Classifier.load(path, engine=args.engine, threads=args.threads, score=args.score)
     except InputError as exc:
         say(sys.stderr, f"error: {exc}")
         return 2
@@ -212,7 +214,7 @@ def _main(args: argparse.Namespace) -> int:
         guard.stage("waiting for input", limit_bytes=guard.base)
     if not args.json:
         say(sys.stderr, f"# {path}: {len(clf.labels)} labels, {clf.bundle.encoder.format} encoder on "
-                        f"{clf.encoder.backend}; {privacy_summary(clf.bundle)}")
+                        f"{clf.encoder.engine}; {privacy_summary(clf.bundle)}")
     try:
         if args.texts:
             failures = _classify_lines(clf, ((i, t, None) for i, t in enumerate(args.texts, start=1)), args,

@@ -129,8 +129,8 @@ def format_info(info: dict[str, Any], summary: str) -> str:
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens"
                  + (f", text prefix {enc['text_prefix']!r}" if enc["text_prefix"] else ""))
-    if "backend" in info:
-        lines.append(f"  runs on               {info['backend']}")
+    if "engine" in info:
+        lines.append(f"  runs on               {info['engine']}")
     fid = enc.get("fidelity")
     if isinstance(fid, dict) and all(isinstance(fid.get(k), (int, float)) for k in ("mean_cosine", "min_cosine")):
         lines.append(f"  fidelity vs fp32      mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "

@@ -25,18 +25,18 @@ from runtime.tokenizer import TextTokenizer
 class Embedder:
     """Unit-vector embeddings of texts, shape (n, dim), float32.
 
-    ``backend``, ``threads`` and ``workers`` are `TextEncoder`'s (engine, threads per text,
+    ``engine``, ``threads`` and ``workers`` are `TextEncoder`'s (engine, threads per text,
     texts embedded at once); none of them changes the result.
     """
 
-    def __init__(self, encoder: EncoderSpec, *, backend: str = "auto", threads: int | None = None, workers: int = 1):
-        self.encoder = TextEncoder(encoder, backend=backend, threads=threads, workers=workers)
+    def __init__(self, encoder: EncoderSpec, *, engine: str = "auto", threads: int | None = None, workers: int = 1):
+        self.encoder = TextEncoder(encoder, engine=engine, threads=threads, workers=workers)
         doc = encoder.tokenizer if encoder.tokenizer is not None else check_tokenizer_json(encoder.tokenizer_json)
         self.tokenizer = TextTokenizer(doc, encoder.max_length, encoder.text_prefix)
 
     @property
-    def backend(self) -> str:
-        return self.encoder.backend
+    def engine(self) -> str:
+        return self.encoder.engine
 
     @property
     def dim(self) -> int:

@@ -1,7 +1,7 @@
 """The command line's last line of defence: a memory and time budget for the whole process.
 
 onnxruntime can be held to a budget from the inside (a capped arena, runs terminated from a
-watchdog: runtime/onnx_backend.py), LiteRT cannot: it has no way to cancel a run or to cap
+watchdog: runtime/onnx_engine.py), LiteRT cannot: it has no way to cancel a run or to cap
 its allocations, and a TFLite graph within the encoder family can still expand a tensor from
 the values of the input (BROADCAST_TO and RANGE are part of it). So `python -m
 runtime.classify`, which owns its process, runs a `ProcessGuard`: a daemon thread that reads

@@ -1,7 +1,7 @@
 """What running a bundle's encoder may cost: the memory and time budgets of the engines.
 
 A bundle's model is executable content, so every engine session runs under budgets
-(runtime/onnx_backend.py, runtime/encoder.py, and the CLI's process guard, runtime/guard.py).
+(runtime/onnx_engine.py, runtime/encoder.py, and the CLI's process guard, runtime/guard.py).
 The user's environment, never the bundle, may stretch the time budgets for a slow CPU.
 """
 

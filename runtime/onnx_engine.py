@@ -1,4 +1,4 @@
-"""The onnxruntime backend: runs a bundle's ONNX encoder, one text per call.
+"""The onnxruntime engine: runs a bundle's ONNX encoder, one text per call.
 
 The ONNX graph has mean pooling and L2 normalisation inside it and returns one unit vector
 per text. Texts are never batched together: the int8 MatMulNBits kernels pick their compute
@@ -202,7 +202,7 @@ def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> tuple[bytes, Any]:
     return encoder.model, buffer
 
 
-class OnnxRuntimeBackend:
+class OnnxRuntimeEngine:
     """One onnxruntime session; `run` is thread-safe, so every worker shares it.
 
     The session maps or copies what it needs, so one session serves every thread.

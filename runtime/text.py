@@ -72,14 +72,16 @@ def _json_one(c: str) -> str:
 
 
 def escape_json(line: str) -> str:
-    """A JSON text with every unprintable character written as a JSON escape (\\uNNNN, a
-    surrogate pair beyond the first plane): the same JSON value, safe on a terminal.
+    """A JSON text (a JSON encoder's output) with every unprintable character from U+007F on
+    written as a JSON escape (\\uNNNN, a surrogate pair beyond the first plane): the same JSON
+    value, safe on a terminal. Below U+007F the encoder has escaped them inside strings already,
+    and outside strings they are its own white space (a line break of an indented document).
 
     Example:
         >>> escape_json('{"label": "a\u202eb\x85"}')
         '{"label": "a\\\\u202eb\\\\u0085"}'
     """
-    return _unprintable().regex.sub(lambda m: _json_one(m.group()), line)
+    return _unprintable().regex.sub(lambda m: m.group() if m.group() < "\x7f" else _json_one(m.group()), line)
 
 
 def say(stream: TextIO, *fields: str, json: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""TFLite backends: LiteRT (`ai-edge-litert`) and the legacy `tflite-runtime`.
+"""TFLite engines: LiteRT (`ai-edge-litert`) and the legacy `tflite-runtime`.
 
 The bundle's TFLite encoder has one signature, ``serving_default``, with an int32
 ``input_ids`` of shape [1, n] (n dynamic) and a unit-vector ``sentence_embedding`` output;
@@ -30,7 +30,7 @@ from runtime.errors import BundleError
 SIGNATURE = "serving_default"
 LITERT_INSTALL = "pip install ai-edge-litert"
 #: Said wherever tflite-runtime fails: the engine that does run these models.
-USE_LITERT = f"use LiteRT instead: {LITERT_INSTALL} (or --backend litert)"
+USE_LITERT = f"use LiteRT instead: {LITERT_INSTALL} (or --engine litert)"
 
 
 def _interpreter_class(module: str):
@@ -41,7 +41,7 @@ def _interpreter_class(module: str):
     return Interpreter
 
 
-class TfliteBackend:
+class TfliteEngine:
     """One interpreter; interpreters are not thread-safe, so each worker thread gets its own.
 
     The interpreter reads the model's flatbuffer in place, from the bundle's bytes, and every

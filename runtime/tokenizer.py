@@ -23,7 +23,7 @@ contract's tables (runtime.unicode), from the checked tokenizer.json
    [SEP]). No padding; the JSON's own truncation and padding are ignored.
 
 Example:
-    >>> tok = TextTokenizer(check_tokenizer_json(bundle.encoder.tokenizer_json), 256)   # doctest: +SKIP
+    >>> tok = TextTokenizer(bundle.encoder.tokenizer_json, 256)                          # doctest: +SKIP
     >>> tok.encode(["Wake me at 7"])                                                 # doctest: +SKIP
     [[101, 5256, 2033, 2012, 1021, 102]]
 """
@@ -33,11 +33,10 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.contract import schema
 from runtime.unicode import CharSet, charset, lower, nfd
 
-#: ASCII punctuation, which BertPreTokenizer isolates besides the punctuation categories.
-_ASCII_PUNCTUATION = "".join(re.escape(c) for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 #: Words whose WordPiece ids a tokenizer keeps (most texts repeat common words).
 _CACHE_WORDS = 1 << 16
 
@@ -47,14 +46,16 @@ class _Pipeline:
     tokenizer: they depend on the contract only)."""
 
     def __init__(self) -> None:
-        control = charset("control")
-        keep = {0x09, 0x0A, 0x0D}
-        removed = [r for lo, hi in control.ranges for r in _minus(lo, hi, keep)] + [0, 0, 0xFFFD, 0xFFFD]
+        rules = schema()["tokenize"]
+        keep = set(rules["clean_text_keeps"])
+        removed = [r for lo, hi in charset("control").ranges for r in _minus(lo, hi, keep)]
+        removed += [x for cp in rules["clean_text_removes"] for x in (cp, cp)]
         self.removed = CharSet(sorted_flat(removed)).regex
         self.space = charset("whitespace").regex
         self.chinese = CharSet(schema()["chinese"]).regex
         self.mark = charset("nonspacing_mark").regex
-        punct = charset("punctuation").pattern[1:-1] + _ASCII_PUNCTUATION
+        # ASCII punctuation, which BertPreTokenizer isolates besides the punctuation categories.
+        punct = charset("punctuation").pattern[1:-1] + "".join(map(re.escape, rules["ascii_punctuation"]))
         ws = charset("whitespace").pattern[1:-1]
         self.words = re.compile(f"[{punct}]|[^{punct}{ws}]+")
 
@@ -90,11 +91,12 @@ def _pipeline() -> _Pipeline:
 class TextTokenizer:
     """Turns texts into token-id lists, truncated to the encoder's ``max_length``.
 
-    ``doc`` is the tokenizer.json as `runtime.bundle.tokenizer_family.check_tokenizer_json`
-    returned it (the family's shape holds).
+    ``tokenizer`` is the tokenizer.json: its text (checked here: BundleError outside the family)
+    or the document `runtime.bundle.tokenizer_family.check_tokenizer_json` returned.
     """
 
-    def __init__(self, doc: dict[str, Any], max_length: int, text_prefix: str = ""):
+    def __init__(self, tokenizer: str | dict[str, Any], max_length: int, text_prefix: str = ""):
+        doc = check_tokenizer_json(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._p = _pipeline()
         n = doc["normalizer"]
         self.clean, self.chinese, self.lowercase = n["clean_text"], n["handle_chinese_chars"], n["lowercase"]
@@ -157,8 +159,8 @@ class TextTokenizer:
         matches = self._added.finditer(text) if self._added else ()
         for m in (*matches, None):
             piece = text[pos:m.start() if m else len(text)]
-            for word in self._p.words.findall(self.normalize(piece)) if piece else ():
-                ids += self._word(word)
+            for m_word in self._p.words.finditer(self.normalize(piece)) if piece else ():  # stops at the limit
+                ids += self._word(m_word.group())
                 if len(ids) >= limit:
                     return ids[:limit]
             if m is None:

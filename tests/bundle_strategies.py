@@ -47,7 +47,8 @@ from hypothesis.extra import numpy as hnp
 from runtime.bundle import schema
 from runtime.bundle import model_family
 from runtime.bundle.schema import DIGEST_TAIL, FIELDS, FIELDS_BY_PATH, TAIL_BYTES, Key
-from runtime.text import fold, unprintable
+from runtime.bundle import wording
+from runtime.text import label_key, shows_something, unassigned, unprintable
 
 # --------------------------------------------------------------------------- known findings
 
@@ -432,15 +433,15 @@ def texts(lo: int, hi: int) -> st.SearchStrategy[str]:
 
 
 def visible(lo: int, hi: int) -> st.SearchStrategy[str]:
-    """Text a label or description may be: printable and showing something once folded."""
-    return texts(lo, hi).filter(lambda s: bool(fold(s).strip()))
+    """Text a label or description may be: printable, every code point assigned, showing something."""
+    return texts(lo, hi).filter(lambda s: shows_something(s) and unassigned(s) is None)
 
 
 def field_values(path: str) -> st.SearchStrategy[Any]:
     """Any value the table allows for a field that no relation constrains."""
     f = FIELDS_BY_PATH[path]
     if f.kind == "int":
-        return bounded_ints(int(f.low), int(f.high))
+        return bounded_ints(int(f.low), 2**64 - 1 if f.high is None else int(f.high))
     if f.kind == "float":
         return bounded_floats(float(f.low), float(f.high))
     if f.kind == "str":
@@ -519,9 +520,10 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
     for name, facts in releases.items():
         facts[Key.MECHANISM] = draw(field_values(f"releases.{name}.mechanism"))
     # Labels: distinct once folded. A few drawn freely, the rest numbered.
-    free = draw(st.lists(visible(1, schema.MAX_LABEL_CHARS), min_size=min(c, 6), max_size=min(c, 6), unique_by=fold))
+    free = draw(st.lists(visible(1, schema.MAX_LABEL_CHARS), min_size=min(c, 6), max_size=min(c, 6),
+                         unique_by=label_key))
     labels = free + [f"class {i}" for i in range(len(free), c)]
-    if len({fold(x) for x in labels}) != c:  # a free label folded onto a numbered one
+    if len({label_key(x) for x in labels}) != c:  # a free label alike to a numbered one
         labels = [f"class {i}" for i in range(c)]
     descriptions = None
     if draw(st.booleans()):
@@ -530,6 +532,11 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
     # fsum of the shares (one ulp past the bound is rounding: the relation's tolerance covers it)
     privacy: dict[str, Any] = {Key.EPSILON: min(math.fsum(shares.values()), schema.EPSILON_MAX), Key.DELTA: draw(st.sampled_from([0.0, -0.0])),
                                Key.MAX_RECORDS_PER_UNIT: per_unit}
+    # The unit's words follow from K (relation "wording"): record words only with K = 1.
+    person = per_unit > 1 or draw(st.booleans())
+    privacy[Key.PRIVACY_UNIT] = wording.privacy_unit(per_unit if person else None)
+    privacy[Key.NEIGHBOUR_RELATION] = wording.neighbour_relation(per_unit if person else None,
+                                                                 draw(texts(1, 40)) if person else "")
     for f in FIELDS:
         if f.parent == Key.PRIVACY and f.key not in privacy and (f.need == "required" or draw(st.booleans())):
             privacy[f.key] = draw(field_values(f.path))

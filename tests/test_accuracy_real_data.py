@@ -17,7 +17,7 @@ def test_agnews_epsilon_8_is_clearly_above_chance(agnews_bundle):
     labels = read_labels(AGNEWS / "labels.txt")
     test = list(read_records(AGNEWS / "test.jsonl", labels))
     clf = Classifier.load(agnews_bundle, workers=2, threads=1)
-    predicted = [labels.index(p.label) for p in clf.predict([r.text for r in test])]
+    predicted = [labels.index(p.label) for p in clf.classify([r.text for r in test])]
     accuracy = float(np.mean(np.array(predicted) == np.array([r.label for r in test])))
     print(f"\nagnews eps=8: accuracy {accuracy:.3f} on {len(test)} texts; bundle "
           f"{agnews_bundle.stat().st_size / 2**20:.1f} MiB")

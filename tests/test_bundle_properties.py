@@ -41,7 +41,7 @@ from hypothesis.extra import numpy as hnp
 
 import bundle_strategies as bs
 from runtime import bundle
-from runtime.bundle import schema
+from runtime.bundle import schema, wording
 from runtime.bundle.schema import Key
 from runtime.errors import BundleError
 from runtime.scoring import MODES, Scorer
@@ -186,7 +186,9 @@ def corner(encoders, *, c: int, d: int, k: int | None, t: int | None, h: int | N
     p = bs.Params(encoder=encoders[1], labels=[f"l{i}" for i in range(c)],
                   descriptions=[f"d{i}" for i in range(c)] if described else None,
                   privacy={Key.EPSILON: math.fsum(f[Key.EPSILON] for f in releases.values()), Key.DELTA: 0.0,
-                           Key.MAX_RECORDS_PER_UNIT: per_unit, "neighbour_relation": "n", "privacy_unit": "u",
+                           Key.MAX_RECORDS_PER_UNIT: per_unit,
+                           "neighbour_relation": wording.neighbour_relation(per_unit, "u"),
+                           "privacy_unit": wording.privacy_unit(per_unit),
                            "noise_source": "s", "public_inputs": []},
                   releases=releases, check_embedding=np.eye(d, dtype=np.float32)[0],
                   encoder_fields={"max_length": 8192, "text_prefix": "", "inputs": ["input_ids"], "output": "o",
@@ -321,8 +323,9 @@ def _tokenizer_edit(doc: dict, change) -> bytes:
 def test_special_token_id_of_the_wrong_type_is_refused(tiny_docs, bad_id):
     def change(tok):
         tok["post_processor"]["single"][0] = {"SpecialToken": {"id": bad_id, "type_id": 0}}
-    with pytest.raises(BundleError, match="post_processor.single\\[0\\].SpecialToken.id"):
+    with pytest.raises(BundleError) as info:
         bundle.unpack(_tokenizer_edit(tiny_docs[0], change))
+    assert (info.value.code, info.value.path) == ("tokenizer.family", "encoder.tokenizer_json/post_processor/single/0")
 
 
 def test_a_tflite_model_that_shares_one_name_many_times_is_refused(encoders, tiny_docs):
@@ -365,8 +368,13 @@ def test_texts_at_their_bounds_are_read(tiny_docs):
     doc.pop(Key.SHA256)
     privacy = doc[Key.PRIVACY]
     for f in schema.FIELDS:
-        if f.parent == Key.PRIVACY and f.kind == "str":
+        if f.parent == Key.PRIVACY and f.kind == "str" and f.key != Key.PRIVACY_UNIT:
             privacy[f.key] = "\u00e9" * schema.MAX_TEXT_CHARS
+    # The relation's words are the contract's for K, the column's name as long as it may be.
+    k = privacy[Key.MAX_RECORDS_PER_UNIT]
+    bare = len(wording.neighbour_relation(k, ""))
+    privacy[Key.NEIGHBOUR_RELATION] = wording.neighbour_relation(k, "\u00e9" * (schema.MAX_TEXT_CHARS - bare))
+    privacy[Key.PRIVACY_UNIT] = wording.privacy_unit(k)
     privacy[Key.PUBLIC_INPUTS] = ["\u00e9" * schema.MAX_TEXT_CHARS] * 64
     doc[Key.LABEL_DESCRIPTIONS] = [f"{i} " + "\u00e9" * (schema.MAX_DESCRIPTION_CHARS - 2) for i in range(7)]
     b = bundle.unpack(bs.seal(doc))

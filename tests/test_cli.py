@@ -47,7 +47,7 @@ def test_classify_stdin_keeps_going_past_bad_lines(dp_bundle):
     out = [json.loads(line) for line in r.stdout.decode().splitlines()]
     assert [o["text"] for o in out] == ["play some jazz", "what's the weather", "last line no newline"]
     err = r.stderr.decode()
-    assert "skipped line 2: empty text" in err and "skipped line 3: not valid UTF-8" in err
+    assert "skipped line 2: there is nothing to classify" in err and "skipped line 3: not valid UTF-8" in err
 
 
 def test_classify_stdin_answers_each_line_before_the_next_arrives(dp_bundle):

@@ -35,7 +35,7 @@ def test_metrics_on_a_hand_example():
 def test_evaluate_counts_what_the_runtime_predicts(dp_bundle):
     ev = evaluate(dp_bundle, DATA / "test.jsonl", threads=1)
     rows = [json.loads(line) for line in (DATA / "test.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    preds = Classifier.load(dp_bundle, threads=1).predict([r["text"] for r in rows])
+    preds = Classifier.load(dp_bundle, threads=1).classify([r["text"] for r in rows])
     right = sum(p.label == r["label"] for p, r in zip(preds, rows))
     assert ev.records == len(rows) and ev.confusion.sum() == len(rows)
     assert ev.accuracy == pytest.approx(right / len(rows))

@@ -3,7 +3,7 @@ failures, safe terminal output, consistent privacy facts, no files written.
 
 The fast subset of benchmarks/hostile_bundles.py runs the real CLI on crafted format-1.0
 bundles; the full run (95 families, TensorFlow-converted TFLite models and 2 GiB files
-included) prints the table. Everything here runs the real tokenizers, onnxruntime and LiteRT;
+included) prints the table. Everything here runs the real tokenizer, onnxruntime and LiteRT;
 nothing is mocked.
 """
 
@@ -33,7 +33,6 @@ from runtime import bundle as fmt  # noqa: E402
 from runtime.bundle import model_family, schema  # noqa: E402
 from runtime.bundle.tokenizer_family import check_tokenizer_json  # noqa: E402
 from runtime.embedder import Embedder  # noqa: E402
-from runtime.errors import is_panic  # noqa: E402
 from runtime.tokenizer import TextTokenizer  # noqa: E402
 
 ENCODERS = ROOT / "models" / "encoders"
@@ -153,26 +152,6 @@ def test_memory_budget_ends_the_run_with_one_line(dp_bundle):
 # --------------------------------------------------------------------------- engines: one line, never a traceback
 
 
-def test_a_rust_panic_in_the_tokenizer_is_an_input_error(dp_bundle):
-    """tokenizers raises pyo3's PanicException (a BaseException, past `except Exception`) on a
-    catastrophic regex: TextTokenizer turns it into InputError, so a stream goes on. (The
-    reader refuses such a tokenizer.json first; TextTokenizer is driven directly here.)"""
-    doc = json.loads(fmt.load(dp_bundle).encoder.tokenizer_json)
-    hb._split_regex(doc)
-    tok = TextTokenizer(json.dumps(doc), 256)
-    hostile = "a" * 40 + "b"  # no match: onig backtracks until its retry limit, and tokenizers panics
-    try:
-        tok._tok.encode(hostile)
-    except BaseException as exc:  # noqa: BLE001 - the point: what the raw library raises
-        if not is_panic(exc):
-            pytest.skip(f"this tokenizers version raised {type(exc).__name__}, not a panic")
-    else:
-        pytest.skip("this tokenizers version does not panic on the regex")
-    with pytest.raises(InputError, match="the tokenizer failed on this text"):
-        tok.encode([hostile])
-    assert tok.encode(["hello"])[0][0] == 101  # still usable
-
-
 def test_nan_embeddings_never_reach_json(dp_bundle, tmp_path):
     pytest.importorskip("onnx")
     base = hb.Base.read(dp_bundle)
@@ -181,8 +160,8 @@ def test_nan_embeddings_never_reach_json(dp_bundle, tmp_path):
     path.write_bytes(hb.with_model(lambda: hb.onnx_nan_on_token(token))(base))
     clf = Classifier.load(path)
     with pytest.raises(InputError, match="non-finite embedding"):
-        clf.predict(["play jazz"])
-    assert clf.predict(["wake me up"])[0].label in clf.labels
+        clf.classify(["play jazz"])
+    assert clf.classify(["wake me up"])[0].label in clf.labels
     r = _cli(["--bundle", str(path), "--json"], stdin=b"play jazz\nwake me up\n")
     assert r.returncode == 1 and "NaN" not in r.stdout.decode()
     assert [json.loads(line)["text"] for line in r.stdout.decode().splitlines()] == ["wake me up"]
@@ -218,53 +197,55 @@ def test_info_escapes_free_text_and_labels_are_refused(dp_bundle, tmp_path):
 # --------------------------------------------------------------------------- the reader's refusals of the families
 
 
-def _refused(base: hb.Base, change, phrase: str) -> None:
+def _refused(base: hb.Base, change, code: str, path: str) -> None:
     with pytest.raises(BundleError) as info:
         fmt.unpack(hb.edited(change)(base))
-    assert phrase in str(info.value) and "\n" not in str(info.value), str(info.value)
+    assert (info.value.code, info.value.path) == (code, path), str(info.value)
+    assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("change,phrase", [
-    (hb._epsilon_claim(1.0), "field 'releases.class_counts.noise_scale' is 2.5, but sensitivity 1 at epsilon 0.05 "
-                             "needs 20.0: the privacy facts contradict each other"),
-    (hb.set_path("releases.class_sums.noise_scale", 0.0), "field 'releases.class_sums.noise_scale' is 0.0, but"),
-    (hb.set_path("releases.class_sums.noise_scale", -5.0), "field 'releases.class_sums.noise_scale' is -5.0, expected 0"),
-    (hb._overspent, "but field 'privacy.epsilon' is 8.0: their shares must add up to it"),
-    (hb._sums_sensitivity(**hb._WRAP, stated=2), "field 'releases.class_sums.sensitivity_l1' is 2, but a class_sums "
-                                                 "release with at most 3 record(s) per unit has 3 x 1431655766"),
-    (hb._sums_sensitivity(**hb._WRAP, stated=2**32 + 2), "sensitivity_l1' is 4294967298, expected 1 to 2147483647"),
-    (hb._epsilon_claim(1e-7), "field 'privacy.epsilon' is 1e-07, expected 1e-06 to 1000000"),
-    (hb.set_path("encoder.check_text", "x" * 1001), "field 'encoder.check_text' has length 1001, expected 1 to 1000"),
-    (hb.set_path("encoder.output", "out\x1b"), "field 'encoder.output' holds U+001B, which is not printable"),
-    (hb._labels(1, "a\u202eb"), "field 'labels[1]' holds U+202E"),
-    (hb._labels(1, lambda ls: ls[0] + "\u200b"), "labels 0 and 1 ('alarm_timer' and 'alarm_timer\\u200b') look the "
-                                                  "same once normalised"),
-    (hb._labels(1, hb._nfkc_twin), "look the same once normalised"),
-    (hb._descriptions(0, "x\u2028y"), "field 'label_descriptions[0]' holds U+2028"),
-    (hb._labels(2, "l" * 201), "field 'labels[2]' has 201 characters, more than 200"),
-    (hb.set_path("label_descriptions", []), "field 'label_descriptions' has 0 entries for 7 labels"),
-    (hb.set_path("encoder.facts", "int8"), "field 'encoder.facts' is string, expected map"),
-    (lambda d: d.__delitem__("scoring"), "field 'scoring' must be present exactly when releases.class_sums is present"),
-    (hb._unknown_release, "field 'releases.histogram' is a release this reader cannot account for"),
-    (hb._counts_without_sums, "field 'releases.class_sums' must be present exactly when"),
-    (hb._repeated("privacy", "epsilon", 1.0), "a map repeats the key 'epsilon'"),
-    (hb._repeated("", "labels", ["a", "b"]), "a map repeats the key 'labels'"),
-    (hb._repeated("encoder", "weights", b""), "a map repeats the key 'weights'"),
-    (hb.set_path("subspace.projection.shape", [4096, 4096]), "field 'subspace.projection.shape' is [4096, 4096]"),
+@pytest.mark.parametrize("change,code,path", [
+    (hb._epsilon_claim(1.0), "relation.noise_scale", "releases.class_counts.noise_scale"),
+    (hb.set_path("releases.class_sums.noise_scale", 0.0), "relation.noise_scale", "releases.class_sums.noise_scale"),
+    (hb.set_path("releases.class_sums.noise_scale", -5.0), "field.range", "releases.class_sums.noise_scale"),
+    (hb._overspent, "relation.shares", "privacy.epsilon"),
+    (hb._sums_sensitivity(**hb._WRAP, stated=2), "relation.sensitivity", "releases.class_sums.sensitivity_l1"),
+    (hb._sums_sensitivity(**hb._WRAP, stated=2**32 + 2), "field.range", "releases.class_sums.sensitivity_l1"),
+    (hb._epsilon_claim(1e-7), "field.range", "privacy.epsilon"),
+    (hb.set_path("encoder.check_text", "x" * 1001), "field.length", "encoder.check_text"),
+    (hb.set_path("encoder.output", "out\x1b"), "text.unprintable", "encoder.output"),
+    (hb._labels(1, "a\u202eb"), "text.unprintable", "labels[1]"),
+    (hb._labels(1, lambda ls: ls[0] + "\u200b"), "relation.labels", "labels[1]"),
+    (hb._labels(1, hb._nfkc_twin), "relation.labels", "labels[1]"),
+    (hb._labels(2, "w\u0435ather"), "relation.labels", "labels[2]"),
+    (hb._labels(1, "\u2800\u2800"), "text.blank", "labels[1]"),
+    (hb._labels(1, "new\u0378"), "text.unassigned", "labels[1]"),
+    (hb._descriptions(0, "x\u2028y"), "text.unprintable", "label_descriptions[0]"),
+    (hb._labels(2, "l" * 201), "field.length", "labels[2]"),
+    (hb.set_path("label_descriptions", []), "relation.descriptions", "label_descriptions"),
+    (hb.set_path("encoder.facts", "int8"), "field.type", "encoder.facts"),
+    (lambda d: d.__delitem__("scoring"), "field.missing", "scoring"),
+    (hb._unknown_release, "field.release", "releases.histogram"),
+    (hb._counts_without_sums, "field.missing", "releases.class_sums"),
+    (hb._repeated("privacy", "epsilon", 1.0), "container.repeated_key", ""),
+    (hb._repeated("", "labels", ["a", "b"]), "container.repeated_key", ""),
+    (hb._repeated("encoder", "weights", b""), "container.repeated_key", ""),
+    (hb.set_path("subspace.projection.shape", [4096, 4096]), "array.shape", "subspace.projection.shape"),
+    (hb.set_path("privacy.privacy_unit", "one person (all of their records)"), "relation.wording",
+     "privacy.privacy_unit"),
 ])
-def test_reader_refusals(dp_bundle, change, phrase):
-    _refused(hb.Base.read(dp_bundle), change, phrase)
+def test_reader_refusals(dp_bundle, change, code, path):
+    _refused(hb.Base.read(dp_bundle), change, code, path)
 
 
-@pytest.mark.parametrize("change,phrase", [
-    (hb.set_path("releases.votes.noise_scale", 0.5), "field 'releases.votes.noise_scale' is 0.5, but sensitivity 32 "
-                                                     "at epsilon 8.0 needs 4.0"),
-    (hb.set_path("hashing.offsets", None), "field 'hashing.offsets' is nil, expected an array record"),
-    (hb.set_path("hashing.seed", -1), "field 'hashing.seed' is -1, expected 0 to"),
-    (hb.set_path("releases.votes.values.shape", [32, 2**24, 7]), "field 'releases.votes.values.data' has 28672 bytes"),
+@pytest.mark.parametrize("change,code,path", [
+    (hb.set_path("releases.votes.noise_scale", 0.5), "relation.noise_scale", "releases.votes.noise_scale"),
+    (hb.set_path("hashing.offsets", None), "array.record", "hashing.offsets"),
+    (hb.set_path("hashing.seed", -1), "field.range", "hashing.seed"),
+    (hb.set_path("releases.votes.values.shape", [32, 2**24, 7]), "array.data", "releases.votes.values.data"),
 ])
-def test_reader_refusals_of_a_votes_only_bundle(random_bundle, change, phrase):
-    _refused(hb.Base.read(random_bundle), change, phrase)
+def test_reader_refusals_of_a_votes_only_bundle(random_bundle, change, code, path):
+    _refused(hb.Base.read(random_bundle), change, code, path)
 
 
 def test_every_privacy_fact_at_its_bound_loads_and_classifies_finitely(dp_bundle, tmp_path):
@@ -272,32 +253,31 @@ def test_every_privacy_fact_at_its_bound_loads_and_classifies_finitely(dp_bundle
     path.write_bytes(hb.edited(hb._every_fact_at_its_bound)(hb.Base.read(dp_bundle)))
     b = fmt.load(path)
     assert b.records_per_unit == schema.MAX_RECORDS_PER_UNIT and b.epsilon == 2 * schema.EPSILON_MIN
-    scores = Classifier.load(path).predict(["wake me up at seven", "play some jazz"])
+    scores = Classifier.load(path).classify(["wake me up at seven", "play some jazz"])
     assert all(np.isfinite(list(p.scores.values())).all() for p in scores)
 
 
-@pytest.mark.parametrize("change,phrase", [
-    (hb._replace_chain, 'normalizer.type is "Sequence", expected "BertNormalizer"'),
-    (hb._split_regex, 'pre_tokenizer.type is "Split", expected "BertPreTokenizer"'),
-    (hb._bpe, 'model.type is "BPE", expected "WordPiece"'),
-    (lambda d: d["model"]["vocab"].__setitem__("x" * 10_000, len(d["model"]["vocab"])), "must have 1 to 100 characters"),
-    (hb._model_field("max_input_chars_per_word", 10**9), "must be an integer in 1..100"),
-    (hb._model_field("unk_token", "[NOPE]"), 'model.unk_token "[NOPE]" is not in model.vocab'),
-    (lambda d: d.__setitem__("normalizer", {"type": "Precompiled"}), 'normalizer.type is "Precompiled"'),
-    (hb._template(10_000), "post_processor.single must be a list of 1 to 8 pieces"),
-    (lambda d: d["model"]["vocab"].__setitem__("wake", 10**9), 'model.vocab id of "wake" must be an integer in 0..30521'),
-    (hb._padding, "padding.strategy.Fixed must be an integer in 0..8192"),
-    (hb._added_token, "added_tokens[5].content must be a string of 1 to 100 characters"),
-    (lambda d: d.update(x=1), "'x' is not part of the family"),
-    (lambda d: d.update(normalizer={**d["normalizer"], "lowercase": "yes"}), "normalizer.lowercase must be true or false"),
+@pytest.mark.parametrize("change,pointer", [
+    (hb._replace_chain, "/normalizer/clean_text"),
+    (hb._split_regex, "/pre_tokenizer/pattern"),
+    (hb._bpe, "/model/max_input_chars_per_word"),
+    (lambda d: d["model"]["vocab"].__setitem__("x" * 10_000, len(d["model"]["vocab"])), "/model/vocab/" + "x" * 10_000),
+    (hb._model_field("max_input_chars_per_word", 10**9), "/model/max_input_chars_per_word"),
+    (hb._model_field("unk_token", "[NOPE]"), "/model/unk_token"),
+    (lambda d: d.__setitem__("normalizer", {"type": "Precompiled"}), "/normalizer/clean_text"),
+    (hb._template(10_000), "/post_processor/single"),
+    (lambda d: d["model"]["vocab"].__setitem__("wake", 10**9), "/model/vocab/wake"),
+    (hb._padding, "/padding/strategy"),
+    (hb._added_token, "/added_tokens/5/content"),
+    (lambda d: d.update(x=1), "/x"),
+    (lambda d: d.update(normalizer={**d["normalizer"], "lowercase": "yes"}), "/normalizer/lowercase"),
 ])
-def test_tokenizer_family_refusals(dp_bundle, change, phrase):
+def test_tokenizer_family_refusals(dp_bundle, change, pointer):
     doc = json.loads(fmt.load(dp_bundle).encoder.tokenizer_json)
     change(doc)
     with pytest.raises(BundleError) as info:
         check_tokenizer_json(json.dumps(doc))
-    assert "field 'encoder.tokenizer_json' is outside the tokenizer family: " in str(info.value)
-    assert phrase in str(info.value)
+    assert (info.value.code, info.value.path) == ("tokenizer.family", "encoder.tokenizer_json" + pointer), str(info.value)
 
 
 def test_vocabulary_size_is_bounded(dp_bundle):
@@ -317,8 +297,9 @@ def test_vocabulary_size_is_bounded(dp_bundle):
         i += 1
     text = json.dumps(doc, separators=(",", ":"))
     assert len(text) <= schema.MAX_TOKENIZER_JSON_CHARS
-    with pytest.raises(BundleError, match="model.vocab must be an object of 1 to 250000 tokens"):
+    with pytest.raises(BundleError) as info:
         check_tokenizer_json(text)
+    assert (info.value.code, info.value.path) == ("tokenizer.family", "encoder.tokenizer_json/model/vocab")
     del vocab[token]
     check_tokenizer_json(json.dumps(doc, separators=(",", ":")))
 
@@ -326,11 +307,15 @@ def test_vocabulary_size_is_bounded(dp_bundle):
 def test_tokenizer_json_text_refusals(dp_bundle):
     text = fmt.load(dp_bundle).encoder.tokenizer_json
     over = schema.MAX_TOKENIZER_JSON_CHARS + 1
-    for bad, phrase in [("{", "is not valid JSON"), ("[" * 100_000 + "]" * 100_000, "nests too deeply|is outside"),
-                        (text[:-1] + ', "model": 1}', 'key "model" appears twice'), ('{"x": NaN}', "NaN is not JSON"),
-                        ("x" * over, f"has {over} characters, more than {over - 1}")]:
-        with pytest.raises(BundleError, match=phrase):
+    for bad, code in [("{", "tokenizer.json"), ("[" * 100_000 + "]" * 100_000, "tokenizer.json"),
+                      (text[:-1] + ', "model": 1}', "tokenizer.json"), ('{"x": NaN}', "tokenizer.json"),
+                      ('{"x": -0}', "tokenizer.json"), ('{"x": "\\udc00"}', "tokenizer.json")]:
+        with pytest.raises(BundleError) as info:
             check_tokenizer_json(bad)
+        assert info.value.code == code, bad[:40]
+    with pytest.raises(BundleError) as info:
+        fmt.unpack(hb.edited(hb.set_path("encoder.tokenizer_json", "x" * over))(hb.Base.read(dp_bundle)))
+    assert (info.value.code, info.value.path) == ("field.length", "encoder.tokenizer_json")
 
 
 # --------------------------------------------------------------------------- fuzzing the engines' inputs
@@ -352,12 +337,11 @@ def _real_tokenizer_text() -> str:
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), texts=st.lists(st.text(max_size=300), min_size=1, max_size=3))
-def test_fuzz_tokenizer_documents_with_the_real_tokenizer(exported_encoder, seed, texts):
+def test_fuzz_tokenizer_documents_with_the_runtime_tokenizer(exported_encoder, seed, texts):
     """Random edits of the real tokenizer.json (kinds, booleans, numbers, strings, deleted and
     added keys, swapped components): the family check accepts or refuses with BundleError; an
-    accepted document loads in the real `tokenizers` and encodes random texts, raising nothing
-    but InputError. (A SpecialToken id of the wrong type is a known finding: its case is
-    tests/test_bundle_properties.py::test_special_token_id_of_the_wrong_type_is_refused.)"""
+    accepted document makes a tokenizer that encodes random texts into ids of its vocabulary,
+    raising nothing."""
     rng = random.Random(seed)
     doc = json.loads(_real_tokenizer_text())
     # The first 2,000 tokens (the special ones among them), renumbered: fast, still a real WordPiece.
@@ -375,19 +359,9 @@ def test_fuzz_tokenizer_documents_with_the_real_tokenizer(exported_encoder, seed
     except BundleError as exc:
         assert "\n" not in str(exc)
         return
-    except TypeError as exc:
-        if bs.is_known_finding(exc):  # see the docstring; any other TypeError fails
-            return
-        raise
-    try:
-        tok = TextTokenizer(text, 64)
-    except BundleError:
-        return
+    tok = TextTokenizer(text, 64)
     for t in texts:
-        try:
-            ids = tok.encode([t])[0]
-        except InputError:
-            continue
+        ids = tok.encode([t])[0]
         assert 2 <= len(ids) <= 64 and all(0 <= i < len(vocab) for i in ids)
 
 

@@ -40,8 +40,8 @@ def test_runtime_reproduces_the_exporters_exact_counts(exact_bundle):
 def test_batch_equals_one_text_at_a_time(clf, dp_bundle):
     """Exactly, bit for bit: an embedding depends on its text only, not on its batch, its
     onnxruntime thread count or how many texts run in parallel."""
-    batch = clf.predict(TEXTS)
-    single = [clf.predict([t])[0] for t in TEXTS]
+    batch = clf.classify(TEXTS)
+    single = [clf.classify([t])[0] for t in TEXTS]
     assert batch == single
     reference = np.vstack([clf.embed([t]) for t in TEXTS])
     assert np.array_equal(clf.embed(TEXTS), reference)
@@ -50,7 +50,7 @@ def test_batch_equals_one_text_at_a_time(clf, dp_bundle):
 
 
 def test_predictions_carry_every_label_and_argmax(clf):
-    for p in clf.predict(TEXTS):
+    for p in clf.classify(TEXTS):
         assert list(p.scores) == list(clf.labels)
         assert p.label == max(p.scores, key=p.scores.get)
         assert p.top(3)[0][0] == p.label and len(p.top(3)) == 3
@@ -61,14 +61,14 @@ def test_embeddings_are_unit_vectors(clf):
 
 
 def test_bad_query_texts(clf):
-    with pytest.raises(InputError, match="text 1: empty text"):
-        clf.predict(["fine", "   \n\t"])
+    with pytest.raises(InputError, match="text 1: there is nothing to classify"):
+        clf.classify(["fine", "   \n\t"])
     with pytest.raises(InputError, match="over the limit"):
-        clf.predict(["a" * 1_000_001])
+        clf.classify(["a" * 1_000_001])
     with pytest.raises(InputError, match="must be a string"):
-        clf.predict([None])
+        clf.classify([None])
     long_text = " ".join(["the meeting moved to the large room on the third floor"] * 200)  # far over 256 tokens
-    assert clf.predict([long_text])[0].label in clf.labels
+    assert clf.classify([long_text])[0].label in clf.labels
 
 
 @pytest.mark.exporter

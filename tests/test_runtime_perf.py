@@ -26,7 +26,7 @@ def check_runtime_sections(result: dict, bundle_path, engine: tuple[str, str] = 
     """The checks that hold with or without baselines, for either encoder format; returns the
     bundle's entry."""
     (entry,) = result["bundles"]
-    assert (entry["format"], entry["backend"]) == engine
+    assert (entry["format"], entry["engine"]) == engine
     assert len(entry["labels"]) == 7
 
     sizes = entry["sizes_bytes"]
@@ -49,7 +49,6 @@ def check_runtime_sections(result: dict, bundle_path, engine: tuple[str, str] = 
         assert q["tokens"] == texts[name]["tokens"]
         for part in ("tokenize", "encode", "hash_lookup", "total"):
             assert 0 < q[part]["p50_us"] <= q[part]["p95_us"], (name, part, q[part])
-        assert q["hash_lookup"]["p50_us"] * 10 < q["encode"]["p50_us"], q  # hashing is not where the time goes
         assert q["encode"]["p50_us"] < q["total"]["p50_us"] * 3  # total includes encode (slack for noise)
     assert entry["latency"]["1"]["long"]["encode"]["p50_us"] > entry["latency"]["1"]["short"]["encode"]["p50_us"]
 

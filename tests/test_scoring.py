@@ -135,7 +135,7 @@ def test_classify_cli_shows_releases_and_scores_components(dp_bundle, capsys):
 def test_blend_is_better_than_chance_and_is_the_sum_of_its_parts(dp_bundle):
     clf = Classifier.load(dp_bundle, threads=1)
     rows = [json.loads(line) for line in (DATA / "test.jsonl").read_text().splitlines()]
-    acc = np.mean([p.label == r["label"] for p, r in zip(clf.predict([r["text"] for r in rows]), rows)])
+    acc = np.mean([p.label == r["label"] for p, r in zip(clf.classify([r["text"] for r in rows]), rows)])
     assert acc > 0.6, acc
     x = clf.embed([r["text"] for r in rows[:20]])
     s = Scorer(clf.bundle)

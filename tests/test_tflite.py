@@ -1,4 +1,4 @@
-"""The TFLite encoder and the backend choice: exported with dynamic length and int8 weights,
+"""The TFLite encoder and the engine choice: exported with dynamic length and int8 weights,
 run by LiteRT, hashing exactly as the exporter did, and refused with a clear message by an
 engine that cannot run it (or runs it wrongly)."""
 
@@ -14,7 +14,7 @@ from exporter.dataset import read_labels, read_records
 from exporter.encoder_export import MIN_MEAN_COSINE
 from runtime import BundleError, Classifier
 from runtime import bundle as fmt
-from runtime.encoder import BACKENDS, TextEncoder, choose_backend, installed
+from runtime.encoder import ENGINES, TextEncoder, choose_engine, installed
 from conftest import DATA, ROOT
 
 pytestmark = pytest.mark.tflite
@@ -43,7 +43,7 @@ def test_runtime_reproduces_the_exporters_exact_counts_with_tflite(tflite_exact_
     """Zero noise (test hook): the runtime's LiteRT embeddings of the training set, hashed,
     recount the released table cell for cell; with two workers, each with its own interpreter."""
     clf = Classifier.load(tflite_exact_bundle, threads=1, workers=2)
-    assert clf.encoder.backend == "litert" and clf.bundle.encoder.format == "tflite"
+    assert clf.encoder.engine == "litert" and clf.bundle.encoder.format == "tflite"
     labels = read_labels(DATA / "labels.txt")
     records = list(read_records(DATA / "train.jsonl", labels))
     counter = VoteCounter(clf.bundle.tables, clf.bundle.bits, len(labels))
@@ -58,7 +58,7 @@ def test_tflite_batch_equals_single_texts_and_check_text_matches(tflite_bundle):
     assert np.array_equal(clf.embed(TEXTS), single)
     assert np.array_equal(Classifier.load(tflite_bundle, threads=1, workers=2).embed(TEXTS), single)
     assert np.allclose(np.linalg.norm(single, axis=1), 1, atol=1e-4)
-    assert clf.predict(TEXTS) == [clf.predict([t])[0] for t in TEXTS]
+    assert clf.classify(TEXTS) == [clf.classify([t])[0] for t in TEXTS]
 
 
 def test_onnx_and_tflite_encoders_agree_on_the_projects_texts(exported_encoder, exported_tflite):
@@ -76,31 +76,31 @@ def test_onnx_and_tflite_encoders_agree_on_the_projects_texts(exported_encoder, 
 
 
 def test_backend_choice_follows_the_bundles_format(dp_bundle, tflite_bundle):
-    assert Classifier.load(dp_bundle, threads=1).encoder.backend == "onnxruntime"
-    assert choose_backend("tflite").name == "litert"  # preferred over tflite-runtime when both exist
-    assert choose_backend("onnx", "onnxruntime").name == "onnxruntime"
+    assert Classifier.load(dp_bundle, threads=1).encoder.engine == "onnxruntime"
+    assert choose_engine("tflite").name == "litert"  # preferred over tflite-runtime when both exist
+    assert choose_engine("onnx", "onnxruntime").name == "onnxruntime"
     with pytest.raises(BundleError, match="runs onnx encoders, but this bundle's encoder is tflite .use litert, tflite-runtime"):
-        Classifier.load(tflite_bundle, backend="onnxruntime")
+        Classifier.load(tflite_bundle, engine="onnxruntime")
     with pytest.raises(BundleError, match="runs tflite encoders, but this bundle's encoder is onnx"):
-        Classifier.load(dp_bundle, backend="litert")
-    with pytest.raises(BundleError, match="unknown backend 'coreml'"):
-        choose_backend("onnx", "coreml")
+        Classifier.load(dp_bundle, engine="litert")
+    with pytest.raises(BundleError, match="unknown engine 'coreml'"):
+        choose_engine("onnx", "coreml")
     if not installed("tflite-runtime"):
-        with pytest.raises(BundleError, match="backend tflite-runtime is not installed: pip install tflite-runtime"):
-            choose_backend("tflite", "tflite-runtime")
-    assert set(BACKENDS) == {"onnxruntime", "litert", "tflite-runtime"}
+        with pytest.raises(BundleError, match="engine tflite-runtime is not installed: pip install tflite-runtime"):
+            choose_engine("tflite", "tflite-runtime")
+    assert set(ENGINES) == {"onnxruntime", "litert", "tflite-runtime"}
 
 
-def test_cli_backend_flag_and_info(tflite_bundle):
+def test_cli_engine_flag_and_info(tflite_bundle):
     def run(*args):
         return subprocess.run([sys.executable, "-m", "runtime.classify", "--bundle", str(tflite_bundle), *args],
                               capture_output=True, cwd=ROOT, timeout=120)
 
-    ok = run("--backend", "litert", "set a timer for ten minutes")
+    ok = run("--engine", "litert", "set a timer for ten minutes")
     assert ok.returncode == 0, ok.stderr.decode()
     assert ok.stdout.decode().endswith("\tset a timer for ten minutes\n")
     assert "tflite encoder on litert" in ok.stderr.decode()
-    wrong = run("--backend", "onnxruntime", "hello")
+    wrong = run("--engine", "onnxruntime", "hello")
     assert wrong.returncode == 2 and b"this bundle's encoder is tflite" in wrong.stderr and not wrong.stdout
     info = run("--info")
     assert info.returncode == 0 and b"runs on               litert" in info.stdout

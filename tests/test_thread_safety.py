@@ -42,7 +42,7 @@ def bundle_path(request):
 
 
 def _sequential(clf: Classifier):
-    return [clf.predict([t])[0] for t in TEXTS], [clf.embed([t])[0] for t in TEXTS]
+    return [clf.classify([t])[0] for t in TEXTS], [clf.embed([t])[0] for t in TEXTS]
 
 
 def test_shared_classifier_from_several_threads_matches_sequential(bundle_path):
@@ -64,7 +64,7 @@ def test_shared_classifier_from_several_threads_matches_sequential(bundle_path):
             mine = {}
             for _ in range(2):
                 for i in order:
-                    mine[i] = (clf.predict([TEXTS[i]])[0], clf.embed([TEXTS[i]])[0])
+                    mine[i] = (clf.classify([TEXTS[i]])[0], clf.embed([TEXTS[i]])[0])
             results[k] = mine
         except BaseException as exc:  # noqa: BLE001 - reported below, with the thread's number
             errors.append((k, exc))
@@ -93,13 +93,13 @@ def test_shared_classifier_from_several_threads_matches_sequential(bundle_path):
 def test_batch_predict_equals_one_call_per_text(bundle_path, workers):
     clf = Classifier.load(bundle_path, threads=1, workers=workers)
     seq_pred, seq_emb = _sequential(clf)
-    assert clf.predict(TEXTS) == seq_pred
+    assert clf.classify(TEXTS) == seq_pred
     assert clf.embed(TEXTS).tobytes() == np.vstack(seq_emb).tobytes()
 
 
 def test_workers_pool_shared_by_application_threads(bundle_path):
     """Two application threads each sending whole batches through a 2-worker classifier."""
-    reference = Classifier.load(bundle_path, threads=1).predict(TEXTS)
+    reference = Classifier.load(bundle_path, threads=1).classify(TEXTS)
     clf = Classifier.load(bundle_path, threads=1, workers=2)
     out, errors = {}, []
 
@@ -107,7 +107,7 @@ def test_workers_pool_shared_by_application_threads(bundle_path):
         try:
             order = list(range(len(TEXTS)))
             random.Random(100 + k).shuffle(order)
-            preds = clf.predict([TEXTS[i] for i in order])
+            preds = clf.classify([TEXTS[i] for i in order])
             out[k] = {i: p for i, p in zip(order, preds)}
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -129,7 +129,7 @@ def test_interpreters_of_finished_threads_are_released(tflite_bundle):
     refs = []
 
     def work() -> None:
-        clf.predict(["what's the weather"])
+        clf.classify(["what's the weather"])
         refs.append(weakref.ref(clf.encoder._engine()))
 
     for _ in range(8):
@@ -138,4 +138,4 @@ def test_interpreters_of_finished_threads_are_released(tflite_bundle):
         t.join()
     gc.collect()
     assert len(refs) == 8 and all(r() is None for r in refs)
-    assert clf.predict(["what's the weather"])[0].label in clf.labels  # the loading thread's still works
+    assert clf.classify(["what's the weather"])[0].label in clf.labels  # the loading thread's still works

@@ -19,7 +19,7 @@ Python, 0.23 s to import, no bounds checks): a device's bare install has neither
 that walks only the fields the check needs can bound every length against the bytes present
 (docs/reliability.md section 5 has the measurements). A malformed model is refused here with
 one `BundleError`; anything the parsers accept that an engine then cannot load is still
-refused by the engine (runtime/onnx_backend.py, runtime/tflite_backend.py).
+refused by the engine (runtime/onnx_engine.py, runtime/tflite_engine.py).
 
 Example:
     >>> check_onnx(b"\\x08", 0)
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from runtime.bundle.schema import (MAX_ONNX_NODES, MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, ONNX_OPS,
                                    TFLITE_OPS, WEIGHTS_LOCATION)
+from runtime.contract import schema as _contract
 from runtime.errors import BundleError
 
 FIELD = "encoder.model"
@@ -46,7 +47,7 @@ FIELD = "encoder.model"
 class ExternalRef:
     """Where an initializer's data is: ``offset`` and ``length`` within encoder.weights, and
     the byte positions of its location and offset strings inside the model (an engine that maps
-    the bundle file rewrites them in place, at the same length: runtime.onnx_backend)."""
+    the bundle file rewrites them in place, at the same length: runtime.onnx_engine)."""
 
     location_at: int
     offset_at: int
@@ -262,9 +263,10 @@ _T_NAME = 3
 _B_OFFSET, _B_SIZE = 1, 2
 _SIG_INPUTS, _SIG_OUTPUTS, _SIG_KEY = 0, 1, 2
 _TM_NAME = 0
-#: Vectors the check iterates, bounded before it does (the exporter's model: 25 operator codes,
-#: 1 subgraph, 1 signature with 1 input and 1 output).
-_MOST_CODES, _MOST_SUBGRAPHS, _MOST_SIGNATURES, _MOST_SIGNATURE_TENSORS = 1000, 16, 16, 64
+#: Vectors the check iterates, bounded before it does (format/1/schema.json "tflite"; the
+#: exporter's model: 25 operator codes, 1 subgraph, 1 signature with 1 input and 1 output).
+_MOST_CODES, _MOST_SUBGRAPHS, _MOST_SIGNATURES, _MOST_SIGNATURE_TENSORS = (
+    _contract()["tflite"][k] for k in ("max_operator_codes", "max_subgraphs", "max_signatures", "max_signature_tensors"))
 _TFLITE_NAMES = {code: name for name, code in TFLITE_OPS.items()}
 
 

@@ -381,8 +381,10 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
         if dims["C"] * dims["k"] * dims["D"] > MAX_WORK:
             raise _fail("relation.work", "subspace.projection", f"makes C x k x D = {dims['C'] * dims['k'] * dims['D']}, "
                                                                 f"more than {MAX_WORK}")
-    norm = math.sqrt(float(np.dot(v["encoder.check_embedding"].astype(np.float64),
-                                  v["encoder.check_embedding"].astype(np.float64))))
+    squares = 0.0
+    for x in map(float, v["encoder.check_embedding"]):  # in index order (builtin sum() compensates on 3.12+)
+        squares += x * x
+    norm = math.sqrt(squares)
     if not CHECK_NORM[0] < norm < CHECK_NORM[1]:
         raise _fail("relation.check", "encoder.check_embedding", f"has norm {norm:.4g}, expected a unit vector")
     if "encoder.weights" in v and (list(doc)[-2] != Key.ENCODER or list(doc[Key.ENCODER])[-1] != Key.WEIGHTS):
@@ -402,7 +404,7 @@ def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
     tokenizer = check_tokenizer_json(v["encoder.tokenizer_json"])
     w = v.get("encoder.weights", Bin(0, 0))
     check_model(v["encoder.format"], v["encoder.model"], w.length)
-    # The weights stay in a file for the engine to map (runtime.onnx_backend); from memory, a view.
+    # The weights stay in a file for the engine to map (runtime.onnx_engine); from memory, a view.
     weights_file = None if file_at is None or not w.length else WeightsFile(file_at[0], w.offset, w.length, file_at[1])
     weights = src.read(w.offset, w.length) if weights_file is None else b""
     encoder = EncoderSpec(**{k: v[f"encoder.{k}"] for k in (

@@ -75,9 +75,12 @@ class Field:
         return self.path.rpartition(".")[0]
 
 
-FIELDS: tuple[Field, ...] = tuple(
-    Field(**{**row, "shape": tuple(row.get("shape", ())), "choices": tuple(row.get("choices", ()))})
-    for row in _S["fields"])
+def _field(row: dict[str, Any]) -> Field:
+    bounds = {k: float(row[k]) for k in ("low", "high") if k in row and row["kind"] == "float"}  # 1e6, not 1000000
+    return Field(**{**row, **bounds, "shape": tuple(row.get("shape", ())), "choices": tuple(row.get("choices", ()))})
+
+
+FIELDS: tuple[Field, ...] = tuple(_field(row) for row in _S["fields"])
 FIELDS_BY_PATH: dict[str, Field] = {f.path: f for f in FIELDS}
 
 
@@ -164,6 +167,8 @@ NUMBER_DIGITS: int = _O["number_digits"]
 #: The TFLite builtin operators an encoder may use, by name and schema code, in one subgraph.
 TFLITE_OPS: dict[str, int] = _T["ops"]
 MAX_TFLITE_OPERATORS: int = _T["max_operators"]
+#: The tokenizer family's largest vocabulary (format/1/schema.json "tokenizer").
+MAX_VOCAB_SIZE: int = dict(dict(_S["tokenizer"]["document"]["keys"])["model"]["keys"])["vocab"]["max_items"]
 # --------------------------------------------------------------------------- decoded form
 
 

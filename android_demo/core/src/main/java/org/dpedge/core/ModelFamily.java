@@ -27,6 +27,11 @@ public final class ModelFamily {
     static final String FIELD = "encoder.model";
     private static final Map<String, Object> ONNX = Contract.map("onnx");
     private static final Map<String, Object> TFLITE = Contract.map("tflite");
+
+    /** A bound of schema.json's "tflite" section. */
+    private static int tflite(String key) {
+        return ((Number) TFLITE.get(key)).intValue();
+    }
     private static final Set<String> ONNX_OPS = new HashSet<>();
     private static final String WEIGHTS_LOCATION;
     private static final int DIGITS = ((Number) ONNX.get("number_digits")).intValue();
@@ -457,7 +462,7 @@ public final class ModelFamily {
         int most = ((Number) TFLITE.get("max_operators")).intValue();
         long root = fb.u(4, 0);
         int codes = 0;
-        for (long oc : fb.tables(root, 1, 1000)) {
+        for (long oc : fb.tables(root, 1, tflite("max_operator_codes"))) {
             if (fb.string(oc, 1) != null) {
                 throw new Refused("it uses a custom operator");
             }
@@ -467,7 +472,7 @@ public final class ModelFamily {
             }
             codes++;
         }
-        List<Long> subgraphs = fb.tables(root, 2, 16);
+        List<Long> subgraphs = fb.tables(root, 2, tflite("max_subgraphs"));
         if (subgraphs.size() != 1) {
             throw new Refused("it has " + subgraphs.size() + " subgraphs; the encoder family has one");
         }
@@ -484,10 +489,10 @@ public final class ModelFamily {
                 throw new Refused("a buffer is stored outside the flatbuffer");
             }
         }
-        for (long sig : fb.tables(root, 7, 16)) {
+        for (long sig : fb.tables(root, 7, tflite("max_signatures"))) {
             fb.name(sig, 2, "a signature key");
             for (int index = 0; index < 2; index++) {
-                for (long tm : fb.tables(sig, index, 64)) {
+                for (long tm : fb.tables(sig, index, tflite("max_signature_tensors"))) {
                     fb.name(tm, 0, "a signature tensor name");
                 }
             }

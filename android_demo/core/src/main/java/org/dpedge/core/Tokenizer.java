@@ -28,7 +28,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * </ol>
  */
 public final class Tokenizer {
-    private static final String ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+    private static final String ASCII_PUNCTUATION = Contract.string("tokenize.ascii_punctuation");
+    /** clean_text removes these besides the controls, and keeps these controls. */
+    private static final Unicode.Set CLEAN_REMOVES = Unicode.Set.of(Contract.ints(Contract.get("tokenize.clean_text_removes")));
+    private static final Unicode.Set CLEAN_KEEPS = Unicode.Set.of(Contract.ints(Contract.get("tokenize.clean_text_keeps")));
     private static final Unicode.Set CHINESE = new Unicode.Set(Contract.ints(Contract.get("chinese")));
     private static final int CACHE_WORDS = 1 << 16;
 
@@ -154,8 +157,8 @@ public final class Tokenizer {
         if (clean) {
             int n = 0;
             for (int cp : cps) {
-                boolean control = (Unicode.CONTROL.contains(cp) && cp != '\t' && cp != '\n' && cp != '\r')
-                        || cp == 0 || cp == 0xFFFD;
+                boolean control = (Unicode.CONTROL.contains(cp) && !CLEAN_KEEPS.contains(cp))
+                        || CLEAN_REMOVES.contains(cp);
                 if (!control) {
                     cps[n++] = Unicode.WHITESPACE.contains(cp) ? ' ' : cp;
                 }

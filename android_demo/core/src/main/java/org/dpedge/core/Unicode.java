@@ -28,6 +28,17 @@ final class Unicode {
             }
         }
 
+        /** The set of the given code points (each its own range; sorted here). */
+        static Set of(int[] codePoints) {
+            int[] sorted = codePoints.clone();
+            Arrays.sort(sorted);
+            int[] flat = new int[2 * sorted.length];
+            for (int i = 0; i < sorted.length; i++) {
+                flat[2 * i] = flat[2 * i + 1] = sorted[i];
+            }
+            return new Set(flat);
+        }
+
         /** The index of the range holding cp, or -1. */
         int find(int cp) {
             int i = Arrays.binarySearch(lo, cp);
