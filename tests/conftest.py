@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
         if missing:
             skip = pytest.mark.skip(reason=f"tier '{tier}' needs {', '.join(missing)}: {install}")
             for item in items:
-                if tier in item.keywords:
+                if item.get_closest_marker(tier) is not None:  # a marker, not a test id that happens to match
                     item.add_marker(skip)
 
 
