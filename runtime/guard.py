@@ -7,7 +7,10 @@ the values of the input (BROADCAST_TO and RANGE are part of it). So `python -m
 runtime.classify`, which owns its process, runs a `ProcessGuard`: a daemon thread that reads
 the process's resident memory every few milliseconds and, if it exceeds the budget or a
 stage (loading, one text) outlives its deadline, writes one line to stderr and ends the
-process with exit status 2, the status of an unusable bundle. A library cannot end its
+process with exit status 2, the status of an unusable bundle. A stage's deadline is work, as
+the engines' budgets are (format/1/schema.json "encoder"): the process's CPU time, up to the
+stage's seconds on every core, which other processes on a busy machine do not use up; wall time
+is the backstop, at WALL_FACTOR times the stage's seconds. A library cannot end its
 host's process, so the Python API has no such guard: an application that opens bundles of
 unknown origin with TFLite encoders should do so in a process it can limit
 (docs/reliability.md section 5).
@@ -24,6 +27,8 @@ import sys
 import threading
 import time
 from typing import TextIO
+
+from runtime.limits import WALL_FACTOR
 
 #: How often the guard looks at the process (a page-table read: about 20 microseconds).
 PERIOD_SECONDS = 0.005
@@ -48,8 +53,8 @@ class ProcessGuard:
         #: and whether the limit was given by a person (then it never moves).
         self.base = limit_bytes
         self.fixed = False
-        self._what, self._deadline = what, None if seconds is None else time.monotonic() + seconds
-        self._seconds = seconds
+        self._what = what
+        self._set_deadline(seconds)
         self._err, self._prefix = err, prefix
         self._stopped = threading.Event()
         self.peak = resident_bytes()
@@ -65,10 +70,19 @@ class ProcessGuard:
         """Enter a stage: its name for the message, its deadline, and optionally a new limit."""
         with self._lock:
             self._what = what
-            self._seconds = seconds
-            self._deadline = None if seconds is None else time.monotonic() + seconds
+            self._set_deadline(seconds)
             if limit_bytes is not None:
                 self.limit = limit_bytes
+
+    def _set_deadline(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._deadline = None if seconds is None else time.monotonic() + WALL_FACTOR * seconds
+        self._cpu_start = time.process_time()
+        self._cpu_budget = None if seconds is None else seconds * (os.cpu_count() or 1)
+
+    def _over_time(self) -> bool:
+        return self._deadline is not None and (time.monotonic() > self._deadline or
+                                               time.process_time() - self._cpu_start > self._cpu_budget)
 
     def stop(self) -> None:
         """End the guard (the CLI's main() returns: nothing of it may end the process later)."""
@@ -82,8 +96,8 @@ class ProcessGuard:
                 if self.limit and rss > self.limit:
                     self._end(f"the process exceeded its memory budget of {self.limit // 2**20} MiB while "
                               f"{self._what} ({rss // 2**20} MiB resident)")
-                if self._deadline is not None and time.monotonic() > self._deadline:
-                    self._end(f"{self._what} took longer than {self._seconds:g} s")
+                if self._over_time():
+                    self._end(f"{self._what} took more than {self._seconds:g} s of work")
             self._stopped.wait(PERIOD_SECONDS)
 
     def _end(self, why: str) -> None:

@@ -12,7 +12,8 @@ import sys
 
 #: onnxruntime allocates every tensor from an arena capped at ENGINE_ARENA_BYTES (the
 #: exporter's encoder needs under 16 MiB at 256 tokens); runs have the contract's time budgets.
-from runtime.bundle.schema import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS_BASE, QUERY_RUN_SECONDS_BASE  # noqa: F401
+from runtime.bundle.schema import (ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS_BASE, QUERY_RUN_SECONDS_BASE,  # noqa: F401
+                                   WALL_FACTOR)
 
 #: The user's environment (never the bundle) may stretch every time budget for a slow CPU (an
 #: emulator runs the encoder 10 to 50 times slower): 1 to 1000.

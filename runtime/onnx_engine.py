@@ -18,17 +18,17 @@ against the encoder family before it gets here (runtime.bundle.model_family).
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
 import threading
+import time as time_module
 from typing import Any, Sequence
 
 import numpy as np
 
 from runtime.bundle.model_family import check_onnx
-from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderSpec
-from runtime.limits import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS
+from runtime.bundle.schema import NUMBER_DIGITS, ONNX_SESSION_CONFIG, WEIGHTS_LOCATION, EncoderSpec
+from runtime.limits import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, WALL_FACTOR
 from runtime.errors import BundleError
 
 INSTALL = "pip install 'onnxruntime>=1.22'"
@@ -79,6 +79,12 @@ def _session_options(threads: int | None):
     so.intra_op_num_threads = 0 if threads is None else int(threads)
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # The contract's session settings (format/1/schema.json "encoder"): constant folding computes
+    # a graph's constant subgraphs while the session is created, where the load-cancellation
+    # flag is not looked at (an in-family chain of MatMuls of initializers kept the load busy for
+    # 80 s of CPU past its 3 s budget); the exporter's encoders lose nothing without it.
+    for key, value in ONNX_SESSION_CONFIG.items():
+        so.add_session_config_entry(key, value)
     so.log_severity_level = 4
     _budget_options(ort, so)
     return so
@@ -91,25 +97,33 @@ def _budget_options(ort: Any, so: Any) -> None:
 
 
 class _Watchdog:
-    """One daemon thread that stops onnxruntime work whose deadline has passed: a run through
-    its RunOptions.terminate, a session creation through its load-cancellation flag. Runs
-    register on entry and leave on exit, so a normal run costs a heap push and pop."""
+    """One daemon thread that stops onnxruntime work past its budget: a run through its
+    RunOptions.terminate, a session creation through its load-cancellation flag.
+
+    A budget is work, not wall time (format/1/schema.json "encoder"): the CPU time of the
+    thread that started the work, which a machine busy with other processes does not inflate,
+    so a slow moment cannot refuse a good bundle. Wall time is the backstop, at WALL_FACTOR
+    times the budget (work that waits rather than computes is stopped too), and the whole
+    budget where the platform has no per-thread CPU clock. Work registers on entry and leaves
+    on exit; while any is registered the thread looks at the clocks every POLL_SECONDS."""
+
+    POLL_SECONDS = 0.02
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int]] = []
-        self._live: dict[int, Any] = {}
+        self._live: dict[int, tuple[Any, int | None, float, float, float]] = {}
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
 
     def start(self, seconds: float, stop: Any) -> int:
-        """Call ``stop()`` if still registered after ``seconds``; returns the registration."""
-        import time
-
+        """Call ``stop()`` if still registered once the calling thread has used ``seconds`` of
+        CPU time (or WALL_FACTOR times that of wall time); returns the registration."""
+        clock = _thread_clock()
+        cpu = time_module.clock_gettime(clock) if clock is not None else 0.0
+        wall = time_module.monotonic() + seconds * (WALL_FACTOR if clock is not None else 1.0)
         with self._cond:
             key = next(self._ids)
-            self._live[key] = stop
-            heapq.heappush(self._heap, (time.monotonic() + seconds, key))
+            self._live[key] = (stop, clock, cpu, seconds, wall)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="dpedge-engine-watchdog", daemon=True)
                 self._thread.start()
@@ -117,29 +131,38 @@ class _Watchdog:
             return key
 
     def finish(self, key: int) -> bool:
-        """Unregister; True if the deadline had already passed (the work was stopped)."""
+        """Unregister; True if the budget had already run out (the work was stopped)."""
         with self._cond:
             return self._live.pop(key, None) is None
 
     def _loop(self) -> None:
-        import time
-
         with self._cond:
             while True:
-                while self._heap and self._heap[0][1] not in self._live:
-                    heapq.heappop(self._heap)
-                if not self._heap:
+                if not self._live:
                     self._cond.wait()
                     continue
-                deadline, key = self._heap[0]
-                wait = deadline - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                heapq.heappop(self._heap)
-                stop = self._live.pop(key, None)
-                if stop is not None:
-                    stop()
+                now = time_module.monotonic()
+                for key, (stop, clock, cpu, seconds, wall) in list(self._live.items()):
+                    if now > wall or (clock is not None and _used(clock, cpu) > seconds):
+                        del self._live[key]
+                        stop()
+                self._cond.wait(self.POLL_SECONDS)
+
+
+def _thread_clock() -> int | None:
+    """The calling thread's CPU-time clock, or None where the platform has none (Windows)."""
+    try:
+        return time_module.pthread_getcpuclockid(threading.get_ident())
+    except (AttributeError, OSError):
+        return None
+
+
+def _used(clock: int, since: float) -> float:
+    """CPU seconds a thread's clock has run since ``since`` (0 once the thread is gone)."""
+    try:
+        return time_module.clock_gettime(clock) - since
+    except OSError:
+        return 0.0
 
 
 _watchdog = _Watchdog()
@@ -222,7 +245,7 @@ class OnnxRuntimeEngine:
             outputs = {o.name for o in self._session.get_outputs()}
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             stopped = _watchdog.finish(key)
-            why = f"loading took longer than {LOAD_RUN_SECONDS:g} s" if stopped else _one_line(exc)
+            why = f"loading took more than {LOAD_RUN_SECONDS:g} s of work" if stopped else _one_line(exc)
             raise BundleError("engine.budget" if stopped else "engine.load", "encoder.model",
                               f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {why} "
                               f"(dpedge needs onnxruntime >= 1.22: {INSTALL})") from None
@@ -259,7 +282,7 @@ class OnnxRuntimeEngine:
             out = self._session.run([self._output], feeds, options)[0]
         except Exception as exc:  # noqa: BLE001 - onnxruntime's Fail, RuntimeException, InvalidArgument...
             if _watchdog.finish(key):
-                raise EngineTimeout(f"the run took longer than {seconds:g} s and was stopped") from None
+                raise EngineTimeout(f"the run took more than {seconds:g} s of work and was stopped") from None
             raise RuntimeError(_one_line(exc)) from None
         _watchdog.finish(key)
         return out

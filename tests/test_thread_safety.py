@@ -59,7 +59,7 @@ def test_shared_classifier_from_several_threads_matches_sequential(bundle_path):
         try:
             order = list(range(len(TEXTS)))
             random.Random(k).shuffle(order)  # every thread its own order
-            engines.append(clf.encoder._engine())
+            engines.append(clf.encoder._runner())
             start.wait(timeout=60)
             mine = {}
             for _ in range(2):
@@ -81,7 +81,7 @@ def test_shared_classifier_from_several_threads_matches_sequential(bundle_path):
             assert pred == seq_pred[i], (k, TEXTS[i])
             assert emb.tobytes() == seq_emb[i].tobytes(), (k, TEXTS[i])  # bit-identical
 
-    main_engine = clf.encoder._engine()
+    main_engine = clf.encoder._runner()
     if clf.bundle.encoder.format == "onnx":
         assert all(e is main_engine for e in engines)  # one shared, thread-safe session
     else:
@@ -130,7 +130,7 @@ def test_interpreters_of_finished_threads_are_released(tflite_bundle):
 
     def work() -> None:
         clf.classify(["what's the weather"])
-        refs.append(weakref.ref(clf.encoder._engine()))
+        refs.append(weakref.ref(clf.encoder._runner()))
 
     for _ in range(8):
         t = threading.Thread(target=work)

@@ -150,6 +150,10 @@ CHECK_MIN_COSINE: float = _E["check_min_cosine"]
 ENGINE_ARENA_BYTES: int = _E["arena_bytes"]
 LOAD_RUN_SECONDS_BASE: float = _E["load_run_seconds"]
 QUERY_RUN_SECONDS_BASE: float = _E["query_run_seconds"]
+#: Budgets are CPU seconds of the work's thread; wall time may run to this many times them.
+WALL_FACTOR: float = _E["wall_factor"]
+#: Settings every ONNX session gets (no constant folding: it runs where a load cannot be stopped).
+ONNX_SESSION_CONFIG: dict[str, str] = _E["onnx_session_config"]
 
 # --------------------------------------------------------------------------- engines
 # A bundle travels, so what it hands to native code (onnxruntime, LiteRT) is of a declared

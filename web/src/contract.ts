@@ -105,6 +105,8 @@ export interface Schema {
     readonly arena_bytes: number;
     readonly load_run_seconds: number;
     readonly query_run_seconds: number;
+    readonly wall_factor: number;
+    readonly onnx_session_config: Readonly<Record<string, string>>;
   };
   readonly scoring: { readonly near_zero: number; readonly unit_min_norm: number; readonly boost_max: number };
   readonly query: { readonly max_chars: number };
@@ -132,3 +134,17 @@ export interface UnicodeTables {
 
 export const SCHEMA = schemaJson as unknown as Schema;
 export const UNICODE = unicodeJson as unknown as UnicodeTables;
+
+/**
+ * The contract's settings of every ONNX session (schema.json "encoder", onnx_session_config: no
+ * constant folding, which runs where a load cannot be stopped), as onnxruntime's JavaScript
+ * `extra` option: "optimization.disable_specified_optimizers" becomes { optimization: {...} }.
+ */
+export function onnxSessionExtra(): Record<string, Record<string, string>> {
+  const extra: Record<string, Record<string, string>> = {};
+  for (const [key, value] of Object.entries(SCHEMA.encoder.onnx_session_config)) {
+    const dot = key.indexOf(".");
+    (extra[key.slice(0, dot)] ??= {})[key.slice(dot + 1)] = value;
+  }
+  return extra;
+}

@@ -5,16 +5,19 @@
  * calling thread and reads only logSeverityLevel and tag from its RunOptions (`terminate` is
  * honoured by the WebAssembly backend alone), so nothing in the process that waits can stop a
  * run; a worker thread cannot be stopped inside native code either. A child process can: the
- * session lives in one, each call has a deadline, and at the deadline the child is killed
- * (SIGKILL), which frees its threads and memory at once. Where /proc exists (Linux), the
- * child's resident memory is sampled while a call runs, and a call that grows it by more than
- * its budget is killed too. A killed child is started again, and the model loaded again, at
- * the next query.
+ * session lives in one, each call has a budget, and past it the child is killed (SIGKILL),
+ * which frees its threads and memory at once. The budget is work, as in every reader
+ * (schema.json "encoder"): where /proc exists (Linux), the child's CPU time, which other load on
+ * the machine does not use up, with wall time as the backstop at wall_factor times it; elsewhere
+ * wall time alone. Where /proc exists, the child's resident memory is sampled too, and a call
+ * that grows it by more than its budget is killed. A killed child is started again, and the
+ * model loaded again, at the next query.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type * as ortTypes from "onnxruntime-common";
 import { BudgetExceeded, WrongIO, type Engine, type EngineIO } from "../engine.js";
+import { onnxSessionExtra, SCHEMA } from "../contract.js";
 import { WEIGHTS_LOCATION } from "./onnxruntime.js";
 
 /** The child: one session, one message at a time (CommonJS, run with `node -e`). */
@@ -50,6 +53,17 @@ interface Reply {
   outputs?: string[];
   embedding?: Float32Array;
   error?: string;
+}
+
+/** CPU seconds a process has used (user and system), or null where /proc cannot tell (not Linux). */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in USER_HZ (100 on Linux)
+  } catch {
+    return null;
+  }
 }
 
 /** Resident memory of a process in bytes, or null where /proc cannot tell (not Linux). */
@@ -103,6 +117,7 @@ export class NodeProcessEngine implements Engine {
   private exchange(child: ChildProcess, message: object | null, seconds: number, memory: number): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       const baseline = Number.isFinite(memory) ? residentBytes(child.pid ?? 0) : null;
+      const cpu0 = Number.isFinite(seconds) ? cpuSeconds(child.pid ?? 0) : null;
       const stop = (why: Error): void => {
         done();
         child.kill("SIGKILL");
@@ -110,6 +125,10 @@ export class NodeProcessEngine implements Engine {
         reject(why);
       };
       const overBudget = (): Error | null => {
+        const cpu = cpu0 === null ? null : cpuSeconds(child.pid ?? 0);
+        if (cpu !== null && cpu - cpu0! > seconds) {
+          return new BudgetExceeded(`the run took more than ${seconds} s of work and was stopped`);
+        }
         const now = baseline === null ? null : residentBytes(child.pid ?? 0);
         return now !== null && now - baseline! > memory
           ? new BudgetExceeded(`the engine's memory grew by ${now - baseline!} bytes, over its budget of ${memory}`) : null;
@@ -125,9 +144,10 @@ export class NodeProcessEngine implements Engine {
         if (this.child === child) this.child = null;
         reject(new Error(`the engine process ended (${signal ?? `exit code ${code}`})${this.stderr ? `: ${this.stderr}` : ""}`));
       };
+      const wall = seconds * (cpu0 === null ? 1 : SCHEMA.encoder.wall_factor);
       const timer = Number.isFinite(seconds)
-        ? setTimeout(() => stop(new BudgetExceeded(`the run took longer than ${seconds} s and was stopped`)), seconds * 1000) : null;
-      const sampler = message === null || baseline === null ? null : setInterval(() => {
+        ? setTimeout(() => stop(new BudgetExceeded(`the run took longer than ${wall} s and was stopped`)), wall * 1000) : null;
+      const sampler = message === null || (baseline === null && cpu0 === null) ? null : setInterval(() => {
         const over = overBudget();
         if (over !== null) stop(over);
       }, this.options.sampleMs ?? 10);
@@ -169,7 +189,8 @@ export class NodeProcessEngine implements Engine {
 
   async load(model: Uint8Array, weights: Uint8Array, io: EngineIO, seconds: number): Promise<void> {
     const options = {
-      graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, ...this.options.session,
+      graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, extra: onnxSessionExtra(),
+      ...this.options.session,
       ...(weights.length ? { externalData: [{ path: WEIGHTS_LOCATION, data: weights }] } : {}),
     };
     const message = { load: { model, options, io: { inputs: io.inputs, output: io.output } } };

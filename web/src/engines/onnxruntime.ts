@@ -10,7 +10,7 @@
  * session option under that name, so the engine never opens a file.
  */
 import type * as ortTypes from "onnxruntime-common";
-import { SCHEMA } from "../contract.js";
+import { onnxSessionExtra, SCHEMA } from "../contract.js";
 import { WrongIO, oneLine, type Engine, type EngineIO } from "../engine.js";
 
 /** The part of an onnxruntime binding this engine uses. */
@@ -25,7 +25,7 @@ export const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.
 export async function createSession(ort: OrtModule, model: Uint8Array, weights: Uint8Array, io: EngineIO,
                                     options: ortTypes.InferenceSession.SessionOptions): Promise<ortTypes.InferenceSession> {
   const session = await ort.InferenceSession.create(model, {
-    graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, ...options,
+    graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, extra: onnxSessionExtra(), ...options,
     ...(weights.length ? { externalData: [{ path: WEIGHTS_LOCATION, data: weights }] } : {}),
   });
   const have = [...session.inputNames].sort().join(", ");

@@ -56,6 +56,9 @@ final class OnnxTextEncoder implements TextEncoder, AutoCloseable {
         try (OrtSession.SessionOptions options = new OrtSession.SessionOptions()) {
             options.setIntraOpNumThreads(threads);
             options.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
+            for (Map.Entry<String, String> e : TextEncoder.onnxSessionConfig().entrySet()) {
+                options.addConfigEntry(e.getKey(), e.getValue());  // the contract's: no constant folding
+            }
             ByteBuffer all = spec.weights();
             for (ModelFamily.ExternalData x : spec.externalData()) {
                 weights.put(x.name, tensor(all, x));

@@ -10,9 +10,9 @@ package org.dpedge.core;
  * {@code input_ids} [1, n] in signature {@code serving_default}. The result has
  * {@code encoder.dim} finite values.
  *
- * <p>{@link Classifier} runs each call on a worker thread under the contract's time budget
+ * <p>{@link Classifier} runs each call on a worker thread under the contract's budget of work
  * (schema.json "encoder": load_run_seconds for the check text, query_run_seconds per query);
- * when it passes, it calls {@link #cancel()} from its own thread and refuses the text.
+ * when it runs out, it calls {@link #cancel()} from its own thread and refuses the text.
  */
 public interface TextEncoder {
     /** The embedding of one tokenized text; any engine failure may be thrown as is. */
@@ -24,5 +24,18 @@ public interface TextEncoder {
      * on, abandoned, on its worker thread.
      */
     default void cancel() {
+    }
+
+    /**
+     * The settings an ONNX engine must give every session (schema.json "encoder",
+     * onnx_session_config: no constant folding, which runs while a session is created, where a load
+     * cannot be stopped), as ONNX Runtime session config entries.
+     */
+    static java.util.Map<String, String> onnxSessionConfig() {
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        for (java.util.Map.Entry<String, Object> e : Contract.map("encoder.onnx_session_config").entrySet()) {
+            out.put(e.getKey(), (String) e.getValue());
+        }
+        return out;
     }
 }
