@@ -77,8 +77,9 @@ clean:
 
 # The web runtime (web/): its packages from the committed lock file, a conformance corpus of the
 # real encoder (format/1/corpus is the committed one, of tiny encoders), then vitest in Node and in
-# headless Chromium (Debian's chromium package).
+# headless Chromium (Debian's chromium package), then the three readers' differential fuzzing.
 REAL_CORPUS := $(CURDIR)/build/real-corpus
 test-web: $(VENV)/.test
 	$(PY) format/tools/make_corpus.py --real --out $(REAL_CORPUS)
 	cd web && npm ci --no-audit --no-fund && DPEDGE_REAL_CORPUS=$(REAL_CORPUS) npm test
+	$(PY) -m pytest -q -p no:cacheprovider tests/fuzz/test_reader_agreement.py
