@@ -21,7 +21,7 @@ Method:
   therefore forked, timed and reaped by a tiny stdlib-only launcher (`python -I -S`); its RSS
   at the fork, about 10 MiB and recorded as "launcher_mib", is the floor the child inherits,
   well below any real child's peak.
-- Per query: tokenize, encode and the whole `Classifier.predict` are timed in the same loop
+- Per query: tokenize, encode and the whole `Classifier.classify` are timed in the same loop
   iteration with perf_counter_ns, after a warm-up; hash+lookup (`Scorer.scores` on one
   embedding, about 10 µs) is timed alone in a tight loop with more repetitions.
 - Threads: "1" is one engine thread, "all" is `threads=None` (every core). --pin-core N
@@ -413,14 +413,14 @@ def runtime_cmd(bundle: Path, threads: int | None, text: str) -> list[str]:
 
 
 def measure_query(clf: Classifier, text: str, reps: int, lookup_reps: int) -> dict[str, Any]:
-    """Tokenize / encode / predict timed in the same iteration (so drift hits all alike);
+    """Tokenize / encode / classify timed in the same iteration (so drift hits all alike);
     hash+lookup timed alone, since its ~10 µs would drown in the timer's own noise otherwise."""
     tok, enc, scorer = clf.tokenizer, clf.encoder, clf.scorer
     ids = tok.encode([text])[0]
     samples: dict[str, list[int]] = {"tokenize": [], "encode": [], "total": []}
     for _ in range(warmup_count(reps)):
         enc.embed_one(tok.encode([text])[0])
-        clf.predict([text])
+        clf.classify([text])
     with no_gc():
         for _ in range(reps):
             t0 = time.perf_counter_ns()
@@ -428,7 +428,7 @@ def measure_query(clf: Classifier, text: str, reps: int, lookup_reps: int) -> di
             t1 = time.perf_counter_ns()
             enc.embed_one(ids)
             t2 = time.perf_counter_ns()
-            clf.predict([text])
+            clf.classify([text])
             t3 = time.perf_counter_ns()
             samples["tokenize"].append(t1 - t0)
             samples["encode"].append(t2 - t1)
@@ -768,7 +768,7 @@ def print_latency(entries: list[dict[str, Any]], base: dict[str, dict[str, Any]]
                 rows.append([e["name"], e["engine"], key, f"{name} ({m['tokens']})", *cells])
     emit("2. Per-query latency (p50 / p95)", md_table(
         ["bundle", "engine", "threads", "text (tokens)", "tokenize µs", "encode ms", "hash+lookup µs", "total ms"], rows),
-        "total = Classifier.predict([text]) (check, tokenize, encode, hash+lookup, label).")
+        "total = Classifier.classify([text]) (check, tokenize, encode, hash+lookup, label).")
     if not base:
         return
     rows = []
@@ -808,7 +808,7 @@ def print_throughput(entries: list[dict[str, Any]], base: dict[str, dict[str, An
     n = entries[0]["throughput"][0]["texts"] if entries and entries[0]["throughput"] else 0
     emit("3. Batch throughput (texts/s)", md_table(
         ["bundle / program", "engine", "configuration", "texts/s", "vs fp32 ONNX loop", "vs PyTorch batch 32"], rows),
-        f"Classifier.predict over {n} texts, median of passes; ratios against baselines using the same number of cores.")
+        f"Classifier.classify over {n} texts, median of passes; ratios against baselines using the same number of cores.")
 
 
 def print_sizes(entries: list[dict[str, Any]]) -> None:

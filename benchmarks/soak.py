@@ -5,7 +5,7 @@
         [--probe-every 1000] [--out soak.json]
 
 One `Classifier` is loaded once, then queries are classified one at a time through the public
-API (`Classifier.predict([text])`), as an app answering requests would. Every
+API (`Classifier.classify([text])`), as an app answering requests would. Every
 --report-every queries the script samples the process's resident memory (VmRSS from
 /proc/self/status), the number of live Python objects the garbage collector tracks (not
 counting this script's own per-window records), the wall-clock and CPU time of the window,
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     clf = Classifier.load(args.bundle, engine=args.engine, threads=args.threads)
-    probe = clf.predict([PROBE])[0]
+    probe = clf.classify([PROBE])[0]
     print(f"# {args.bundle}: {clf.bundle.encoder.format} encoder on {clf.encoder.engine}, threads={args.threads}, "
           f"loaded in {time.perf_counter() - t0:.2f} s, RSS {rss_mib():.1f} MiB", flush=True)
     print(f"| {'queries':>9} | {'RSS MiB':>8} | {'py objects':>10} | {'queries/s':>9} | {'CPU ms/query':>12} | "
@@ -166,11 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     w_wall, w_cpu, w_done = start, time.process_time(), 0
     for i, text in enumerate(queries(args.queries, args.seed), start=1):
-        pred = clf.predict([text])[0]
+        pred = clf.classify([text])[0]
         labels[pred.label] = labels.get(pred.label, 0) + 1
         if i % args.probe_every == 0:
             checks += 1
-            mismatches += clf.predict([PROBE])[0] != probe
+            mismatches += clf.classify([PROBE])[0] != probe
         if i % args.report_every == 0 or i == args.queries:
             now, cpu = time.perf_counter(), time.process_time()
             n = i - w_done
