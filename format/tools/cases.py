@@ -39,9 +39,9 @@ from typing import Any, Callable, Iterator
 import msgpack
 import numpy as np
 
-from runtime.bundle.reader import has_path
+from runtime.bundle.reader import CONDITION_HOLDS, has_path
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH, NUMBER_DIGITS,
-                                   PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field, _S)
+                                   PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field)
 
 #: Fields whose cases are the container's (the first two entries and the digest).
 CONTAINER_FIELDS = ("format", "version", "sha256")
@@ -265,18 +265,6 @@ def drop(doc: dict[str, Any], *paths: str) -> None:
         (get(doc, parent_path) if parent_path else doc).pop(key, None)
 
 
-def _holds(rule: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
-    if "present_any" in rule:
-        return lambda d: any(has(d, p) for p in rule["present_any"])
-    if "present_all" in rule:
-        return lambda d: all(has(d, p) for p in rule["present_all"])
-    path, value = rule["equals"]
-    return lambda d: has(d, path) and get(d, path) == value
-
-
-_CONDITION = {name: _holds(rule) for name, rule in _S["conditions"].items()}
-
-
 def falsify(doc: dict[str, Any], condition: str, keep: str) -> None:
     """Make ``condition`` false, then drop every other conditional field that is now present
     without its condition (so that the first field the reader refuses is ``keep``)."""
@@ -289,7 +277,7 @@ def falsify(doc: dict[str, Any], condition: str, keep: str) -> None:
     else:
         put(doc, "encoder.format", "tflite")
     for f in FIELDS:
-        if f.need.startswith("iff ") and f.path != keep and has(doc, f.path) and not _CONDITION[f.need[4:]](doc):
+        if f.need.startswith("iff ") and f.path != keep and has(doc, f.path) and not CONDITION_HOLDS[f.need[4:]](doc):
             drop(doc, f.path)
 
 
@@ -877,4 +865,4 @@ def _float32(x: float) -> Raw:
 
 # A kind added to the table needs its mutations here before any case is generated.
 assert {f.kind for f in FIELDS} <= set(_OTHER) | {"version"}, {f.kind for f in FIELDS} - set(_OTHER)
-assert set(_CONDITION) == set(CONDITIONS)
+assert set(CONDITION_HOLDS) == set(CONDITIONS)

@@ -167,7 +167,8 @@ def _holds(rule: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
     return lambda d: _value_at(d, path) == value
 
 
-_CONDITION = {name: _holds(rule) for name, rule in _S["conditions"].items()}
+#: Each condition of schema.json as a test on a document (format/tools/cases.py builds the corpus with it too).
+CONDITION_HOLDS = {name: _holds(rule) for name, rule in _S["conditions"].items()}
 
 
 def _fields(doc: dict[str, Any], newer_minor: bool, src: Source) -> tuple[dict[str, Any], dict[str, int]]:
@@ -180,7 +181,7 @@ def _fields(doc: dict[str, Any], newer_minor: bool, src: Source) -> tuple[dict[s
         if parent is None:  # the parent map is absent
             continue
         if f.need.startswith("iff "):
-            wanted = _CONDITION[f.need[4:]](doc)
+            wanted = CONDITION_HOLDS[f.need[4:]](doc)
             if f.key in parent and not wanted:
                 raise _fail("field.not_allowed", f, f"must be absent unless {_S['conditions'][f.need[4:]]['doc']}")
             if not wanted:

@@ -69,12 +69,8 @@ public final class Answers {
         a.put("has", has);
         List<?> x = (List<?>) row.get("x");
         if (x != null) {
-            float[] v = new float[x.size()];
-            for (int i = 0; i < v.length; i++) {
-                v[i] = ((Number) x.get(i)).floatValue();
-            }
             List<Object> scores = new ArrayList<>();
-            for (double s : new Scorer(b).scores(v)) {
+            for (double s : new Scorer(b).scores(ConformanceTest.floats(x))) {
                 scores.add(s);
             }
             a.put("scores", scores);
