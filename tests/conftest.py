@@ -42,6 +42,9 @@ collect_ignore = [name for name, module in (("dp_audit.py", "scipy"),) if import
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if Path(item.path).is_relative_to(ROOT / "exporter"):  # the exporter's docstring examples
+            item.add_marker(pytest.mark.exporter)  # run with the exporter's install (OpenDP's noise)
     for tier, (modules, install) in TIERS.items():
         missing = [m for m in modules if importlib.util.find_spec(m) is None]
         if missing:
