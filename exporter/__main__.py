@@ -3,8 +3,9 @@
     python -m exporter build --train FILE --labels FILE --epsilon E [--tables T --bits H
                              --encoder DIR --encoder-format onnx|tflite --out BUNDLE
                              --engine local|ray --ray-address ADDRESS ...]
-    python -m exporter inspect BUNDLE [--json]
-    python -m exporter encoder [--encoder NAME|FOLDER] [--encoder-format onnx|tflite]
+    python -m exporter build ... --encoder-pack PACK        # a statistics bundle naming PACK
+    python -m exporter inspect BUNDLE [--encoder-pack PACK] [--json]
+    python -m exporter encoder [--encoder NAME|FOLDER] [--encoder-format onnx|tflite] [--pack OUT]
     python -m exporter encoders
     python -m exporter evaluate --bundle B --test FILE [--plot PNG] [--json]
 
@@ -32,9 +33,13 @@ from exporter.evaluate import NOTICE, PlotUnavailable, evaluate, format_report, 
 
 
 def _add_encoder_format(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--encoder-format", choices=ENCODER_FORMATS, default="onnx",
+    p.add_argument("--encoder-format", choices=ENCODER_FORMATS, default=None,
                    help="onnx (onnxruntime; default) or tflite (LiteRT, for phones and Raspberry Pi; needs "
                         "pip install 'dpedge[export,tflite]')")
+
+
+def _add_encoder_pack(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--encoder-pack", type=Path, default=None, metavar="PACK", help=what)
 
 
 def _add_build(sub: argparse._SubParsersAction) -> None:
@@ -68,6 +73,9 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help="a known encoder (python -m exporter encoders), a sentence-transformers folder, or a folder "
                         "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2)")
     _add_encoder_format(p)
+    _add_encoder_pack(p, "an encoder pack (python -m exporter encoder --pack): embed with its encoder and write a "
+                         "statistics bundle of kilobytes that names the pack instead of carrying the encoder (format "
+                         "1.1; readers load it with the pack)")
     p.add_argument("--out", type=Path, default=Path("models/bundle.dpedge"), help="bundle to write")
     p.add_argument("--seed", type=int, default=None, help="hyperplane seed (default: random, recorded in the bundle)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default=None, help="dataset format (default: from extension)")
@@ -118,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_build(sub)
     ins = sub.add_parser("inspect", help="show a bundle's labels, privacy facts and sizes")
     ins.add_argument("bundle", type=Path)
+    _add_encoder_pack(ins, "the encoder pack a statistics bundle names")
     ins.add_argument("--json", action="store_true")
     enc = sub.add_parser("encoder", help="export (or verify the cached export of) the int8 encoder")
     enc.add_argument("--encoder", default=None, metavar="NAME|FOLDER",
@@ -125,12 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     _add_encoder_format(enc)
     enc.add_argument("--models-dir", type=Path, default=Path("models"))
     enc.add_argument("--force", action="store_true", help="export again even if cached")
+    enc.add_argument("--pack", type=Path, default=None, metavar="OUT",
+                     help="also write the encoder as an encoder pack (.dpedge-encoder) for statistics bundles")
     sub.add_parser("encoders", help="list the known encoders: languages, size, licence, where the weights come from")
     ev = sub.add_parser("evaluate", help="accuracy of a bundle on your own labelled test file (private figures)",
                         description="Classify a labelled test file with the runtime and report accuracy, macro-F1, "
                                     "per-class precision and recall, the confusion matrix and the scores' "
                                     "reliability. " + NOTICE)
     ev.add_argument("--bundle", required=True, type=Path)
+    _add_encoder_pack(ev, "the encoder pack a statistics bundle names")
     ev.add_argument("--test", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
     ev.add_argument("--plot", type=Path, metavar="PNG", help="write the confusion matrix and reliability plot here")
     ev.add_argument("--json", action="store_true", help="print the figures as one JSON document")
@@ -144,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             opts = BuildOptions(
                 train=args.train, labels=args.labels, epsilon=args.epsilon, out=args.out, tables=args.tables,
-                bits=args.bits, seed=args.seed, encoder_source=args.encoder, encoder_format=args.encoder_format,
-                models_dir=args.models_dir,
+                bits=args.bits, seed=args.seed, encoder_source=args.encoder,
+                encoder_format=args.encoder_format or "onnx", encoder_pack=args.encoder_pack, models_dir=args.models_dir,
                 fmt=args.fmt, text_field=args.text_field, label_field=args.label_field,
                 skip_unknown_labels=args.skip_unknown_labels, skip_empty_texts=args.skip_empty_texts,
                 max_table_mib=args.max_table_mib, workers=args.workers, progress=not args.quiet,
@@ -154,20 +166,23 @@ def main(argv: list[str] | None = None) -> int:
                 votes_share=args.votes_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
                 public_directions=args.public_directions,
             )
+            if args.encoder_pack is not None and args.encoder_format is not None:
+                raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder-format")
             try:
                 _print_report(build(opts))
             except KeyboardInterrupt:
                 print("interrupted: nothing was written", file=sys.stderr)
                 return 130
         elif args.command == "inspect":
-            b = bundle_format.load(args.bundle)
+            pack = None if args.encoder_pack is None else bundle_format.load_pack(args.encoder_pack)
+            b = bundle_format.load(args.bundle, pack=pack)
             info = bundle_info(b, args.bundle)
             print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else format_info(info, privacy_summary(b)))
         elif args.command == "encoders":
             print(encoders.table())
         elif args.command == "evaluate":
             result = evaluate(args.bundle, args.test, fmt=args.fmt, text_field=args.text_field,
-                              label_field=args.label_field, threads=args.threads)
+                              label_field=args.label_field, threads=args.threads, encoder=args.encoder_pack)
             if result.records == 0:
                 print(f"error: {args.test}: no record has a label the bundle knows", file=sys.stderr)
                 return 2
@@ -178,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.plot and not args.json:
                 print(f"\nwrote {args.plot}")
         else:
-            exported = export_encoder(args.encoder, args.models_dir, encoder_format=args.encoder_format,
+            exported = export_encoder(args.encoder, args.models_dir, encoder_format=args.encoder_format or "onnx",
                                       force=args.force)
             fid = exported.facts["fidelity"]
             print(f"encoder {exported.directory}: {exported.facts['quantization']}; fidelity vs fp32: mean cosine "
                   f"{fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} over {fid['texts']} texts")
+            if args.pack is not None:
+                out, digest = bundle_format.save_pack(exported.to_bundle_encoder(), args.pack)
+                print(f"wrote encoder pack {out} ({out.stat().st_size / 2**20:.1f} MiB), sha256 {digest.hex()}")
     except (BuildError, DatasetError, EncoderExportError, BundleError, InputError, PlotUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

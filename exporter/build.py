@@ -14,6 +14,7 @@ Only exact aggregates are kept, and only until they are released.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -24,7 +25,7 @@ from typing import Any, Iterator
 
 from exporter.class_stats import ClassStatsRelease
 from exporter.dataset import LabelSet, ReadStats, read_labels
-from exporter.encoder_export import export_encoder
+from exporter.encoder_export import PackedEncoder, export_encoder
 from exporter.engine import Engine
 from exporter.hyperplanes import new_seed
 from exporter.local_engine import EmbedChunk, LocalEngine
@@ -36,7 +37,7 @@ from exporter.stages import (Hashing, PublicInputs, aligned_hashing, assemble_bu
                              random_hashing, release_class_stats)
 from exporter.units import UnitStats
 from exporter.votes import VoteRelease, release_votes
-from runtime.bundle import save
+from runtime.bundle import load_pack, save
 from runtime.describe import privacy_summary
 from runtime.bundle.schema import EncoderSpec
 from runtime.embedder import Embedder
@@ -82,8 +83,14 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
     timer = Timer()
     t = timer.start()
-    exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
-    encoder = exported.to_bundle_encoder()
+    pack = None
+    if opts.encoder_pack is not None:
+        pack = load_pack(opts.encoder_pack)
+        exported = PackedEncoder(pack, opts.models_dir)
+        encoder = exported.to_bundle_encoder()
+    else:
+        exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
+        encoder = exported.to_bundle_encoder()
     embedder = None
     if opts.engine == "local" or opts.aligned:  # the Ray driver embeds only public text
         embedder = Embedder(encoder, threads=1, workers=opts.workers or os.cpu_count() or 1)
@@ -116,6 +123,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
 
     bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public,
                              stand_in=embed_for_benchmarks is not None)
+    if pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
+        bundle = dataclasses.replace(bundle, encoder_pack=pack.digest)
     out = save(bundle, opts.out)
     timer.add("write", t)
     return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=read_stats, privacy=bundle.privacy,

@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import tempfile
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ import numpy as np
 
 from exporter import encoders
 from exporter.fidelity_texts import CHECK_TEXT, FIDELITY_TEXTS
-from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderSpec
+from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderPack, EncoderSpec
+from runtime.bundle.writer import encoder_weights
 from runtime.embedder import Embedder
 
 #: Refuse an int8 encoder whose mean cosine to the fp32 model on FIDELITY_TEXTS is lower.
@@ -80,7 +82,7 @@ class ExportedEncoder:
     def format(self) -> str:
         return self.facts.get("format", "onnx")
 
-    def vocabulary_embeddings(self, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    def vocabulary_embeddings(self, embed: Callable[[list[str]], np.ndarray], tokenizer_json: str | None = None) -> np.ndarray:
         """The embeddings of the encoder's public vocabulary words (exporter.public_basis), float32,
         computed once per exported encoder and cached beside it: they depend on the encoder only,
         and embedding them is most of a small build's time."""
@@ -89,7 +91,8 @@ class ExportedEncoder:
         cached = self.directory / f"vocabulary-{VOCAB_WORDS}.npy"
         if cached.is_file():
             return np.load(cached)
-        tokenizer_json = (self.directory / "tokenizer.json").read_text(encoding="utf-8")
+        if tokenizer_json is None:
+            tokenizer_json = (self.directory / "tokenizer.json").read_text(encoding="utf-8")
         e = np.asarray(embed(public_texts(tokenizer_json, None)), np.float32)
         if not self.cache:
             return e
@@ -117,6 +120,26 @@ class ExportedEncoder:
             check_text=check["text"],
             check_embedding=np.asarray(check["embedding"], dtype=np.float32),
         )
+
+
+class PackedEncoder:
+    """An encoder pack (1.1) as a build's encoder: the pack's spec, its weights read into memory
+    (a Ray worker cannot map the pack file), and its vocabulary's embeddings cached by the pack's
+    digest under ``models_dir``/encoders, as an export caches them beside itself."""
+
+    def __init__(self, pack: EncoderPack, models_dir: Path):
+        self.pack = pack
+        self.directory = Path(models_dir) / "encoders" / f"pack-{pack.sha256[:16]}"
+        self.format = pack.encoder.format
+
+    def to_bundle_encoder(self) -> EncoderSpec:
+        e = self.pack.encoder
+        return dataclasses.replace(e, weights=encoder_weights(e), weights_file=None) if e.weights_file else e
+
+    def vocabulary_embeddings(self, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return ExportedEncoder(self.directory, {}).vocabulary_embeddings(
+            embed, tokenizer_json=self.pack.encoder.tokenizer_json)
 
 
 def find_export(models_dir: Path, encoder_format: str = "onnx", name: str = DEFAULT_MODEL_NAME) -> ExportedEncoder | None:

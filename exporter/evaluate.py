@@ -96,13 +96,14 @@ class Evaluation:
 
 
 def evaluate(bundle: os.PathLike[str] | str, test: os.PathLike[str] | str, *, fmt: str | None = None,
-             text_field: str = "text", label_field: str = "label", threads: int | None = None) -> Evaluation:
+             text_field: str = "text", label_field: str = "label", threads: int | None = None,
+             encoder: os.PathLike[str] | str | None = None) -> Evaluation:
     """Classify every record of ``test`` with the runtime and count. Records whose label the
     bundle does not have, and empty texts, are skipped and counted; a malformed line is an
     error naming the file and line (exporter.dataset)."""
     from runtime import Classifier  # the device's own path: what the figures describe
 
-    clf = Classifier.load(bundle, threads=threads)
+    clf = Classifier.load(bundle, encoder=encoder, threads=threads)
     labels = tuple(clf.labels)
     index = {name: i for i, name in enumerate(labels)}
     stats = ReadStats()

@@ -42,6 +42,9 @@ class BuildOptions:
     seed: int | None = None
     encoder_source: str | Path | None = None  # a registered name (exporter.encoders) or a folder
     encoder_format: str = "onnx"  # "tflite" ships a LiteRT model (needs the [tflite] extra)
+    #: An encoder pack (1.1): embed with its encoder and write a statistics bundle that names it
+    #: instead of carrying the encoder (the source and format are the pack's).
+    encoder_pack: Path | None = None
     models_dir: Path = Path("models")
     fmt: str | None = None
     text_field: str = "text"
@@ -106,6 +109,9 @@ def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool 
                          "add --votes-share (or --hashing random), or leave them out")
     _check_unit(opts)
     _check_engine(opts, benchmark_stand_in)
+    if opts.encoder_pack is not None and (opts.encoder_source is not None or opts.encoder_format != "onnx"):
+        raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder and "
+                         "--encoder-format")
 
 
 def check_shape(tables: int, bits: int, classes: int, max_table_mib: float = DEFAULT_MAX_TABLE_MIB) -> None:

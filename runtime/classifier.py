@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from runtime import bundle as bundle_format
-from runtime.bundle import Bundle
+from runtime.bundle import Bundle, EncoderPack
 from runtime.bundle.schema import MAX_QUERY_CHARS
 from runtime.describe import bundle_info
 from runtime.embedder import Embedder
@@ -33,6 +33,8 @@ MAX_TEXT_CHARS = MAX_QUERY_CHARS
 #: Where `python -m runtime.classify` looks when no --bundle is given (the quick start writes it).
 DEFAULT_BUNDLE = Path("models") / "quickstart.dpedge"
 BUNDLE_ENV = "DPEDGE_BUNDLE"
+#: The encoder pack `python -m runtime.classify` reads a statistics bundle with, when --encoder-pack is not given.
+PACK_ENV = "DPEDGE_ENCODER_PACK"
 
 
 def default_bundle_path() -> Path:
@@ -96,18 +98,21 @@ class Classifier:
             raise InputError("query.type", "", str(exc)) from None
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, engine: str = "auto", threads: int | None = None,
-             workers: int = 1, score: str = "blend") -> "Classifier":
+    def load(cls, path: str | os.PathLike[str], *, encoder: str | os.PathLike[str] | EncoderPack | None = None,
+             engine: str = "auto", threads: int | None = None, workers: int = 1, score: str = "blend") -> "Classifier":
         """Read, validate and prepare a bundle (raises BundleError if it is unusable).
 
-        ``engine``: "auto" (the first installed engine for the bundle's encoder format) or
-        a name from runtime.encoder.ENGINES; ``threads``: the engine's threads per text
+        ``encoder``: the encoder pack a statistics bundle names (a file, or an `EncoderPack`
+        from `runtime.bundle.load_pack`, which can pin the digests an application accepts);
+        None for a bundle that carries its encoder. ``engine``: "auto" (the first installed
+        engine for the bundle's encoder format) or a name from runtime.encoder.ENGINES; ``threads``: the engine's threads per text
         (None: all cores); ``workers``: texts embedded at once in `classify` (results are
         identical either way); ``score``: "blend" (the bundle's scoring) or one component
         alone, "votes", "centroids" or "prior" (runtime.scoring.MODES).
         """
-        return cls(bundle_format.load(path), engine=engine, threads=threads, workers=workers, path=Path(path),
-                   score=score)
+        pack = encoder if encoder is None or isinstance(encoder, EncoderPack) else bundle_format.load_pack(encoder)
+        return cls(bundle_format.load(path, pack=pack), engine=engine, threads=threads, workers=workers,
+                   path=Path(path), score=score)
 
     @property
     def tokenizer(self) -> TextTokenizer:

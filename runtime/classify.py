@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
 from runtime import bundle as bundle_format
-from runtime.classifier import Classifier, Prediction, check_text, default_bundle_path
+from runtime.classifier import PACK_ENV, Classifier, Prediction, check_text, default_bundle_path
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.limits import QUERY_RUN_SECONDS, TIME_SCALE
 from runtime.encoder import ENGINE_CHOICES, choose_engine
@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify (default: one per line on stdin)")
     ap.add_argument("--bundle", help="bundle file (.dpedge)")
+    ap.add_argument("--encoder-pack", metavar="PACK",
+                    help="the encoder pack a statistics bundle names (.dpedge-encoder; default: $DPEDGE_ENCODER_PACK, "
+                         "else none: the bundle carries its encoder)")
     ap.add_argument("--json", action="store_true",
                     help="JSON lines: text, label, scores per label (a distribution: they sum to 1)")
     ap.add_argument("--top-k", type=int, default=1, metavar="K",
@@ -136,8 +139,8 @@ def _classify_lines(clf: Classifier, items: Iterable[tuple[int, str | None, str 
     return failures
 
 
-def _start_guard(path: Path, budget_mib: int | None) -> ProcessGuard | None:
-    """The process guard for loading ``path`` (None with --memory-budget 0)."""
+def _start_guard(path: Path, budget_mib: int | None, pack: Path | None = None) -> ProcessGuard | None:
+    """The process guard for loading ``path`` and its ``pack`` (None with --memory-budget 0)."""
     if budget_mib == 0:
         return None
     if budget_mib is not None:
@@ -145,12 +148,16 @@ def _start_guard(path: Path, budget_mib: int | None) -> ProcessGuard | None:
         guard.fixed = True
         return guard
     else:
-        try:
-            size = path.stat().st_size if path.is_file() else 0
-        except OSError:
-            size = 0
+        size = sum(_size(p) for p in (path, pack) if p is not None)
         limit = int(resident_bytes() + LOAD_BYTES_PER_FILE_BYTE * size + HEADROOM_BYTES)
     return ProcessGuard.start(limit, "loading the bundle", LOAD_SECONDS, prefix=f"{path}: ")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,12 +186,14 @@ def _main(args: argparse.Namespace) -> int:
         say(sys.stderr, "error: --top-k must be at least 1")
         return 2
     path = Path(args.bundle) if args.bundle else default_bundle_path()
-    guard = _start_guard(path, args.memory_budget)
+    pack_path = args.encoder_pack or os.environ.get(PACK_ENV) or None
+    pack_path = None if pack_path is None else Path(pack_path)
+    guard = _start_guard(path, args.memory_budget, pack_path)
     if guard is not None:
         _GUARDS.append(guard)
     try:
         if args.info:  # facts only: no need to start the encoder
-            b = bundle_format.load(path)
+            b = bundle_format.load(path, pack=None if pack_path is None else bundle_format.load_pack(pack_path))
             info = bundle_info(b, path)
             try:
                 info["engine"] = choose_engine(b.encoder.format, args.engine).name
@@ -196,12 +205,14 @@ def _main(args: argparse.Namespace) -> int:
                 for line in format_info(info, privacy_summary(b)).split("\n"):
                     say(sys.stdout, line)
             return 0
-        clf = Classifier.load(path, engine=args.engine, threads=args.threads, score=args.score)
+        clf = Classifier.load(path, encoder=pack_path, engine=args.engine, threads=args.threads, score=args.score)
     except InputError as exc:
         say(sys.stderr, f"error: {exc}")
         return 2
     except BundleError as exc:
         hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
+        if exc.code == "pack.missing":
+            hint = " (give it with --encoder-pack PACK)"
         say(sys.stderr, f"error: {exc}{hint}")
         return 2
     if hasattr(sys.stdout, "reconfigure"):

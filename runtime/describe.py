@@ -59,7 +59,8 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
     """A JSON-ready description of the bundle; sizes are in bytes."""
     e = b.encoder
     weights = e.weights_file.length if e.weights_file else len(e.weights)
-    sizes = {"encoder": len(e.model) + weights + len(e.tokenizer_json.encode())}
+    # A statistics bundle's encoder is in its pack, not in the file.
+    sizes = {"encoder" if b.encoder_pack is None else "encoder_pack": len(e.model) + weights + len(e.tokenizer_json.encode())}
     for name, a in (("class_statistics", (b.class_counts, b.class_sums, b.origin, b.projection)),
                     ("vote_tables", (b.votes, b.hyperplanes, b.offsets)), ("prior", (b.prior,))):
         if a[0] is not None:
@@ -79,7 +80,7 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
         "subspace_dim": None if b.projection is None else int(b.projection.shape[0]),
         "scoring": None if b.scoring is None else dict(vars(b.scoring)),
         "encoder": {"format": e.format, "dim": e.dim, "max_length": e.max_length, "text_prefix": e.text_prefix,
-                    **plain(e.facts or {})},
+                    "pack_sha256": None if b.encoder_pack is None else b.encoder_pack.hex(), **plain(e.facts or {})},
         "exporter": plain(b.exporter),
         "components": [n for n, there in (("centroids", b.class_sums is not None), ("votes", b.votes is not None),
                                           ("prior", b.prior is not None)) if there],
@@ -129,6 +130,8 @@ def format_info(info: dict[str, Any], summary: str) -> str:
     lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens"
                  + (f", text prefix {enc['text_prefix']!r}" if enc["text_prefix"] else ""))
+    if enc.get("pack_sha256"):
+        lines.append(f"  encoder pack          {enc['pack_sha256']} (not in this file)")
     if "engine" in info:
         lines.append(f"  runs on               {info['engine']}")
     fid = enc.get("fidelity")

@@ -348,7 +348,8 @@ def build_document(p: Params) -> dict[str, Any]:
     hold more map and array entries than its size allows (schema.BYTES_PER_VALUE), an
     ``exporter.padding`` string makes room (informational, so the document stays valid)."""
     flat: dict[str, Any] = {
-        "format": schema.FORMAT_NAME, "version": list(schema.FORMAT_VERSION), "requires": p.requires,
+        # The writer writes the newest minor of the fields present: 1.0 for these documents.
+        "format": schema.FORMAT_NAME, "version": [1, 0], "requires": p.requires,
         "labels": p.labels, "label_descriptions": p.descriptions,
         **{f"privacy.{k}": v for k, v in p.privacy.items()},
         "subspace.origin": p.origin, "subspace.projection": p.projection, "hashing.hyperplanes": p.hyperplanes,

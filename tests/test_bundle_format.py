@@ -259,7 +259,7 @@ def test_unknown_fields_are_refused_in_this_minor_version(tiny, where, name):
         if where == "top":
             return _before_encoder(d, future_field=1)
         d[Key.PRIVACY]["future_fact"] = 1
-    refused(edited(tiny, change), f"unknown field '{name}' in a version 1.0 bundle")
+    refused(edited(tiny, change), f"unknown field '{name}' in a version 1.0 file")
 
 
 def test_requires_a_known_path_loads_and_an_unknown_one_says_upgrade(tiny):

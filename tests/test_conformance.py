@@ -36,17 +36,30 @@ def _file(case: dict) -> Path:
     return CORPUS / case["file"]
 
 
+def _pack(case: dict) -> fmt.EncoderPack | None:
+    """The encoder pack a case gives the reader with its bundle (format 1.1), or None."""
+    return fmt.load_pack(CORPUS / case["pack"]) if "pack" in case else None
+
+
 @pytest.mark.parametrize("case", INDEX["refuse"], ids=lambda c: Path(c["file"]).stem)
 def test_refused_with_its_code_and_path(case):
     with pytest.raises(BundleError) as info:
-        fmt.load(_file(case))
+        fmt.load(_file(case), pack=_pack(case))
     assert (info.value.code, info.value.path) == (case["code"], case["path"]), str(info.value)
     assert "\x1b" not in str(info.value) and "\u202e" not in str(info.value)  # shown escaped
 
 
+@pytest.mark.parametrize("case", INDEX["refuse_pack"], ids=lambda c: Path(c["file"]).name)
+def test_packs_refused_with_their_code_and_path(case):
+    with pytest.raises(BundleError) as info:
+        fmt.load_pack(_file(case), expect=case.get("expect"))
+    assert (info.value.code, info.value.path) == (case["code"], case["path"]), str(info.value)
+
+
 def test_the_corpus_covers_every_refusal_code_of_a_file():
     """Every error code a file can earn (all but the engine's and the query's) has a case."""
-    codes = {c["code"] for c in INDEX["refuse"]} | {c["load"]["code"] for c in INDEX["accept"] if "load" in c}
+    codes = {c["code"] for c in INDEX["refuse"] + INDEX["refuse_pack"]} | {
+        c["load"]["code"] for c in INDEX["accept"] if "load" in c}
     wanted = {code for code in json.loads((ROOT / "format" / "1" / "schema.json").read_text())["errors"]
               if not code.startswith(("query.", "engine.")) and code not in ("container.size", "relation.work")}
     assert wanted <= codes, sorted(wanted - codes)
@@ -54,7 +67,7 @@ def test_the_corpus_covers_every_refusal_code_of_a_file():
 
 @pytest.mark.parametrize("case", INDEX["accept"], ids=lambda c: c["file"].removeprefix("accept/").removesuffix(".dpedge"))
 def test_accepted_read_tokenized_and_scored_alike(case):
-    b = fmt.load(_file(case))
+    b = fmt.load(_file(case), pack=_pack(case))
     assert list(b.labels) == case["labels"]
     tok = TextTokenizer(check_tokenizer_json(b.encoder.tokenizer_json), b.encoder.max_length, b.encoder.text_prefix)
     scorer = Scorer(b)
@@ -84,10 +97,10 @@ def test_accepted_end_to_end_on_the_engine(case):
         pytest.skip(f"{engine} is not installed")
     if "load" in case:
         with pytest.raises(BundleError) as info:
-            Classifier.load(_file(case), threads=1)
+            Classifier.load(_file(case), encoder=_pack(case), threads=1)
         assert (info.value.code, info.value.path) == (case["load"]["code"], case["load"]["path"])
         return
-    clf = Classifier.load(_file(case), threads=1)
+    clf = Classifier.load(_file(case), encoder=_pack(case), threads=1)
     for q in case["queries"]:
         if "code" in q:
             with pytest.raises(InputError) as info:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -174,13 +175,13 @@ def _scored(scorer: Scorer, labels: tuple[str, ...], emb: np.ndarray) -> dict[st
     return row
 
 
-def queries(path: Path, texts: list[str], engine: bool) -> list[dict[str, Any]]:
+def queries(path: Path, texts: list[str], engine: bool, pack: fmt.EncoderPack | None = None) -> list[dict[str, Any]]:
     """The Python reader's answers: token ids; with the engine, the embedding, scores and label."""
     if engine:
-        clf = Classifier.load(path, threads=1)
+        clf = Classifier.load(path, encoder=pack, threads=1)
         tok, scorer, labels = clf.tokenizer, clf.scorer, clf.labels
     else:
-        b = fmt.load(path)
+        b = fmt.load(path, pack=pack)
         tok = TextTokenizer(check_tokenizer_json(b.encoder.tokenizer_json), b.encoder.max_length, b.encoder.text_prefix)
         clf, scorer, labels = None, None, b.labels
     out = []
@@ -207,17 +208,18 @@ def queries(path: Path, texts: list[str], engine: bool) -> list[dict[str, Any]]:
     return out
 
 
-def check_row(path: Path) -> dict[str, Any]:
+def check_row(path: Path, pack: fmt.EncoderPack | None = None) -> dict[str, Any]:
     """The engine's answer for the bundle's check text: what a reader's engine (or a stand-in for
     it) must return at load."""
-    clf = Classifier.load(path, threads=1)
+    clf = Classifier.load(path, encoder=pack, threads=1)
     ids = clf.tokenizer.encode_one(clf.bundle.encoder.check_text)
     return {"token_ids": ids, "embedding": _floats(clf.encoder.embed_one(ids))}
 
 
-def vectors(path: Path, dim: int, embeddings: list[list[float]]) -> list[dict[str, Any]]:
+def vectors(path: Path, dim: int, embeddings: list[list[float]],
+            pack: fmt.EncoderPack | None = None) -> list[dict[str, Any]]:
     """Scores of given vectors: some query embeddings, then unusual ones (zero, not unit, scaled)."""
-    b = fmt.load(path)
+    b = fmt.load(path, pack=pack)
     scorer = Scorer(b)
     rng = np.random.default_rng(7)  # public test vectors, not noise
     embs = [np.asarray(e, np.float32) for e in embeddings[:6]]
@@ -305,12 +307,99 @@ def _write(out: Path, name: str, data: bytes) -> str:
     return name
 
 
-def _refused(data: bytes) -> BundleError | None:
+def _refused(data: bytes, pack: fmt.EncoderPack | None = None) -> BundleError | None:
     try:
-        fmt.unpack(data)
+        fmt.unpack(data, pack=pack)
     except BundleError as exc:
         return exc
     return None
+
+
+def _checked(case: cases.Case, exc: BundleError | None) -> None:
+    """Stop unless the Python reader refused ``case`` with the code and path it was made for."""
+    if exc is None:
+        raise SystemExit(f"{case.name}: the Python reader accepted it")
+    if (exc.code, exc.path) != (case.code, case.path):
+        raise SystemExit(f"{case.name}: made to be refused with {case.code} at {case.path!r}, but the Python "
+                         f"reader said {exc.code} at {exc.path!r}: {exc}")
+
+
+def pack_cases(out: Path, index: dict[str, Any], tables: Path, texts: list[str]) -> None:
+    """Format 1.1's encoder packs: a statistics bundle read with its pack and run end to end; the
+    refusals of a bundle with the wrong pack, or none; and the refusals of pack files."""
+    b = fmt.load(tables)
+    pack_data = fmt.pack_encoder(b.encoder)
+    pack_file = _write(out, "packs/tiny-onnx.dpedge-encoder", pack_data)
+    pack = fmt.load_pack(out / pack_file)
+    stats_data = fmt.pack(dataclasses.replace(b, encoder_pack=pack.digest))
+    stats = out / _write(out, "accept/statistics.dpedge", stats_data)
+    rows = queries(stats, texts, engine=True, pack=pack)
+    index["accept"].append({"file": "accept/statistics.dpedge", "pack": pack_file, "engine": "onnx",
+                            "labels": list(b.labels), "check": check_row(stats, pack), "queries": rows,
+                            "vectors": vectors(stats, b.encoder.dim, [r["embedding"] for r in rows if "embedding" in r],
+                                               pack)})
+    other_data = fmt.pack_encoder(dataclasses.replace(b.encoder, check_text=b.encoder.check_text + " (another pack)"))
+    other_file = _write(out, "packs/another.dpedge-encoder", other_data)
+    doc = cases.document(stats_data)
+    without_requires = copy.deepcopy(doc)
+    cases.drop(without_requires, "requires")
+    both = copy.deepcopy(doc)
+    cases.put(both, "encoder", cases.document(tables.read_bytes())["encoder"])
+    newer = copy.deepcopy(doc)  # what a reader of 1.1 meets from a later minor: a requirement it cannot know
+    cases.put(newer, "version", [1, 2])
+    cases.put(newer, "requires", ["encoder_source"])
+    cases.drop(newer, "encoder_pack")
+    bundle_cases = [  # (case, the pack given to the reader or None)
+        (cases.Case("statistics-without-its-pack", stats_data, "pack.missing", "encoder_pack"), None),
+        (cases.Case("statistics-with-another-pack", stats_data, "pack.mismatch", "encoder_pack"), other_file),
+        (cases.Case("own-encoder-with-a-pack", b"", "pack.unexpected", "encoder_pack"), pack_file),
+        (cases.Case("statistics-not-requiring-its-pack", cases.seal(without_requires), "relation.pack", "requires"),
+         pack_file),
+        (cases.Case("statistics-with-an-encoder-too", cases.seal(both), "field.not_allowed", "encoder"), pack_file),
+        (cases.Case("newer-minor-requiring-the-unknown", cases.seal(newer), "version.requires", "requires[0]"), None),
+    ]
+    same = {"statistics-without-its-pack": "accept/statistics.dpedge", "statistics-with-another-pack":
+            "accept/statistics.dpedge", "own-encoder-with-a-pack": "accept/tables.dpedge"}  # files already there
+    for case, given in bundle_cases:
+        data = (out / same[case.name]).read_bytes() if case.name in same else case.data
+        _checked(case, _refused(data, None if given is None else fmt.load_pack(out / given)))
+        file = same.get(case.name) or _write(out, f"refuse/{case.name}.dpedge", case.data)
+        row = {"file": file, "code": case.code, "path": case.path}
+        index["refuse"].append({**row, **({} if given is None else {"pack": given})})
+    pdoc = cases.document(pack_data)
+    # The refusals below come before the model family is looked at: a one-byte model keeps them small.
+    pdoc["encoder"].update(model=b"\x08", weights=b"\x00")
+    enc = pdoc["encoder"]
+    extra = copy.deepcopy(pdoc)
+    cases.put(extra, "labels", ["a", "b"], before="encoder")
+    unit = copy.deepcopy(pdoc)
+    unit["encoder"]["check_embedding"]["data"] = bytes(len(enc["check_embedding"]["data"]))
+    weights_first = copy.deepcopy(pdoc)
+    weights_first["encoder"] = {"weights": enc["weights"], **{k: v for k, v in enc.items() if k != "weights"}}
+    no_tokenizer = copy.deepcopy(pdoc)
+    cases.drop(no_tokenizer, "encoder.tokenizer_json")
+    pack_refusals = [  # (case, expect: the digests the application accepts, or None)
+        (cases.Case("pack-not-among-the-accepted", b"", "pack.untrusted", ""), [other_data[-32:].hex()]),
+        (cases.Case("pack-that-is-a-bundle", b"", "version.format", "format"), None),
+        (cases.Case("pack-truncated", cases.seal(pdoc)[:-10], "container.truncated", ""), None),
+        (cases.Case("pack-with-labels", cases.seal(extra), "field.unknown", "labels"), None),
+        (cases.Case("pack-check-embedding-zero", cases.seal(unit), "relation.check", "encoder.check_embedding"), None),
+        (cases.Case("pack-weights-not-last", cases.seal(weights_first), "relation.weights", "encoder.weights"), None),
+        (cases.Case("pack-without-tokenizer", cases.seal(no_tokenizer), "field.missing", "encoder.tokenizer_json"),
+         None),
+    ]
+    same = {"pack-not-among-the-accepted": pack_file, "pack-that-is-a-bundle": "accept/statistics.dpedge"}
+    index["refuse_pack"] = []
+    for case, expect in pack_refusals:
+        try:
+            fmt.unpack_pack((out / same[case.name]).read_bytes() if case.name in same else case.data, expect=expect)
+            exc = None
+        except BundleError as e:
+            exc = e
+        _checked(case, exc)
+        file = same.get(case.name) or _write(out, f"refuse/packs/{case.name}.dpedge-encoder", case.data)
+        row = {"file": file, "code": case.code, "path": case.path}
+        index["refuse_pack"].append({**row, **({} if expect is None else {"expect": expect})})
 
 
 def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
@@ -366,14 +455,10 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
                                 "queries": queries(path, SAMPLE[:8] + SAMPLE[16:23], engine=False)})
     made = cases.malformed(base) + cases.real_encoder_cases(tables.read_bytes())
     for case in made:
-        exc = _refused(case.data)
-        if exc is None:
-            raise SystemExit(f"{case.name}: the Python reader accepted it")
-        if (exc.code, exc.path) != (case.code, case.path):
-            raise SystemExit(f"{case.name}: made to be refused with {case.code} at {case.path!r}, but the Python "
-                             f"reader said {exc.code} at {exc.path!r}: {exc}")
+        _checked(case, _refused(case.data))
         index["refuse"].append({"file": _write(out, f"refuse/{case.name}.dpedge", case.data), "code": case.code,
                                 "path": case.path})
+    pack_cases(out, index, tables, texts)
     shutil.rmtree(work, ignore_errors=True)
     return index
 
@@ -381,8 +466,8 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
 def dumps(index: dict[str, Any]) -> str:
     """cases.json: one case per line (diffs stay readable)."""
     lines = ["{", f'  "about": {json.dumps(ABOUT)},', f'  "tolerance": {json.dumps(index["tolerance"])},']
-    for key in ("accept", "refuse", "text"):
-        rows = index[key]
+    for key in ("accept", "refuse", "refuse_pack", "text"):
+        rows = index.get(key, [])
         body = ",\n".join("    " + json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)
         lines.append(f'  "{key}": [\n{body}\n  ]' + ("," if key != "text" else ""))
     return "\n".join(lines + ["}"]) + "\n"
@@ -398,6 +483,9 @@ ABOUT = ("The conformance corpus of format 1 (docs/bundle-format.md section 9 sa
          "within tolerance.scores); an end-to-end label is compared where margin exceeds tolerance.label_margin and, "
          "with vote tables, bucket_margin (the embedding's distance to the nearest hyperplane) exceeds "
          "tolerance.bucket_margin. "
+         "pack (1.1), when present, is the encoder pack file the reader is given with the bundle (absent: none). "
+         "refuse_pack: each encoder pack file is refused with code and path, read with expect (when present) as the "
+         "digests the application accepts. "
          "text: escape, escape_json, key and the text rules of each string.")
 
 

@@ -1,7 +1,9 @@
-"""The dpedge bundle format 1.0: one msgpack file with everything a device needs.
+"""The dpedge bundle format 1: one msgpack file with everything a device needs, or (1.1) a
+statistics bundle and the encoder pack it names.
 
-The format sits behind four functions, `pack`/`unpack` (bytes) and `save`/`load` (files), so
-the exporter and every reader share one definition: `schema` is the format as data (every key,
+The format sits behind four functions, `pack`/`unpack` (bytes) and `save`/`load` (files), and
+their encoder-pack twins (`pack_encoder`/`unpack_pack`, `save_pack`/`load_pack`), so the
+exporter and every reader share one definition: `schema` is the format as data (every key,
 type, shape, bound and relation), `writer` writes it, `reader` interprets it.
 docs/bundle-format.md is the specification, its field tables generated from `schema`.
 
@@ -10,12 +12,16 @@ Example:
     >>> b = bundle.load("models/quickstart.dpedge")      # doctest: +SKIP
     >>> b.labels[:2], b.epsilon                            # doctest: +SKIP
     (('alarm_timer', 'weather'), 8.0)
+    >>> pack = bundle.load_pack("models/minilm.dpedge-encoder")           # doctest: +SKIP
+    >>> bundle.load("models/weekly.dpedge", pack=pack).encoder_pack == pack.digest   # doctest: +SKIP
+    True
 """
 
-from runtime.bundle.reader import load, unpack
-from runtime.bundle.schema import (FORMAT_NAME, FORMAT_VERSION, Bundle, EncoderSpec, Key, ReleaseFacts, Scoring,
-                                   WeightsFile)
-from runtime.bundle.writer import pack, save, write_atomic
+from runtime.bundle.reader import load, load_pack, unpack, unpack_pack
+from runtime.bundle.schema import (FORMAT_NAME, FORMAT_VERSION, Bundle, EncoderPack, EncoderSpec, Key, ReleaseFacts,
+                                   Scoring, WeightsFile)
+from runtime.bundle.writer import pack, pack_encoder, save, save_pack, write_atomic
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "Bundle", "EncoderSpec", "Key", "ReleaseFacts", "Scoring", "WeightsFile",
-           "load", "pack", "save", "unpack", "write_atomic"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "Bundle", "EncoderPack", "EncoderSpec", "Key", "ReleaseFacts", "Scoring",
+           "WeightsFile", "load", "load_pack", "pack", "pack_encoder", "save", "save_pack", "unpack", "unpack_pack",
+           "write_atomic"]

@@ -79,18 +79,20 @@ class Source:
     def bytes(self, b: Bin) -> bytes:
         return bytes(self.read(b.offset, b.length))
 
-    def check_digest(self) -> None:
-        """The file ends with the digest entry, and the digest is its bytes' (one chunk at a time)."""
+    def check_digest(self, name: str = FORMAT_NAME) -> bytes:
+        """The file ends with the digest entry, and the digest is its bytes' (one chunk at a time);
+        returns the digest. ``name`` is the magic expected (a bundle's, or an encoder pack's)."""
         if self.size < TAIL_BYTES or bytes(self.read(self.size - TAIL_BYTES, len(DIGEST_TAIL))) != DIGEST_TAIL:
-            raise BundleError(*self._unsealed())
+            raise BundleError(*self._unsealed(name))
         h = hashlib.sha256()
         for at in range(0, self.size - TAIL_BYTES, _CHUNK):
             h.update(self.read(at, min(_CHUNK, self.size - TAIL_BYTES - at)) if self._data is not None
                      else self._pread(at, min(_CHUNK, self.size - TAIL_BYTES - at)))
         if h.digest() != bytes(self.read(self.size - DIGEST_BYTES, DIGEST_BYTES)):
             raise BundleError("container.digest", "", CORRUPTED)
+        return h.digest()
 
-    def _unsealed(self) -> tuple[str, str, str]:
+    def _unsealed(self, name: str) -> tuple[str, str, str]:
         """Why a file without its digest entry is refused: a pre-release bundle, a truncated one,
         or not a bundle at all (read from its first entries)."""
         if not self.size or not (0x80 <= self.read(0, 1)[0] <= 0x8F or self.read(0, 1)[0] in (0xDE, 0xDF)):
@@ -108,8 +110,9 @@ class Source:
                     f"does not read: "
                     f"rebuild it with `python -m exporter build` (a new release of the data: its epsilon adds to the "
                     f"old bundle's if both are used)")
-        if first.get(Key.FORMAT) == FORMAT_NAME:
-            return ("container.truncated", "", f"the bundle is truncated or corrupted: it does not end with its "
+        if first.get(Key.FORMAT) == name:
+            what = "bundle" if name == FORMAT_NAME else "encoder pack"
+            return ("container.truncated", "", f"the {what} is truncated or corrupted: it does not end with its "
                                                f"'{Key.SHA256}' entry")
         return "container.not_bundle", "", "not a dpedge bundle (its first entry is not format: dpedge)"
 

@@ -1,12 +1,15 @@
 """Reading bundles: `load` a file, `unpack` bytes; anything that is not a valid 1.x bundle is refused.
+Reading encoder packs (1.1): `load_pack`, `unpack_pack`; a statistics bundle, which names its
+encoder pack instead of carrying an encoder, is read with the pack (``pack=``).
 
 The reader interprets the format's table (format/1/schema.json, through runtime.bundle.schema)
 rather than checking each field by hand, in the order docs/bundle-format.md section 8 makes
 normative, so that every reader gives a file the same first refusal (code and path): the
 container (runtime.bundle.container), the version, every field of the table in its order (its
 presence, then its value: type, finiteness, bounds, text rules, choices; an array record's
-dtype, shape and data), unknown keys, ``requires``, the relations, the tokenizer family and the
-model family. Each refusal is one `BundleError` with its code and path.
+dtype, shape and data; ``requires`` and ``encoder_pack`` are judged as soon as they are read),
+unknown keys, the relations, the tokenizer family and the model family. Each refusal is one
+`BundleError` with its code and path.
 
 The container is hashed, then decoded with binary values left in place; each one the table
 names is read once, into its own buffer (a view, for bytes already in memory), and no other is
@@ -20,7 +23,7 @@ import os
 import reprlib
 import stat
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -28,46 +31,64 @@ from runtime.bundle import wording
 from runtime.bundle.container import Bin, Source, read_document
 from runtime.bundle.model_family import check_model
 from runtime.bundle.schema import (CHECK_NORM, DIMS, FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION,
-                                   MAX_BUNDLE_BYTES, MAX_WORK, PRIVACY_RTOL, STATISTICS, TEXT_KINDS, Bundle,
-                                   EncoderSpec, Field, Key, ReleaseFacts, Scoring, WeightsFile, _S)
+                                   MAX_BUNDLE_BYTES, MAX_WORK, PACK_FIELDS, PACK_FORMAT_NAME, PRIVACY_RTOL,
+                                   STATISTICS, TEXT_KINDS, Bundle, EncoderPack, EncoderSpec, Field, Key, ReleaseFacts,
+                                   Scoring, WeightsFile, _S)
 from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 from runtime.text import label_key, shows_something, u_plus, unassigned, unprintable
 
 
-def load(file: str | os.PathLike[str]) -> Bundle:
+def load(file: str | os.PathLike[str], pack: EncoderPack | None = None) -> Bundle:
     """Read and validate a bundle file (BundleError, naming the file, for anything unusable).
     The file is hashed one chunk at a time, then read field by field: an ONNX model's weights
-    stay in the file for the engine to map (``encoder.weights_file``).
+    stay in the file for the engine to map (``encoder.weights_file``). A statistics bundle is
+    read with the encoder pack it names (``pack``, from `load_pack`), and only with it.
 
     Example:
         >>> load("models/quickstart.dpedge").privacy["epsilon"]            # doctest: +SKIP
         8.0
     """
+    return _open(file, "bundle", lambda src, at: _read(src, at, pack))
+
+
+def load_pack(file: str | os.PathLike[str], expect: Iterable[str] | None = None) -> EncoderPack:
+    """Read and validate an encoder pack file (1.1), as `load` reads a bundle. ``expect``: the
+    SHA-256 digests (hex) the application accepts; any other pack is refused (``pack.untrusted``)
+    before it is parsed.
+
+    Example:
+        >>> load_pack("models/minilm.dpedge-encoder").sha256[:12]            # doctest: +SKIP
+        '3f1c0e9a77d2'
+    """
+    return _open(file, "encoder pack", lambda src, at: _read_pack(src, at, expect))
+
+
+def _open(file: str | os.PathLike[str], what: str, read: Callable[[Source, Any], Any]) -> Any:
     p = Path(file)
     try:
         st = p.stat()
         if stat.S_ISDIR(st.st_mode):
-            raise BundleError("container.size", "", "is a directory, not a bundle file")
+            raise BundleError("container.size", "", f"is a directory, not {what} file")
         if not stat.S_ISREG(st.st_mode):  # a device or a pipe has no size to check
-            raise BundleError("container.size", "", "is not a regular file, so it cannot be a bundle")
+            raise BundleError("container.size", "", f"is not a regular file, so it cannot be {what}")
         if st.st_size > MAX_BUNDLE_BYTES:
-            raise BundleError("container.size", "", f"{st.st_size} bytes is larger than any bundle "
+            raise BundleError("container.size", "", f"{st.st_size} bytes is larger than any {what} "
                                                     f"({MAX_BUNDLE_BYTES} max)")
         with open(p, "rb") as f:
             identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-            return _read(Source(st.st_size, f=f), (str(p.resolve()), identity))
+            return read(Source(st.st_size, f=f), (str(p.resolve()), identity))
     except FileNotFoundError:
-        raise BundleError("container.size", "", f"{p}: no such bundle file") from None
+        raise BundleError("container.size", "", f"{p}: no such {what} file") from None
     except BundleError as exc:
         raise exc.within(str(p)) from None
     except MemoryError:
         raise BundleError("container.size", "", f"{p}: does not fit in the memory this process may use") from None
     except OSError as exc:
-        raise BundleError("container.size", "", f"{p}: cannot read bundle: {exc.strerror or exc}") from None
+        raise BundleError("container.size", "", f"{p}: cannot read {what}: {exc.strerror or exc}") from None
 
 
-def unpack(data: bytes) -> Bundle:
+def unpack(data: bytes, pack: EncoderPack | None = None) -> Bundle:
     """Parse and validate bundle bytes (see `load`); arrays are views of ``data``.
 
     Example:
@@ -78,7 +99,15 @@ def unpack(data: bytes) -> Bundle:
     """
     if len(data) > MAX_BUNDLE_BYTES:
         raise BundleError("container.size", "", f"{len(data)} bytes is larger than any bundle ({MAX_BUNDLE_BYTES} max)")
-    return _read(Source.of(data), None)
+    return _read(Source.of(data), None, pack)
+
+
+def unpack_pack(data: bytes, expect: Iterable[str] | None = None) -> EncoderPack:
+    """Parse and validate encoder pack bytes (see `load_pack`)."""
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError("container.size", "", f"{len(data)} bytes is larger than any encoder pack "
+                                                f"({MAX_BUNDLE_BYTES} max)")
+    return _read_pack(Source.of(data), None, expect)
 
 
 def parse(data: bytes) -> dict[str, Any]:
@@ -89,10 +118,27 @@ def parse(data: bytes) -> dict[str, Any]:
     return _document(src)
 
 
-def _read(src: Source, file_at: tuple[str, tuple[int, int, int, int]] | None) -> Bundle:
+def _read(src: Source, file_at: tuple[str, tuple[int, int, int, int]] | None, pack: EncoderPack | None) -> Bundle:
     src.check_digest()
     doc = _document(src)
-    return _decode(doc, _version(doc), src, file_at)
+    version = _version(doc, FORMAT_NAME)
+    _requires(doc, src)
+    _named_pack(doc, src, pack)
+    return _decode(doc, version, src, file_at, pack)
+
+
+def _read_pack(src: Source, file_at: tuple[str, tuple[int, int, int, int]] | None,
+               expect: Iterable[str] | None) -> EncoderPack:
+    digest = src.check_digest(PACK_FORMAT_NAME)
+    if expect is not None and digest.hex() not in {e.lower() for e in expect}:
+        raise BundleError("pack.untrusted", "", f"encoder pack {digest.hex()[:16]}... is not one of the "
+                                                f"{len(set(expect))} this application accepts")
+    doc = _document(src)
+    version = _version(doc, PACK_FORMAT_NAME)
+    values, _ = _fields(doc, version, src, PACK_FIELDS)
+    _encoder_relations(values, doc)
+    encoder = _encoder(values, src, file_at)
+    return EncoderPack(digest, encoder, {k: x for k, x in values.items() if k.split(".")[0] == Key.ENCODER})
 
 
 def _document(src: Source) -> dict[str, Any]:
@@ -104,10 +150,13 @@ def _document(src: Source) -> dict[str, Any]:
     return doc
 
 
-def _version(doc: dict[str, Any]) -> tuple[int, int]:
-    if doc[Key.FORMAT] != FORMAT_NAME:
-        raise BundleError("version.format", Key.FORMAT, f"not a dpedge bundle: field '{Key.FORMAT}' is "
-                                                        f"{_show(doc[Key.FORMAT])}, expected {FORMAT_NAME!r}")
+def _version(doc: dict[str, Any], name: str) -> tuple[int, int]:
+    if doc[Key.FORMAT] != name:
+        swapped = {FORMAT_NAME: "a bundle, not an encoder pack", PACK_FORMAT_NAME: "an encoder pack, not a bundle"}
+        what = f"it is {swapped[doc[Key.FORMAT]]}" if isinstance(doc[Key.FORMAT], str) and doc[Key.FORMAT] in swapped else \
+            f"field '{Key.FORMAT}' is {_show(doc[Key.FORMAT])}"
+        raise BundleError("version.format", Key.FORMAT, f"not a dpedge {'bundle' if name == FORMAT_NAME else 'encoder pack'}: "
+                                                        f"{what}, expected {name!r}")
     v = doc[Key.VERSION]
     if not (isinstance(v, list) and len(v) == 2 and all(type(x) is int and 0 <= x < 2**31 for x in v)):
         raise BundleError("version.malformed", Key.VERSION, f"field '{Key.VERSION}' must be [major, minor], got {_show(v)}")
@@ -115,6 +164,37 @@ def _version(doc: dict[str, Any]) -> tuple[int, int]:
         raise BundleError("version.major", Key.VERSION, f"bundle format version {v[0]}.{v[1]} is not 1.x, the only "
                                                         f"format dpedge reads")
     return v[0], v[1]
+
+
+def _requires(doc: dict[str, Any], src: Source) -> None:
+    """``requires`` is judged as soon as it is read (it is the table's third row): a newer
+    bundle is refused for what this reader does not know before anything it lacks."""
+    if Key.REQUIRES not in doc:
+        return
+    for i, r in enumerate(_value(FIELDS_BY_PATH[Key.REQUIRES], doc[Key.REQUIRES], {}, src)):
+        if r not in FIELDS_BY_PATH:
+            raise BundleError("version.requires", f"requires[{i}]", f"this bundle requires '{r}', which this dpedge "
+                                                                    f"does not know: upgrade dpedge to read it")
+
+
+def _named_pack(doc: dict[str, Any], src: Source, pack: EncoderPack | None) -> None:
+    """A statistics bundle names its encoder pack (1.1); it is read with that pack alone, and a
+    bundle with its own encoder with none."""
+    if Key.ENCODER_PACK not in doc:
+        if pack is not None:
+            raise BundleError("pack.unexpected", Key.ENCODER_PACK, "this bundle carries its own encoder, but an "
+                                                                    "encoder pack was given for it")
+        return
+    named = _value(FIELDS_BY_PATH[Key.ENCODER_PACK], doc[Key.ENCODER_PACK], {}, src)
+    if Key.ENCODER_PACK not in doc.get(Key.REQUIRES, []):
+        raise BundleError("relation.pack", Key.REQUIRES, f"a bundle with '{Key.ENCODER_PACK}' lists it in "
+                                                         f"'{Key.REQUIRES}'")
+    if pack is None:
+        raise BundleError("pack.missing", Key.ENCODER_PACK, f"this bundle is scored with encoder pack "
+                                                            f"{bytes(named).hex()}, and none was given")
+    if bytes(named) != pack.digest:
+        raise BundleError("pack.mismatch", Key.ENCODER_PACK, f"this bundle names encoder pack {bytes(named).hex()}, "
+                                                             f"not the one given ({pack.sha256})")
 
 
 # --------------------------------------------------------------------------- the table
@@ -163,6 +243,8 @@ def _holds(rule: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
         return lambda d: any(has_path(d, p) for p in rule["present_any"])
     if "present_all" in rule:
         return lambda d: all(has_path(d, p) for p in rule["present_all"])
+    if "present_none" in rule:
+        return lambda d: not any(has_path(d, p) for p in rule["present_none"])
     path, value = rule["equals"]
     return lambda d: _value_at(d, path) == value
 
@@ -171,12 +253,19 @@ def _holds(rule: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
 CONDITION_HOLDS = {name: _holds(rule) for name, rule in _S["conditions"].items()}
 
 
-def _fields(doc: dict[str, Any], newer_minor: bool, src: Source) -> tuple[dict[str, Any], dict[str, int]]:
-    """Every field of the table checked in its order; returns the present ones by path (arrays
-    decoded) and the shape symbols' values."""
+def _fields(doc: dict[str, Any], version: tuple[int, int], src: Source, rows: tuple[Field, ...] = FIELDS,
+            pack: EncoderPack | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+    """Every field of ``rows`` (a bundle's table, or a pack's) checked in its order; returns the
+    present ones by path (arrays decoded) and the shape symbols' values. With ``pack``, the
+    encoder's values are the pack's, checked when it was read."""
     values: dict[str, Any] = {"": doc}
     dims = {"C": len(doc[Key.LABELS]) if isinstance(doc.get(Key.LABELS), list) else 0}
-    for f in FIELDS:
+    if pack is not None:
+        values.update(pack.values)
+        dims["D"] = pack.encoder.dim
+    for f in rows:
+        if pack is not None and f.parent.split(".")[0] == Key.ENCODER:
+            continue
         parent = values.get(f.parent)
         if parent is None:  # the parent map is absent
             continue
@@ -196,16 +285,16 @@ def _fields(doc: dict[str, Any], newer_minor: bool, src: Source) -> tuple[dict[s
                 raise _fail("array.shape", f, f"is {values[f.path]}, but the arrays before it are {dims['D']}-d")
     for path, v in values.items():
         f = FIELDS_BY_PATH.get(path)
-        if f is not None and (f.kind != "map" or f.open):
+        if f is not None and (f.kind != "map" or f.open) or pack is not None and path.split(".")[0] == Key.ENCODER:
             continue
-        known = {g.key for g in FIELDS if g.parent == path}
+        known = {g.key for g in rows if g.parent == path}
         unknown = [k for k in v if k not in known]
         if unknown and path == Key.RELEASES:
             raise _fail("field.release", f"releases.{unknown[0]}", "is a release this reader cannot account for")
-        if unknown and not newer_minor:
+        if unknown and not version[1] > FORMAT_VERSION[1]:  # a newer minor's fields are ignored
             where = f"{path}.{unknown[0]}" if path else unknown[0]
             raise BundleError("field.unknown", where, f"unknown field '{where}' in a version "
-                                                      f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]} bundle")
+                                                      f"{version[0]}.{version[1]} file")
     return values, dims
 
 
@@ -382,6 +471,10 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
         if dims["C"] * dims["k"] * dims["D"] > MAX_WORK:
             raise _fail("relation.work", "subspace.projection", f"makes C x k x D = {dims['C'] * dims['k'] * dims['D']}, "
                                                                 f"more than {MAX_WORK}")
+
+
+def _encoder_relations(v: dict[str, Any], doc: dict[str, Any]) -> None:
+    """The relations of the encoder, in the file that holds it (a bundle, or an encoder pack)."""
     squares = 0.0
     for x in map(float, v["encoder.check_embedding"]):  # in index order (builtin sum() compensates on 3.12+)
         squares += x * x
@@ -393,25 +486,28 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
                                                            "'sha256'")
 
 
-def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
-            file_at: tuple[str, tuple[int, int, int, int]] | None) -> Bundle:
-    v, dims = _fields(doc, version[1] > FORMAT_VERSION[1], src)
-    for i, r in enumerate(v.get(Key.REQUIRES, [])):
-        if r not in FIELDS_BY_PATH:
-            raise BundleError("version.requires", f"requires[{i}]", f"this bundle requires '{r}', which this dpedge "
-                                                                    f"does not know: upgrade dpedge to read it")
-    releases = {name: _release(v, name) for name in STATISTICS if f"releases.{name}" in v}
-    _relations(v, dims, releases, doc)
+def _encoder(v: dict[str, Any], src: Source, file_at: tuple[str, tuple[int, int, int, int]] | None) -> EncoderSpec:
+    """The checked encoder of a file: its tokenizer and model families, then its spec."""
     tokenizer = check_tokenizer_json(v["encoder.tokenizer_json"])
     w = v.get("encoder.weights", Bin(0, 0))
     check_model(v["encoder.format"], v["encoder.model"], w.length)
     # The weights stay in a file for the engine to map (runtime.onnx_engine); from memory, a view.
     weights_file = None if file_at is None or not w.length else WeightsFile(file_at[0], w.offset, w.length, file_at[1])
     weights = src.read(w.offset, w.length) if weights_file is None else b""
-    encoder = EncoderSpec(**{k: v[f"encoder.{k}"] for k in (
+    return EncoderSpec(**{k: v[f"encoder.{k}"] for k in (
         Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH, Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT,
         Key.CHECK_TEXT, Key.CHECK_EMBEDDING)}, inputs=tuple(v["encoder.inputs"]), facts=v.get("encoder.facts"),
         weights=weights, weights_file=weights_file, tokenizer=tokenizer)
+
+
+def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
+            file_at: tuple[str, tuple[int, int, int, int]] | None, pack: EncoderPack | None) -> Bundle:
+    v, dims = _fields(doc, version, src, FIELDS, pack)
+    releases = {name: _release(v, name) for name in STATISTICS if f"releases.{name}" in v}
+    _relations(v, dims, releases, doc)
+    if pack is None:
+        _encoder_relations(v, doc)
+    encoder = pack.encoder if pack is not None else _encoder(v, src, file_at)
     scoring = None if Key.SCORING not in v else Scoring(**{k.split(".")[1]: v[k] for k in v if k.startswith("scoring.")})
     descriptions = v.get(Key.LABEL_DESCRIPTIONS)
     return Bundle(
@@ -422,7 +518,7 @@ def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
         votes=v.get("releases.votes.values"), hyperplanes=v.get("hashing.hyperplanes"),
         offsets=v.get("hashing.offsets"), seed=v.get("hashing.seed"), prior=v.get(Key.PRIOR), scoring=scoring,
         exporter=v.get(Key.EXPORTER), requires=None if Key.REQUIRES not in v else tuple(v[Key.REQUIRES]),
-        version=version)
+        version=version, encoder_pack=None if pack is None else pack.digest)
 
 
 def _release(v: dict[str, Any], name: str) -> ReleaseFacts:

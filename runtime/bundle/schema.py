@@ -22,6 +22,8 @@ from runtime.contract import schema as _contract
 
 _S = _contract()
 FORMAT_NAME: str = _S["format"]
+#: The magic of an encoder pack (1.1): a file holding one encoder, named by bundles by its digest.
+PACK_FORMAT_NAME: str = _S["pack_format"]
 #: What this reader reads and what the writer writes: major 1 for ever; a minor adds optional fields.
 FORMAT_VERSION: tuple[int, int] = tuple(_S["version"])  # type: ignore[assignment]
 #: The magic of the pre-release formats (0.x to 4.0): recognised only to refuse them in one line.
@@ -65,6 +67,9 @@ class Field:
     choices: tuple[Any, ...] = ()
     text: str | None = None
     open: bool = False
+    #: The minor version that added the field (None: 1.0); a writer writes the newest minor of
+    #: the fields it writes, so that older readers read every bundle that needs nothing newer.
+    since: tuple[int, int] | None = None
 
     @property
     def key(self) -> str:
@@ -77,11 +82,21 @@ class Field:
 
 def _field(row: dict[str, Any]) -> Field:
     bounds = {k: float(row[k]) for k in ("low", "high") if k in row and row["kind"] == "float"}  # 1e6, not 1000000
-    return Field(**{**row, **bounds, "shape": tuple(row.get("shape", ())), "choices": tuple(row.get("choices", ()))})
+    return Field(**{**row, **bounds, "shape": tuple(row.get("shape", ())), "choices": tuple(row.get("choices", ())),
+                    "since": tuple(row["since"]) if "since" in row else None})
 
 
 FIELDS: tuple[Field, ...] = tuple(_field(row) for row in _S["fields"])
 FIELDS_BY_PATH: dict[str, Field] = {f.path: f for f in FIELDS}
+#: An encoder pack's rows: its magic, the version and the table's encoder (required there), then
+#: the digest; a pack holds nothing else.
+PACK_FIELDS: tuple[Field, ...] = (
+    Field(**{**vars(FIELDS_BY_PATH["format"]), "choices": (PACK_FORMAT_NAME,), "doc": "the magic of a pack"}),
+    FIELDS_BY_PATH["version"],
+    *(Field(**{**vars(f), "need": "required"}) if f.path == "encoder" else f
+      for f in FIELDS if f.path == "encoder" or f.path.startswith("encoder.")),
+    FIELDS_BY_PATH["sha256"],
+)
 
 
 class _Keys:
@@ -216,6 +231,22 @@ class EncoderSpec:
 
 
 @dataclass(frozen=True)
+class EncoderPack:
+    """A checked encoder pack (1.1): its digest, which a statistics bundle names in
+    ``encoder_pack``, the encoder it holds, and its checked field values (the ``encoder``
+    paths), which stand in for a bundle's own when the bundle is read with it."""
+
+    digest: bytes
+    encoder: EncoderSpec
+    values: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def sha256(self) -> str:
+        """The digest in hex, as people and `expect` lists write it."""
+        return self.digest.hex()
+
+
+@dataclass(frozen=True)
 class ReleaseFacts:
     """One release's privacy facts (its noisy values live in the `Bundle`)."""
 
@@ -268,6 +299,9 @@ class Bundle:
     #: Paths a reader must know to answer as the writer meant (absent: None).
     requires: tuple[str, ...] | None = None
     version: tuple[int, int] = FORMAT_VERSION
+    #: The digest of the encoder pack the bundle names (a statistics bundle), else None: the
+    #: bundle carries its encoder. Either way ``encoder`` is the encoder it is scored with.
+    encoder_pack: bytes | None = None
 
     @property
     def epsilon(self) -> float:

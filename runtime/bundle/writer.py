@@ -1,7 +1,9 @@
-"""Writing bundles: `pack` to bytes, `save` to a file atomically.
+"""Writing bundles: `pack` to bytes, `save` to a file atomically; and encoder packs (1.1):
+`pack_encoder`, `save_pack`.
 
 The document is one msgpack map whose keys follow runtime.bundle.schema.FIELDS, sealed by its
-last entry: ``sha256``, the digest of every byte before it.
+last entry: ``sha256``, the digest of every byte before it. Its version is the newest minor
+of the fields it holds (a bundle with its own encoder stays 1.0, which every reader reads).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from runtime.bundle.schema import FIELDS, FORMAT_NAME, FORMAT_VERSION, Bundle, EncoderSpec, Key
+from runtime.bundle.schema import (FIELDS, FORMAT_NAME, PACK_FIELDS, PACK_FORMAT_NAME, Bundle, EncoderSpec, Field,
+                                   Key)
 
 
 def array_record(a: np.ndarray, dtype: str) -> dict[str, Any]:
@@ -30,17 +33,17 @@ def array_record(a: np.ndarray, dtype: str) -> dict[str, Any]:
 
 
 def document(b: Bundle) -> dict[str, Any]:
-    """The bundle's map without its digest, keys in the table's order (before encoding)."""
-    e = b.encoder
+    """The bundle's map without its digest, keys in the table's order (before encoding). A
+    bundle that names an encoder pack holds the pack's digest instead of the encoder."""
+    requires = list(b.requires or ())
+    if b.encoder_pack is not None and Key.ENCODER_PACK not in requires:
+        requires.append(Key.ENCODER_PACK)
     flat: dict[str, Any] = {
-        "format": FORMAT_NAME, "version": list(FORMAT_VERSION), "labels": list(b.labels),
+        "format": FORMAT_NAME, "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
-        "requires": None if b.requires is None else list(b.requires), "privacy": dict(b.privacy), "releases": {},
-        "hashing.seed": b.seed, "exporter": b.exporter, "encoder": {}, "encoder.facts": e.facts,
-        "encoder.weights": _weights(e) if e.format == "onnx" else None,
-        **{f"encoder.{k}": getattr(e, k) for k in (Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH,
-                                                  Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT, Key.CHECK_TEXT)},
-        "encoder.inputs": list(e.inputs), "encoder.check_embedding": e.check_embedding,
+        "requires": requires or None, "encoder_pack": b.encoder_pack, "privacy": dict(b.privacy), "releases": {},
+        "hashing.seed": b.seed, "exporter": b.exporter,
+        **({} if b.encoder_pack is not None else _encoder_values(b.encoder)),
         "releases.class_counts.values": b.class_counts, "releases.class_sums.values": b.class_sums,
         "releases.votes.values": b.votes, "subspace.origin": b.origin, "subspace.projection": b.projection,
         "hashing.hyperplanes": b.hyperplanes, "hashing.offsets": b.offsets, "prior": b.prior,
@@ -51,8 +54,22 @@ def document(b: Bundle) -> dict[str, Any]:
                                                                      Key.CLIP_L1)})
     if b.scoring is not None:
         flat.update({f"scoring.{k}": v for k, v in vars(b.scoring).items()})
+    return _document(flat, FIELDS)
+
+
+def _encoder_values(e: EncoderSpec) -> dict[str, Any]:
+    return {"encoder": {}, "encoder.facts": e.facts, "encoder.weights": encoder_weights(e) if e.format == "onnx" else None,
+            **{f"encoder.{k}": getattr(e, k) for k in (Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH,
+                                                      Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT, Key.CHECK_TEXT)},
+            "encoder.inputs": list(e.inputs), "encoder.check_embedding": e.check_embedding}
+
+
+def _document(flat: dict[str, Any], rows: tuple[Field, ...], least_minor: int = 0) -> dict[str, Any]:
+    """The map of ``flat`` (values by path) in the order of ``rows``, versioned by its newest field."""
+    minor = max([f.since[1] for f in rows if f.since is not None and flat.get(f.path) is not None], default=least_minor)
+    flat = {**flat, "version": [1, minor]}
     doc: dict[str, Any] = {}
-    for f in FIELDS:
+    for f in rows:
         value = flat.get(f.path)
         if f.kind == "map" and f.path not in flat:  # a section: present when any of its fields is
             value = {} if any(flat.get(g.path) is not None for g in FIELDS if g.parent == f.path) else None
@@ -69,7 +86,7 @@ def document(b: Bundle) -> dict[str, Any]:
     return doc
 
 
-def _weights(e: EncoderSpec) -> bytes:
+def encoder_weights(e: EncoderSpec) -> bytes:
     """The ONNX weights, from memory or from the file a reader left them in (a bundle that was
     loaded can be written again)."""
     if e.weights or e.weights_file is None:
@@ -91,7 +108,22 @@ def pack(b: Bundle) -> bytes:
         >>> unpack(pack(b)).labels == b.labels                  # doctest: +SKIP
         True
     """
-    doc = document(b)
+    return _sealed(document(b))
+
+
+def pack_encoder(e: EncoderSpec) -> bytes:
+    """Serialize an encoder pack (1.1): ``format: dpedge-encoder``, the version, the encoder map
+    (the bundle's rows, in their order), then the digest entry; the digest names the pack."""
+    return _sealed(_document({"format": PACK_FORMAT_NAME, "version": None, **_encoder_values(e)}, PACK_FIELDS, least_minor=1))
+
+
+def save_pack(e: EncoderSpec, path: str | os.PathLike[str]) -> tuple[Path, bytes]:
+    """Write an encoder pack atomically; returns its path and digest."""
+    data = pack_encoder(e)
+    return write_atomic(Path(path), data), data[-32:]
+
+
+def _sealed(doc: dict[str, Any]) -> bytes:
     packer = msgpack.Packer(use_bin_type=True)
     head = packer.pack_map_header(len(doc) + 1) + b"".join(packer.pack(k) + packer.pack(v) for k, v in doc.items())
     return head + packer.pack(Key.SHA256) + packer.pack(hashlib.sha256(head).digest())
