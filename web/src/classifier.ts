@@ -11,12 +11,15 @@
  * (engine.unavailable: no JavaScript engine runs TFLite), loads the model into the engine and
  * embeds the bundle's check text: an engine whose embedding is not the exporter's (cosine below
  * 0.98) is refused (engine.check), since its answers would be wrong.
+ *
+ * A statistics bundle (format 1.1) carries no encoder: it is loaded with the encoder pack it
+ * names, `Classifier.load(bytes, { encoderPack })`, and runs the pack's encoder.
  */
 import { SCHEMA } from "./contract.js";
 import { bundleInfo, privacySummary } from "./describe.js";
 import { BudgetExceeded, WrongIO, oneLine, type Engine, type EngineFactory } from "./engine.js";
 import { BundleError, DpedgeError, InputError } from "./errors.js";
-import { readBundle, type Bundle } from "./reader.js";
+import { readBundle, readPack, type Bundle, type EncoderPack } from "./reader.js";
 import { argmax, Scorer } from "./scoring.js";
 import { escape, uPlus } from "./text.js";
 import { TextTokenizer } from "./tokenizer.js";
@@ -44,6 +47,12 @@ export interface LoadOptions {
    * there is a process environment, else 1). The user's choice: a bundle never changes its budgets.
    */
   readonly timeScale?: number;
+  /**
+   * The encoder pack a statistics bundle names (format 1.1): a pack from `readPack` (which can
+   * hold the application to the digests it accepts), or the pack file's bytes. Only such a
+   * bundle may be given one (pack.missing, pack.mismatch, pack.unexpected).
+   */
+  readonly encoderPack?: EncoderPack | Uint8Array | ArrayBuffer;
 }
 
 /** Returns the text if it may be tokenized, else throws InputError (query.type, query.too_long, query.unicode). */
@@ -84,7 +93,9 @@ export class Classifier {
 
   /** Read, validate and prepare a bundle (BundleError if it cannot be used). The bytes are copied. */
   static async load(bytes: Uint8Array | ArrayBuffer, options: LoadOptions = {}): Promise<Classifier> {
-    return this.fromBundle(await readBundle(bytes), options, bytes.byteLength);
+    const given = options.encoderPack;
+    const pack = given instanceof Uint8Array || given instanceof ArrayBuffer ? await readPack(given) : given;
+    return this.fromBundle(await readBundle(bytes, { pack }), options, bytes.byteLength);
   }
 
   /** The engine when none is given: each entry point's subclass names its own. */

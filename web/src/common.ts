@@ -6,7 +6,8 @@ export { BudgetExceeded, WrongIO, type Engine, type EngineFactory, type EngineIO
 export { OnnxRuntimeEngine, type OrtModule } from "./engines/onnxruntime.js";
 export { BundleError, DpedgeError, InputError } from "./errors.js";
 export { bundleInfo, privacySummary } from "./describe.js";
-export { readBundle, type Bundle, type EncoderFormat, type EncoderSpec, type ReleaseFacts } from "./reader.js";
+export { readBundle, readPack, type Bundle, type EncoderFormat, type EncoderPack, type EncoderSpec, type PackOptions, type ReadOptions,
+  type ReleaseFacts } from "./reader.js";
 export { Scorer } from "./scoring.js";
 export { escape, escapeJson, fold, labelKey, showsSomething, unassigned, unprintable } from "./text.js";
 export { TextTokenizer } from "./tokenizer.js";

@@ -140,8 +140,12 @@ export function readDocument(data: Uint8Array, firstEntries = 0): ValueMap {
   }
 }
 
-/** Why a file without its digest entry is refused: pre-release, truncated, or not a bundle. */
-function unsealed(data: Uint8Array): BundleError {
+/**
+ * Why a file without its digest entry is refused: pre-release, truncated, or not a bundle.
+ * `name` is the magic expected: a file of that magic is truncated, one of another is not what
+ * was asked for.
+ */
+function unsealed(data: Uint8Array, name: string): BundleError {
   const b = data[0];
   const notBundle = refuse("container.not_bundle", "not a dpedge bundle: no msgpack map whose first entry is format: dpedge");
   if (b === undefined || !((b >= 0x80 && b <= 0x8f) || b === 0xde || b === 0xdf)) return notBundle;
@@ -156,25 +160,41 @@ function unsealed(data: Uint8Array): BundleError {
     return refuse("container.pre_release", "a pre-release bundle (format dpedge-bundle), which dpedge 1.x does not " +
       "read: rebuild it with `python -m exporter build`");
   }
-  if (first.get("format") === SCHEMA.format) {
-    return refuse("container.truncated", "the bundle is truncated or corrupted: it does not end with its sha256 entry");
+  if (first.get("format") === name) {
+    return refuse("container.truncated", `the ${name === SCHEMA.format ? "bundle" : "encoder pack"} is truncated or ` +
+      "corrupted: it does not end with its sha256 entry");
   }
   return notBundle;
 }
 
-/** The checked document of bundle bytes: sealed by its digest, one map within the container's bounds. */
-export async function readContainer(data: Uint8Array): Promise<ValueMap> {
+/**
+ * The file's digest, once checked: the file ends with the digest entry, and the digest is its
+ * bytes'. `name` is the magic expected (a bundle's, or an encoder pack's, schema.json
+ * "pack_format"); it decides only how a file without its digest entry is refused.
+ */
+export async function checkDigest(data: Uint8Array, name: string = SCHEMA.format): Promise<Uint8Array> {
   const n = data.length;
   if (n > C.max_bundle_bytes) throw refuse("container.size", `${n} bytes is larger than any bundle`);
-  if (n < TAIL_BYTES || TAIL.some((x, i) => data[n - TAIL_BYTES + i] !== x)) throw unsealed(data);
+  if (n < TAIL_BYTES || TAIL.some((x, i) => data[n - TAIL_BYTES + i] !== x)) throw unsealed(data, name);
   const digest = await sha256(data.subarray(0, n - TAIL_BYTES));
   if (digest.some((x, i) => data[n - C.digest_bytes + i] !== x)) {
     throw refuse("container.digest", "checksum mismatch: the bundle's bytes changed after it was written");
   }
+  return digest;
+}
+
+/** The one map of sealed bytes, within the container's bounds, starting with format and version and ending with sha256. */
+export function readSealed(data: Uint8Array): ValueMap {
   const doc = readDocument(data);
   const keys = [...doc.keys()];
   if (keys[0] !== "format" || keys[1] !== "version" || keys[keys.length - 1] !== "sha256") {
     throw refuse("container.layout", "the bundle's map does not start with format and version and end with sha256");
   }
   return doc;
+}
+
+/** The checked document of bundle bytes (of an encoder pack's, with its `name`): sealed by its digest, one map within the container's bounds. */
+export async function readContainer(data: Uint8Array, name: string = SCHEMA.format): Promise<ValueMap> {
+  await checkDigest(data, name);
+  return readSealed(data);
 }

@@ -17,6 +17,8 @@ export interface FieldRow {
   readonly choices?: readonly string[];
   readonly text?: string;
   readonly open?: boolean;
+  /** The minor version that added the field (absent: 1.0). */
+  readonly since?: readonly [number, number];
 }
 
 /** A node of the tokenizer family's document schema (schema.json "tokenizer"). */
@@ -43,11 +45,14 @@ export interface Shape {
 export type Condition =
   | { readonly present_any: readonly string[] }
   | { readonly present_all: readonly string[] }
+  | { readonly present_none: readonly string[] }
   | { readonly equals: readonly [string, string] };
 
 export interface Schema {
   readonly format: string;
   readonly version: readonly [number, number];
+  /** The magic of an encoder pack (1.1). */
+  readonly pack_format: string;
   readonly pre_release_name: string;
   readonly statistics: readonly string[];
   readonly container: {

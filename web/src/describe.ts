@@ -33,7 +33,10 @@ export function privacySummary(b: Bundle): string {
 export function bundleInfo(b: Bundle, fileBytes?: number): Record<string, unknown> {
   const e = b.encoder;
   const bytes = (...xs: ({ byteLength: number } | null)[]): number => xs.reduce((n, x) => n + (x?.byteLength ?? 0), 0);
-  const sizes: Record<string, number> = { encoder: bytes(e.model, e.weights, new TextEncoder().encode(e.tokenizerJson)) };
+  // A statistics bundle's encoder is in its pack, not in the file.
+  const sizes: Record<string, number> = {
+    [b.encoderPack === null ? "encoder" : "encoder_pack"]: bytes(e.model, e.weights, new TextEncoder().encode(e.tokenizerJson)),
+  };
   if (b.classCounts) sizes["class_statistics"] = bytes(b.classCounts, b.classSums, b.origin, b.projection);
   if (b.votes) sizes["vote_tables"] = bytes(b.votes, b.hyperplanes, b.offsets);
   if (b.prior) sizes["prior"] = bytes(b.prior);
@@ -49,6 +52,7 @@ export function bundleInfo(b: Bundle, fileBytes?: number): Record<string, unknow
     subspace_dim: b.projection === null ? null : b.dims.k,
     scoring: b.scoring === null ? null : { ...b.scoring },
     encoder: { format: e.format, dim: e.dim, max_length: e.maxLength, text_prefix: escape(e.textPrefix),
+      pack_sha256: b.encoderPack === null ? null : Array.from(b.encoderPack, (x) => x.toString(16).padStart(2, "0")).join(""),
       ...(e.facts === null ? {} : plain(e.facts) as object) },
     exporter: b.exporter === null ? null : plain(b.exporter),
     components: [["centroids", b.classSums], ["votes", b.votes], ["prior", b.prior]].filter(([, x]) => x !== null).map(([n]) => n),

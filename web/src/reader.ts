@@ -4,10 +4,14 @@
  * normative, so every reader gives a file the same first refusal: the container, the version,
  * every field of the table in its order (presence; then type, finiteness, bounds, text rules
  * (length, unprintable, unassigned, blank), choices; an array record's dtype, shape, data and
- * finite values), unknown keys, requires, the relations in order, the tokenizer family and the
- * model family.
+ * finite values; `requires` and `encoder_pack` are judged as soon as they are read), unknown
+ * keys, the relations in order, the tokenizer family and the model family.
+ *
+ * Encoder packs (1.1): `readPack(bytes)` reads a file holding one encoder, checked as a
+ * bundle's encoder is; a statistics bundle names its pack by digest instead of carrying an
+ * encoder, and is read with it: `readBundle(bytes, { pack })`.
  */
-import { Bin, readContainer, type Value, type ValueMap } from "./container.js";
+import { Bin, checkDigest, readContainer, readSealed, type Value, type ValueMap } from "./container.js";
 import { SCHEMA, UNICODE, type FieldRow } from "./contract.js";
 import { BundleError } from "./errors.js";
 import { checkModel } from "./model_family.js";
@@ -83,6 +87,20 @@ export interface Bundle {
   readonly scoring: Scoring | null;
   readonly exporter: ValueMap | null;
   readonly requires: readonly string[] | null;
+  /** The digest of the encoder pack the bundle names (a statistics bundle), else null: the bundle carries its encoder. */
+  readonly encoderPack: Uint8Array | null;
+}
+
+/**
+ * A checked encoder pack (1.1): its digest, which a statistics bundle names in encoder_pack, and
+ * the encoder it holds. Made by `readPack` only: its checked field values stand in for a
+ * bundle's own encoder rows when the bundle is read with it.
+ */
+export interface EncoderPack {
+  readonly digest: Uint8Array;
+  /** The digest in hex, as people and `expect` lists write it. */
+  readonly sha256: string;
+  readonly encoder: EncoderSpec;
 }
 
 interface Field extends FieldRow {
@@ -95,6 +113,16 @@ const FIELDS: readonly Field[] = SCHEMA.fields.map((row) => {
   return { ...row, key: row.path.slice(dot + 1), parent: dot < 0 ? "" : row.path.slice(0, dot) };
 });
 const BY_PATH = new Map(FIELDS.map((f) => [f.path, f]));
+/**
+ * An encoder pack's rows: its magic, the version and the table's encoder (required there), then
+ * the digest; a pack holds nothing else.
+ */
+const PACK_FIELDS: readonly Field[] = [
+  { ...BY_PATH.get("format")!, choices: [SCHEMA.pack_format] }, BY_PATH.get("version")!,
+  ...FIELDS.filter((f) => f.path === "encoder" || f.parent.split(".")[0] === "encoder")
+    .map((f) => (f.path === "encoder" ? { ...f, need: "required" } : f)),
+  BY_PATH.get("sha256")!,
+];
 
 type Decoded = Value | Uint8Array | Float32Array | Int32Array | Int16Array;
 type Dims = Record<string, number>;
@@ -122,15 +150,24 @@ function holds(name: string, doc: ValueMap): boolean {
   const rule = SCHEMA.conditions[name]!;
   if ("present_any" in rule) return rule.present_any.some((p) => hasPath(doc, p));
   if ("present_all" in rule) return rule.present_all.every((p) => hasPath(doc, p));
+  if ("present_none" in rule) return !rule.present_none.some((p) => hasPath(doc, p));
   const [path, want] = rule.equals;
   let node: Value | undefined = doc;
   for (const key of path.split(".")) node = node instanceof Map ? node.get(key) : undefined;
   return node === want;
 }
 
-function version(doc: ValueMap): [number, number] {
-  if (doc.get("format") !== SCHEMA.format) {
-    throw fail("version.format", "format", `is not "${SCHEMA.format}": not a dpedge bundle`);
+const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+
+/** The version of a file whose magic is `name` (a bundle's, or an encoder pack's). */
+function version(doc: ValueMap, name: string): [number, number] {
+  const format = doc.get("format");
+  if (format !== name) {
+    const swapped: Record<string, string> = {
+      [SCHEMA.format]: "it is a bundle, not an encoder pack", [SCHEMA.pack_format]: "it is an encoder pack, not a bundle" };
+    const what = typeof format === "string" && format in swapped ? swapped[format]
+      : `not a dpedge ${name === SCHEMA.format ? "bundle" : "encoder pack"}`;
+    throw fail("version.format", "format", `is not "${name}": ${what}`);
   }
   const v = doc.get("version");
   if (!(Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "bigint" && x >= 0n && x < 2n ** 31n))) {
@@ -247,12 +284,59 @@ function array(f: Field, v: Value, dims: Dims, data: Uint8Array): Float32Array |
   return a;
 }
 
-/** Every field of the table in its order, then unknown keys; the present fields by path, and the shape symbols. */
-function fields(doc: ValueMap, newerMinor: boolean, data: Uint8Array): [Map<string, Decoded>, Dims] {
+/**
+ * `requires` is judged as soon as it is read (the table's third row): a newer bundle is refused
+ * for what this reader does not know before anything it lacks.
+ */
+function requires(doc: ValueMap, data: Uint8Array): void {
+  if (!doc.has("requires")) return;
+  (value(BY_PATH.get("requires")!, doc.get("requires")!, {}, data) as string[]).forEach((r, i) => {
+    if (!BY_PATH.has(r)) throw fail("version.requires", `requires[${i}]`, `names "${r}", which this reader does not know: upgrade dpedge`);
+  });
+}
+
+/** The checked field values of each pack `readPack` made (the encoder's paths). */
+const PACK_VALUES = new WeakMap<EncoderPack, ReadonlyMap<string, Decoded>>();
+
+/**
+ * A statistics bundle names its encoder pack (1.1): it is read with that pack alone, and a
+ * bundle with its own encoder with none.
+ */
+function namedPack(doc: ValueMap, data: Uint8Array, pack: EncoderPack | undefined): void {
+  if (!doc.has("encoder_pack")) {
+    if (pack !== undefined) {
+      throw fail("pack.unexpected", "encoder_pack", "is absent: this bundle carries its own encoder, yet an encoder pack was given for it");
+    }
+    return;
+  }
+  const named = value(BY_PATH.get("encoder_pack")!, doc.get("encoder_pack")!, {}, data) as Uint8Array;
+  const listed = doc.get("requires");
+  if (!(Array.isArray(listed) && listed.includes("encoder_pack"))) {
+    throw fail("relation.pack", "requires", "must list encoder_pack in a bundle with encoder_pack");
+  }
+  if (pack === undefined) throw fail("pack.missing", "encoder_pack", `names encoder pack ${hex(named)}, and none was given`);
+  if (hex(named) !== pack.sha256) {
+    throw fail("pack.mismatch", "encoder_pack", `names encoder pack ${hex(named)}, not the one given (${pack.sha256})`);
+  }
+}
+
+/**
+ * Every field of `rows` (a bundle's table, or a pack's) in its order, then unknown keys; the
+ * present fields by path, and the shape symbols. With `pack`, the encoder's values are the
+ * pack's, checked when it was read.
+ */
+function fields(doc: ValueMap, ver: [number, number], data: Uint8Array, rows: readonly Field[],
+                pack?: EncoderPack): [Map<string, Decoded>, Dims] {
   const values = new Map<string, Decoded>([["", doc]]);
   const labels = doc.get("labels");
   const dims: Dims = { C: Array.isArray(labels) ? labels.length : 0 };
-  for (const f of FIELDS) {
+  const ofPack = (path: string): boolean => pack !== undefined && path.split(".")[0] === "encoder";
+  if (pack !== undefined) {
+    for (const [path, v] of PACK_VALUES.get(pack)!) values.set(path, v);
+    dims["D"] = pack.encoder.dim;
+  }
+  for (const f of rows) {
+    if (ofPack(f.parent)) continue;
     const parent = values.get(f.parent) as ValueMap | undefined;
     if (parent === undefined) continue; // the parent map is absent
     if (f.need.startsWith("iff ")) {
@@ -275,14 +359,14 @@ function fields(doc: ValueMap, newerMinor: boolean, data: Uint8Array): [Map<stri
   }
   for (const [path, v] of values) {
     const f = BY_PATH.get(path);
-    if (f !== undefined && (f.kind !== "map" || f.open)) continue;
-    const known = new Set(FIELDS.filter((g) => g.parent === path).map((g) => g.key));
+    if ((f !== undefined && (f.kind !== "map" || f.open)) || ofPack(path)) continue;
+    const known = new Set(rows.filter((g) => g.parent === path).map((g) => g.key));
     const unknown = [...(v as ValueMap).keys()].find((k) => !known.has(k));
     if (unknown !== undefined && path === "releases") {
       throw fail("field.release", `releases.${unknown}`, "is a release this reader cannot account for");
     }
-    if (unknown !== undefined && !newerMinor) {
-      throw fail("field.unknown", path ? `${path}.${unknown}` : unknown, "is not a field of format 1.0");
+    if (unknown !== undefined && !(ver[1] > SCHEMA.version[1])) { // a newer minor's fields are ignored
+      throw fail("field.unknown", path ? `${path}.${unknown}` : unknown, `is not a field of a version ${ver.join(".")} file`);
     }
   }
   return [values, dims];
@@ -358,6 +442,10 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
     if (k! > D!) throw fail("relation.subspace", "subspace.projection", `has ${k} rows, more than the embedding size ${D}`);
     if (C! * k! * D! > SCHEMA.max_work) throw fail("relation.work", "subspace.projection", `makes C x k x D = ${C! * k! * D!}, over 2^30`);
   }
+}
+
+/** The relations of the encoder, in the file that holds it (a bundle, or an encoder pack). */
+function encoderRelations(v: Map<string, Decoded>, doc: ValueMap): void {
   let squares = 0;
   for (const x of v.get("encoder.check_embedding") as Float32Array) squares += x * x;
   const norm = Math.sqrt(squares);
@@ -373,13 +461,31 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
   }
 }
 
-function decode(doc: ValueMap, ver: [number, number], data: Uint8Array): Bundle {
-  const [v, dims] = fields(doc, ver[1] > SCHEMA.version[1], data);
+/** The checked encoder of a file: its tokenizer and model families, then its spec. */
+function encoder(v: Map<string, Decoded>): EncoderSpec {
   const get = <T>(path: string): T | null => (v.get(path) as T | undefined) ?? null;
-  const requires = get<string[]>("requires");
-  (requires ?? []).forEach((r, i) => {
-    if (!BY_PATH.has(r)) throw fail("version.requires", `requires[${i}]`, `names "${r}", which this reader does not know: upgrade dpedge`);
-  });
+  const tokenizer = checkTokenizerJson(v.get("encoder.tokenizer_json") as string);
+  const format = v.get("encoder.format") as EncoderFormat;
+  const weights = get<Uint8Array>("encoder.weights") ?? new Uint8Array(0);
+  checkModel(format, v.get("encoder.model") as Uint8Array, weights.length);
+  return {
+    format, weights, tokenizer,
+    model: v.get("encoder.model") as Uint8Array,
+    tokenizerJson: v.get("encoder.tokenizer_json") as string,
+    maxLength: Number(v.get("encoder.max_length")),
+    dim: Number(v.get("encoder.dim")),
+    textPrefix: v.get("encoder.text_prefix") as string,
+    inputs: v.get("encoder.inputs") as string[],
+    output: v.get("encoder.output") as string,
+    checkText: v.get("encoder.check_text") as string,
+    checkEmbedding: v.get("encoder.check_embedding") as Float32Array,
+    facts: get<ValueMap>("encoder.facts"),
+  };
+}
+
+function decode(doc: ValueMap, ver: [number, number], data: Uint8Array, pack: EncoderPack | undefined): Bundle {
+  const [v, dims] = fields(doc, ver, data, FIELDS, pack);
+  const get = <T>(path: string): T | null => (v.get(path) as T | undefined) ?? null;
   const releases: ReleaseFacts[] = SCHEMA.statistics.filter((name) => v.has(`releases.${name}`)).map((name) => {
     const p = `releases.${name}.`;
     const grid = get<bigint>(p + "grid");
@@ -390,10 +496,7 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array): Bundle 
     };
   });
   relations(v, dims, releases, doc);
-  const tokenizer = checkTokenizerJson(v.get("encoder.tokenizer_json") as string);
-  const format = v.get("encoder.format") as EncoderFormat;
-  const weights = get<Uint8Array>("encoder.weights") ?? new Uint8Array(0);
-  checkModel(format, v.get("encoder.model") as Uint8Array, weights.length);
+  if (pack === undefined) encoderRelations(v, doc);
   const scoring = v.has("scoring") ? Object.fromEntries(["centroid_temperature", "prior_temperature",
     "prior_records_per_class", "description_pull"].map((k) => [k, v.get(`scoring.${k}`) as number])) as unknown as Scoring : null;
   return {
@@ -404,19 +507,7 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array): Bundle 
     epsilon: v.get("privacy.epsilon") as number,
     recordsPerUnit: Number(v.get("privacy.max_records_per_unit")),
     releases: Object.fromEntries(releases.map((r) => [r.statistic, r])),
-    encoder: {
-      format, weights, tokenizer,
-      model: v.get("encoder.model") as Uint8Array,
-      tokenizerJson: v.get("encoder.tokenizer_json") as string,
-      maxLength: Number(v.get("encoder.max_length")),
-      dim: Number(v.get("encoder.dim")),
-      textPrefix: v.get("encoder.text_prefix") as string,
-      inputs: v.get("encoder.inputs") as string[],
-      output: v.get("encoder.output") as string,
-      checkText: v.get("encoder.check_text") as string,
-      checkEmbedding: v.get("encoder.check_embedding") as Float32Array,
-      facts: get<ValueMap>("encoder.facts"),
-    },
+    encoder: pack?.encoder ?? encoder(v),
     dims: { C: dims["C"]!, D: dims["D"]!, k: dims["k"] ?? 0, T: dims["T"] ?? 0, H: dims["H"] ?? 0 },
     classCounts: get("releases.class_counts.values"),
     classSums: get("releases.class_sums.values"),
@@ -429,16 +520,62 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array): Bundle 
     prior: get("prior"),
     scoring,
     exporter: get("exporter"),
-    requires,
+    requires: get<string[]>("requires"),
+    encoderPack: pack?.digest ?? null,
   };
 }
 
+/** The bytes as a copy of their own, so a caller that reuses its buffer cannot change a file between the checks and the engine. */
+const copy = (bytes: Uint8Array | ArrayBuffer): Uint8Array =>
+  bytes instanceof Uint8Array ? new Uint8Array(bytes) : new Uint8Array(bytes.slice(0));
+
+export interface ReadOptions {
+  /** The encoder pack (from `readPack`) a statistics bundle names; only such a bundle may be given one. */
+  readonly pack?: EncoderPack;
+}
+
 /**
- * Parse and validate bundle bytes. They are copied first, so a caller that reuses its buffer
- * cannot change the bundle between the checks and the engine.
+ * Parse and validate bundle bytes (a statistics bundle with the encoder pack it names: its
+ * encoder is then the pack's). The bytes are copied first.
  */
-export async function readBundle(bytes: Uint8Array | ArrayBuffer): Promise<Bundle> {
-  const data = bytes instanceof Uint8Array ? new Uint8Array(bytes) : new Uint8Array(bytes.slice(0));
+export async function readBundle(bytes: Uint8Array | ArrayBuffer, options: ReadOptions = {}): Promise<Bundle> {
+  const { pack } = options;
+  if (pack !== undefined && !PACK_VALUES.has(pack)) throw new TypeError("readBundle: options.pack must come from readPack");
+  const data = copy(bytes);
   const doc = await readContainer(data);
-  return decode(doc, version(doc), data);
+  const ver = version(doc, SCHEMA.format);
+  requires(doc, data);
+  namedPack(doc, data, pack);
+  return decode(doc, ver, data, pack);
+}
+
+export interface PackOptions {
+  /** The SHA-256 digests (hex) the application accepts; any other pack is refused (pack.untrusted) before it is parsed. */
+  readonly expect?: Iterable<string>;
+}
+
+/**
+ * Parse and validate encoder pack bytes (1.1): the container, the digest the application
+ * expects, the version, the pack's fields (its encoder, checked as a bundle's), unknown keys,
+ * the encoder's relations, the tokenizer family and the model family. The bytes are copied first.
+ */
+export async function readPack(bytes: Uint8Array | ArrayBuffer, options: PackOptions = {}): Promise<EncoderPack> {
+  const data = copy(bytes);
+  const digest = await checkDigest(data, SCHEMA.pack_format);
+  const { expect } = options;
+  if (expect !== undefined) {
+    // Hex in either case (ASCII A-F: no platform case mapping, which this runtime never uses).
+    const lower = (e: string): string => e.replace(/[A-F]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
+    const accepted = new Set((typeof expect === "string" ? [expect] : [...expect]).map(lower));
+    if (!accepted.has(hex(digest))) {
+      throw new BundleError("pack.untrusted", "", `encoder pack ${hex(digest).slice(0, 16)}... is not one of the ${accepted.size} ` +
+        "this application accepts");
+    }
+  }
+  const doc = readSealed(data);
+  const [v] = fields(doc, version(doc, SCHEMA.pack_format), data, PACK_FIELDS);
+  encoderRelations(v, doc);
+  const pack: EncoderPack = Object.freeze({ digest, sha256: hex(digest), encoder: encoder(v) });
+  PACK_VALUES.set(pack, new Map([...v].filter(([path]) => path.split(".")[0] === "encoder")));
+  return pack;
 }

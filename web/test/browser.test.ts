@@ -2,8 +2,9 @@
  * The runtime in a real headless Chromium (Debian's chromium, driven by playwright-core), on the
  * conformance corpora served by a local static server:
  *
- * - every refuse/ file is refused in the page with its code and path; every accept/ file is read
- *   with its labels, token ids, query refusals and scores; the text rules hold;
+ * - every refuse/ file is refused in the page with its code and path, and every refuse_pack file
+ *   as an encoder pack; every accept/ file is read (with its encoder pack, where the case names
+ *   one) with its labels, token ids, query refusals and scores; the text rules hold;
  * - the engine bundles run end to end on onnxruntime-web (WebAssembly, one thread and all):
  *   embeddings at cosine at least tolerance.embedding_cosine to the reference engine's on the
  *   committed corpus (its kernels round differently; the real encoder is held to WASM_MIN_COSINE),
@@ -23,7 +24,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../scripts/serve.mjs";
 import { CHROMIUM, HAVE_CHROMIUM, launch } from "../scripts/chromium.mjs";
-import { readBundle, type Bundle } from "../src/reader.js";
+import { readBundle, readPack, type Bundle } from "../src/reader.js";
 import { Scorer } from "../src/scoring.js";
 import { corpora, cosine, REQUIRED, type Cases } from "./corpus.js";
 
@@ -119,15 +120,18 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
     return page;
   }
 
-  it("refuses every refuse/ file with its code and path", async () => {
+  it("refuses every refuse/ file with its code and path, and every refuse_pack file as an encoder pack", async () => {
     const page = await runtimePage();
-    const wrong = await page.evaluate(async ({ base, refuse }) => {
+    const wrong = await page.evaluate(async ({ base, refuse, refusePack }) => {
       const m = (globalThis as unknown as { dpedgeRuntime: Runtime }).dpedgeRuntime;
+      const get = async (file: string): Promise<Uint8Array> => new Uint8Array(await (await fetch(base + file)).arrayBuffer());
       const out: string[] = [];
-      for (const c of refuse) {
-        const bytes = new Uint8Array(await (await fetch(base + c.file)).arrayBuffer());
+      const rows = [...refuse.map((c) => ({ c, read: async () => m.readBundle(await get(c.file),
+        { pack: c.pack === undefined ? undefined : await m.readPack(await get(c.pack)) }) })),
+      ...refusePack.map((c) => ({ c, read: async () => m.readPack(await get(c.file), { expect: c.expect }) }))];
+      for (const { c, read } of rows) {
         try {
-          await m.readBundle(bytes);
+          await read();
           out.push(`${c.file}: accepted`);
         } catch (e) {
           const { code, path } = e as { code: string; path: string };
@@ -135,7 +139,7 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
         }
       }
       return out;
-    }, { base: committed.url, refuse: committed.corpus.cases.refuse });
+    }, { base: committed.url, refuse: committed.corpus.cases.refuse, refusePack: committed.corpus.cases.refuse_pack ?? [] });
     expect(wrong).toEqual([]);
     await page.close();
   });
@@ -146,8 +150,9 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
       const m = (globalThis as unknown as { dpedgeRuntime: Runtime }).dpedgeRuntime;
       const out: string[] = [];
       const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+      const get = async (file: string): Promise<Uint8Array> => new Uint8Array(await (await fetch(base + file)).arrayBuffer());
       for (const c of cases.accept) {
-        const b = await m.readBundle(new Uint8Array(await (await fetch(base + c.file)).arrayBuffer()));
+        const b = await m.readBundle(await get(c.file), { pack: c.pack === undefined ? undefined : await m.readPack(await get(c.pack)) });
         if (!same(b.labels, c.labels)) out.push(`${c.file}: labels`);
         const tok = new m.TextTokenizer(b.encoder.tokenizer, b.encoder.maxLength, b.encoder.textPrefix);
         const scorer = new m.Scorer(b);
@@ -187,9 +192,10 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
         const out = [];
         for (const c of engineCases) {
           let clf;
+          const get = async (file: string): Promise<Uint8Array> => new Uint8Array(await (await fetch(base + file)).arrayBuffer());
           try {
-            clf = await m.Classifier.load(new Uint8Array(await (await fetch(base + c.file)).arrayBuffer()),
-              { engine: m.webEngine({ threads }) });
+            clf = await m.Classifier.load(await get(c.file),
+              { engine: m.webEngine({ threads }), encoderPack: c.pack === undefined ? undefined : await get(c.pack) });
           } catch (e) {
             out.push({ file: c.file, load: { code: (e as { code: string }).code, path: (e as { path: string }).path }, answers: [] });
             continue;
@@ -217,7 +223,8 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
         const load = c.engine === "tflite" ? { code: "engine.unavailable", path: "encoder.format" } : c.load ?? null;
         expect(r.load, c.file).toEqual(load);
         if (load !== null) continue;
-        const b = await readBundle(corpus.read(c.file));
+        const pack = c.pack === undefined ? undefined : await readPack(corpus.read(c.pack));
+        const b = await readBundle(corpus.read(c.file), { pack });
         for (const [j, q] of c.queries!.entries()) {
           const a = r.answers[j]!;
           expect(a.code, q.text).toBe(q.code ?? null);

@@ -5,12 +5,14 @@
  * onnxruntime-node (the reference engine's kernels: embeddings within tolerance.embedding per
  * coordinate) and through a stand-in engine that answers with the corpus's embeddings (the
  * Classifier's load check and query rules, for TFLite bundles too, which no JavaScript engine runs).
+ * A case with "pack" is read with that encoder pack (format 1.1); each refuse_pack file is
+ * refused as an encoder pack.
  */
 import { describe, expect, it } from "vitest";
 import { Classifier, nodeEngine } from "../src/index.js";
 import type { Engine } from "../src/engine.js";
 import { BundleError, InputError } from "../src/errors.js";
-import { readBundle, type Bundle } from "../src/reader.js";
+import { readBundle, readPack, type Bundle, type EncoderPack } from "../src/reader.js";
 import { Scorer } from "../src/scoring.js";
 import { escape, escapeJson, labelKey, showsSomething, unassigned, unprintable } from "../src/text.js";
 import { TextTokenizer } from "../src/tokenizer.js";
@@ -39,6 +41,11 @@ function standIn(c: AcceptCase): Engine {
   };
 }
 
+/** The encoder pack a case gives the reader with its bundle, or undefined. */
+async function packOf(corpus: Corpus, c: { pack?: string }): Promise<EncoderPack | undefined> {
+  return c.pack === undefined ? undefined : readPack(corpus.read(c.pack));
+}
+
 function expectScores(corpus: Corpus, b: Bundle, scorer: Scorer, row: { embedding: number[]; scores: number[]; label: string }): void {
   const s = scorer.scores(Float32Array.from(row.embedding));
   const worst = Math.max(...row.scores.map((x, i) => Math.abs(x - s[i]!)));
@@ -53,15 +60,26 @@ describe.each(corpora)("$name", (corpus) => {
   it.skipIf(!cases.refuse.length)(`refuses each of the ${cases.refuse.length} refuse/ files with its code and path`, async () => {
     const wrong: string[] = [];
     for (const c of cases.refuse) {
-      const got = await refusal(readBundle(corpus.read(c.file)));
+      const got = await refusal(readBundle(corpus.read(c.file), { pack: await packOf(corpus, c) }));
       if (got.code !== c.code || got.path !== c.path) wrong.push(`${c.file}: ${got.code} at ${got.path}, want ${c.code} at ${c.path}`);
       expect(got.message).not.toMatch(/[\x1b\u202e]/);
     }
     expect(wrong).toEqual([]);
   });
 
+  const refusePack = cases.refuse_pack ?? [];
+  it.skipIf(!refusePack.length)(`refuses each of the ${refusePack.length} refuse_pack files as an encoder pack with its code and path`, async () => {
+    const wrong: string[] = [];
+    for (const c of refusePack) {
+      const got = await refusal(readPack(corpus.read(c.file), { expect: c.expect }));
+      if (got.code !== c.code || got.path !== c.path) wrong.push(`${c.file}: ${got.code} at ${got.path}, want ${c.code} at ${c.path}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
   it.each(cases.accept)("reads, tokenizes and scores $file", async (c) => {
-    const b = await readBundle(corpus.read(c.file));
+    const b = await readBundle(corpus.read(c.file), { pack: await packOf(corpus, c) });
+    expect(b.encoderPack === null).toBe(c.pack === undefined);
     expect(b.labels).toEqual(c.labels);
     const tok = new TextTokenizer(b.encoder.tokenizer, b.encoder.maxLength, b.encoder.textPrefix);
     const scorer = new Scorer(b);
@@ -75,7 +93,7 @@ describe.each(corpora)("$name", (corpus) => {
   });
 
   it.each(cases.accept.filter((c) => c.engine))("answers $file end to end on onnxruntime-node", async (c) => {
-    const load = Classifier.load(corpus.read(c.file), { engine: nodeEngine({ threads: 1 }) });
+    const load = Classifier.load(corpus.read(c.file), { engine: nodeEngine({ threads: 1 }), encoderPack: await packOf(corpus, c) });
     if (c.engine === "tflite") {
       expect(await refusal(load)).toMatchObject({ code: "engine.unavailable", path: "encoder.format" });
       return;
@@ -102,7 +120,7 @@ describe.each(corpora)("$name", (corpus) => {
   });
 
   it.each(cases.accept.filter((c) => c.check))("loads and classifies $file through a stand-in engine", async (c) => {
-    const load = Classifier.load(corpus.read(c.file), { engine: () => standIn(c) });
+    const load = Classifier.load(corpus.read(c.file), { engine: () => standIn(c), encoderPack: await packOf(corpus, c) });
     if (c.load) {
       expect(await refusal(load)).toMatchObject(c.load);
       return;

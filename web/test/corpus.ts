@@ -20,6 +20,8 @@ export interface Query {
 
 export interface AcceptCase {
   file: string;
+  /** The encoder pack file read with the bundle (format 1.1; absent: none). */
+  pack?: string;
   engine: "onnx" | "tflite" | null;
   labels: string[];
   check?: { token_ids: number[]; embedding: number[] };
@@ -31,7 +33,9 @@ export interface AcceptCase {
 export interface Cases {
   tolerance: { scores: number; embedding: number; embedding_cosine: number; label_margin: number };
   accept: AcceptCase[];
-  refuse: { file: string; code: string; path: string }[];
+  refuse: { file: string; code: string; path: string; pack?: string }[];
+  /** Encoder pack files refused with code and path, read with expect (hex digests) when present (absent from a real corpus). */
+  refuse_pack?: { file: string; code: string; path: string; expect?: string[] }[];
   text: { text: string; escaped: string; escaped_json: string; key: string; unprintable: number | null;
     unassigned: number | null; shows_something: boolean }[];
 }

@@ -2,14 +2,14 @@
  * Node's engine budgets (src/engines/node_process.ts): a load or a run past its time or memory
  * budget is stopped by killing the engine's process, refused with engine.budget at load or
  * query.engine for a query, and the next query starts the engine again. The in-process engine
- * gives the same embeddings.
+ * gives the same embeddings, for a statistics bundle on its encoder pack's encoder too.
  */
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { BudgetExceeded, WrongIO, type Engine } from "../src/engine.js";
 import { NodeProcessEngine } from "../src/engines/node_process.js";
 import { Classifier, nodeEngine } from "../src/index.js";
-import { readBundle } from "../src/reader.js";
+import { readBundle, readPack } from "../src/reader.js";
 import { TextTokenizer } from "../src/tokenizer.js";
 import { corpora } from "./corpus.js";
 
@@ -93,5 +93,31 @@ describe("Node's engine budgets", () => {
     expect(a.info()["engine_bounds"]).toBe(onLinux ? "time and memory" : "time");
     expect(b.info()["engine_bounds"]).toBe("nothing");
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe("a statistics bundle (format 1.1)", () => {
+  it("runs on its encoder pack's encoder, in this process as in the engine's process", async () => {
+    const [bytes, packBytes] = [committed.read("accept/statistics.dpedge"), committed.read("packs/tiny-onnx.dpedge-encoder")];
+    const pack = await readPack(packBytes);
+    const [a, b] = await Promise.all([Classifier.load(bytes, { engine: nodeEngine({ threads: 1 }), encoderPack: packBytes }),
+      Classifier.load(bytes, { engine: nodeEngine({ threads: 1, inProcess: true }), encoderPack: pack })]);
+    const texts = ["wake me up at 6:30 tomorrow", "Turn OFF the lights in the LIVING room!!!"];
+    expect(await a.embed(texts)).toEqual(await b.embed(texts));
+    const info = a.info() as { encoder: Record<string, unknown>; sizes_bytes: Record<string, number> };
+    expect(info.encoder["pack_sha256"]).toBe(pack.sha256);
+    expect(Object.keys(info.sizes_bytes)).toContain("encoder_pack");
+    expect(Object.keys(info.sizes_bytes)).not.toContain("encoder");
+    expect(info.sizes_bytes["file"]).toBeLessThan(packBytes.length);
+    await Promise.all([a.close(), b.close()]);
+    await expect(Classifier.load(bytes, { engine: nodeEngine({ inProcess: true }) }))
+      .rejects.toMatchObject({ code: "pack.missing", path: "encoder_pack" });
+  });
+
+  it("names no pack in a bundle with its own encoder", async () => {
+    const b = await readBundle(committed.read("accept/tables.dpedge"));
+    expect(b.encoderPack).toBeNull();
+    const copied = { ...(await readPack(committed.read("packs/tiny-onnx.dpedge-encoder"))) }; // a pack readPack did not make
+    await expect(readBundle(committed.read("accept/statistics.dpedge"), { pack: copied })).rejects.toBeInstanceOf(TypeError);
   });
 });
