@@ -14,6 +14,7 @@ import android.widget.TextView;
 import org.dpedge.core.BundleReader;
 import org.dpedge.core.Classifier;
 import org.dpedge.core.DpedgeException;
+import org.dpedge.core.EncoderPack;
 import org.dpedge.core.Prediction;
 import org.dpedge.core.PrivacyFacts;
 import org.dpedge.core.QueryException;
@@ -23,12 +24,14 @@ import org.dpedge.core.TextEncoder;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
- * Type a text, get its label and every label's score, offline, from assets/bundle.dpedge.
+ * Type a text, get its label and every label's score, offline, from assets/bundle.dpedge (a
+ * statistics bundle, format 1.1, with the encoder pack it names as assets/encoder.dpedge-encoder).
  *
  * <p>The bundle is read, the engine created and the check text verified on a background
  * thread (about a second on a phone), and every query runs there too: the UI thread only
@@ -40,6 +43,8 @@ import java.util.concurrent.Executors;
  */
 public final class MainActivity extends Activity {
     private static final String ASSET = "bundle.dpedge";
+    /** The encoder pack of a statistics bundle (1.1), when the app ships one (not with an own-encoder bundle). */
+    private static final String PACK_ASSET = "encoder.dpedge-encoder";
     private static final int THREADS = 2;
 
     private final ExecutorService worker = Executors.newSingleThreadExecutor();
@@ -84,7 +89,9 @@ public final class MainActivity extends Activity {
 
     private void load() {
         try {
-            org.dpedge.core.Bundle bundle = BundleReader.read(readAsset(ASSET));
+            EncoderPack pack = Arrays.asList(getAssets().list("")).contains(PACK_ASSET)
+                    ? BundleReader.readPack(readAsset(PACK_ASSET)) : null;
+            org.dpedge.core.Bundle bundle = BundleReader.read(readAsset(ASSET), pack);
             String format = bundle.encoder().format();
             TextEncoder encoder = "tflite".equals(format)
                     ? new LiteRtTextEncoder(bundle.encoder(), THREADS)

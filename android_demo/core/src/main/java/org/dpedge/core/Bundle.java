@@ -11,8 +11,9 @@ import java.util.Map;
 /**
  * A validated bundle of format 1 (docs/bundle-format.md): the released noisy statistics, the
  * public inputs they were computed with, and the encoder that embeds a text the way they
- * expect. The one value {@link BundleReader} hands out. Everything in it is released or
- * public: reading it any number of times costs no privacy budget.
+ * expect (its own, or the encoder pack's it names: a statistics bundle, 1.1). The value
+ * {@link BundleReader#read} hands out. Everything in it is released or public: reading it any
+ * number of times costs no privacy budget.
  *
  * <p>Arrays are flat, in C order, as released: {@code classCounts} [C], {@code classSums}
  * [C][k] in grid units, {@code origin} [D], {@code projection} [k][D], {@code votes}
@@ -40,8 +41,10 @@ public final class Bundle {
     final Map<String, Object> exporter;
     final Encoder encoder;
 
+    final byte[] encoderPack;
+
     Bundle(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases, int[] version,
-            Tokenizer tokenizer, List<ModelFamily.ExternalData> externalData) {
+            Encoder encoder, byte[] encoderPack) {
         labels = Contract.cast(publicCopy(v.get("labels")));
         labelDescriptions = Contract.cast(publicCopy(v.get("label_descriptions")));
         privacy = Contract.cast(publicCopy(v.get("privacy")));
@@ -60,7 +63,8 @@ public final class Bundle {
         bits = votes == null ? 0 : dims.get("H");
         scoring = (Map<?, ?>) v.get("scoring");
         exporter = Contract.cast(publicCopy(v.getOrDefault("exporter", Collections.emptyMap())));
-        encoder = new Encoder(v, tokenizer, externalData);
+        this.encoder = encoder;
+        this.encoderPack = encoderPack;
     }
 
     /** A parsed value with binary data copied out and containers unmodifiable: nothing public aliases the file. */
@@ -126,8 +130,14 @@ public final class Bundle {
         return exporter;
     }
 
+    /** The encoder the bundle is scored with: its own, or (a statistics bundle) its encoder pack's. */
     public Encoder encoder() {
         return encoder;
+    }
+
+    /** The SHA-256 of the encoder pack a statistics bundle (1.1) names (a copy); null: it carries its encoder. */
+    public byte[] encoderPack() {
+        return encoderPack == null ? null : encoderPack.clone();
     }
 
     /**
@@ -178,7 +188,7 @@ public final class Bundle {
             return model.copy();
         }
 
-        /** An ONNX encoder's weights: a read-only little-endian view of the bundle's bytes (empty for TFLite). */
+        /** An ONNX encoder's weights: a read-only little-endian view of the file's bytes (empty for TFLite). */
         public ByteBuffer weights() {
             ByteBuffer b = weights == null ? ByteBuffer.allocate(0) : weights.buffer();
             return b.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN);

@@ -9,6 +9,8 @@ import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -19,11 +21,14 @@ import java.util.Set;
 /**
  * Reads a bundle of format 1 by interpreting format/1/schema.json, in the order that decides
  * which refusal a file gets first (docs/bundle-format.md section 8, runtime/bundle/reader.py):
- * the container ({@link Container}); the version; every row of the field table in its order
- * (presence, then the value: type, finiteness, bounds, text rules, choices; an array record's
- * record, dtype, shape, data and finiteness); unknown keys; {@code requires}; the relations in
- * order; the tokenizer family ({@link TokenizerFamily}); the model family ({@link ModelFamily}).
- * Every refusal is one {@link BundleException} with the reference reader's code and path.
+ * the container ({@link Container}); the version; {@code requires} with its paths, then
+ * {@code encoder_pack} with the pack checks (section 10); every row of the field table in its
+ * order (presence, then the value: type, finiteness, bounds, text rules, choices; an array
+ * record's record, dtype, shape, data and finiteness); unknown keys; the relations in order; the
+ * tokenizer family ({@link TokenizerFamily}); the model family ({@link ModelFamily}). Reads an
+ * encoder pack (1.1) the same way over the pack's rows: its magic, version, the table's encoder
+ * and digest. Every refusal is one {@link BundleException} with the reference reader's code and
+ * path.
  */
 public final class BundleReader {
     /** One row of the field table. */
@@ -41,6 +46,13 @@ public final class BundleReader {
             parent = dot < 0 ? "" : path.substring(0, dot);
         }
 
+        /** The same row with one entry replaced (an encoder pack's variant of a bundle's row). */
+        Row with(String name, Object value) {
+            Map<String, Object> copy = new LinkedHashMap<>(m);
+            copy.put(name, value);
+            return new Row(copy);
+        }
+
         String kind() {
             return (String) m.get("kind");
         }
@@ -56,6 +68,11 @@ public final class BundleReader {
 
     static final List<Row> FIELDS = new ArrayList<>();
     static final Map<String, Row> BY_PATH = new HashMap<>();
+    /** The magics of a bundle and of an encoder pack. */
+    private static final String FORMAT = Contract.string("format");
+    private static final String PACK_FORMAT = Contract.string("pack_format");
+    /** An encoder pack's rows (section 10): its magic, version, the table's encoder (required there), digest. */
+    static final List<Row> PACK_FIELDS = new ArrayList<>();
 
     static {
         for (Object o : Contract.list("fields")) {
@@ -63,6 +80,14 @@ public final class BundleReader {
             FIELDS.add(r);
             BY_PATH.put(r.path, r);
         }
+        PACK_FIELDS.add(BY_PATH.get("format").with("choices", List.of(PACK_FORMAT)));
+        PACK_FIELDS.add(BY_PATH.get("version"));
+        for (Row r : FIELDS) {
+            if (underEncoder(r.path)) {
+                PACK_FIELDS.add(r.path.equals("encoder") ? r.with("need", "required") : r);
+            }
+        }
+        PACK_FIELDS.add(BY_PATH.get("sha256"));
     }
 
     private static final long MAJOR = ((Number) Contract.list("version").get(0)).longValue();
@@ -71,17 +96,128 @@ public final class BundleReader {
     private BundleReader() {
     }
 
-    /** Reads and validates a bundle file; every refusal's message starts with the file's name. */
+    /** Whether a path is the encoder's or inside it (what an encoder pack holds). */
+    private static boolean underEncoder(String path) {
+        return path.equals("encoder") || path.startsWith("encoder.");
+    }
+
+    /** Reads and validates a bundle file that carries its own encoder; see {@link #read(File, EncoderPack)}. */
     public static Bundle read(File file) throws BundleException {
+        return read(file, null);
+    }
+
+    /**
+     * Reads and validates a bundle file; every refusal's message starts with the file's name. A
+     * statistics bundle (1.1) is read with the encoder pack it names ({@code pack}, from
+     * {@link #readPack}), and only with it; a bundle with its own encoder with none (null).
+     */
+    public static Bundle read(File file, EncoderPack pack) throws BundleException {
+        byte[] data = bytes(file, "bundle");
+        try {
+            return read(data, pack);
+        } catch (BundleException e) {
+            throw e.within(file.toString());
+        }
+    }
+
+    /** Parses and validates bundle bytes that carry their own encoder; see {@link #read(byte[], EncoderPack)}. */
+    public static Bundle read(byte[] data) throws BundleException {
+        return read(data, null);
+    }
+
+    /** Parses and validates bundle bytes (kept: the encoder's weights are a view of them), with its pack or null. */
+    public static Bundle read(byte[] data, EncoderPack pack) throws BundleException {
+        Container.sealed(data, FORMAT);
+        Map<String, Object> doc = document(data);
+        int[] version = version(doc, FORMAT);
+        requires(doc);
+        namedPack(doc, pack);
+        Map<String, Integer> dims = new HashMap<>();
+        Map<String, Object> values = fields(doc, version, dims, FIELDS, pack);
+        Map<String, PrivacyFacts> releases = new LinkedHashMap<>();
+        for (Object name : Contract.list("statistics")) {
+            Map<?, ?> r = (Map<?, ?>) values.get("releases." + name);
+            if (r != null) {
+                releases.put((String) name, new PrivacyFacts((String) name, r));
+            }
+        }
+        relations(values, dims, releases);
+        // A statistics bundle's encoder is its pack's, checked when the pack was read.
+        Bundle.Encoder encoder = pack != null ? pack.encoder : encoder(doc, values);
+        return new Bundle(values, dims, releases, version, encoder, pack == null ? null : pack.digest);
+    }
+
+    /** Reads and validates an encoder pack file of any digest; see {@link #readPack(File, Collection)}. */
+    public static EncoderPack readPack(File file) throws BundleException {
+        return readPack(file, null);
+    }
+
+    /**
+     * Reads and validates an encoder pack file (1.1) as {@link #read(File)} reads a bundle.
+     * {@code expect}: the SHA-256 digests (hex) the application accepts, or null for any; any
+     * other pack is refused ({@code pack.untrusted}) before it is parsed.
+     */
+    public static EncoderPack readPack(File file, Collection<String> expect) throws BundleException {
+        byte[] data = bytes(file, "encoder pack");
+        try {
+            return readPack(data, expect);
+        } catch (BundleException e) {
+            throw e.within(file.toString());
+        }
+    }
+
+    /** Parses and validates encoder pack bytes of any digest; see {@link #readPack(byte[], Collection)}. */
+    public static EncoderPack readPack(byte[] data) throws BundleException {
+        return readPack(data, null);
+    }
+
+    /** Parses and validates encoder pack bytes (kept: the model and weights are views of them); see above. */
+    public static EncoderPack readPack(byte[] data, Collection<String> expect) throws BundleException {
+        byte[] digest = Container.sealed(data, PACK_FORMAT);
+        String hex = EncoderPack.hex(digest);
+        if (expect != null && !accepted(expect, hex)) {
+            throw new BundleException("pack.untrusted", "", "encoder pack " + hex.substring(0, 16) + "... is not one "
+                    + "of the " + new HashSet<>(expect).size() + " this application accepts");
+        }
+        Map<String, Object> doc = document(data);
+        int[] version = version(doc, PACK_FORMAT);
+        Map<String, Object> values = fields(doc, version, new HashMap<>(), PACK_FIELDS, null);
+        Bundle.Encoder encoder = encoder(doc, values);
+        Map<String, Object> own = new LinkedHashMap<>();
+        values.forEach((path, x) -> {
+            if (underEncoder(path)) {
+                own.put(path, x);
+            }
+        });
+        return new EncoderPack(digest, encoder, own);
+    }
+
+    /** Whether {@code hex} (lowercase) is one of the accepted digests, whose hex letters may be either case. */
+    private static boolean accepted(Collection<String> expect, String hex) {
+        for (String e : expect) {
+            boolean same = e != null && e.length() == hex.length();
+            for (int i = 0; same && i < hex.length(); i++) {
+                char c = e.charAt(i);
+                same = (c >= 'A' && c <= 'Z' ? (char) (c + ('a' - 'A')) : c) == hex.charAt(i);
+            }
+            if (same) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A file's bytes, refused as the container refuses (container.size) when they cannot be had whole. */
+    private static byte[] bytes(File file, String what) throws BundleException {
         if (file.isDirectory() || (file.exists() && !file.isFile())) {
-            throw new BundleException("container.size", "", file + ": not a regular file, so not a bundle");
+            throw new BundleException("container.size", "", file + ": not a regular file, so not " + an(what));
         }
         if (!file.exists()) {
-            throw new BundleException("container.size", "", file + ": no such bundle file");
+            throw new BundleException("container.size", "", file + ": no such " + what + " file");
         }
         long size = file.length();
         if (size > Container.MAX_BUNDLE_BYTES) {
-            throw new BundleException("container.size", "", file + ": " + size + " bytes is larger than any bundle");
+            throw new BundleException("container.size", "", file + ": " + size + " bytes is larger than any " + what);
         }
         byte[] data = new byte[(int) size];
         try (InputStream in = new FileInputStream(file)) {
@@ -97,24 +233,33 @@ public final class BundleReader {
         } catch (OutOfMemoryError e) {
             throw new BundleException("container.size", "", file + ": does not fit in this process's memory", e);
         }
-        try {
-            return read(data);
-        } catch (BundleException e) {
-            throw e.within(file.toString());
-        }
+        return data;
     }
 
-    /** Parses and validates bundle bytes (kept: the encoder's weights are a view of them). */
-    public static Bundle read(byte[] data) throws BundleException {
+    private static String an(String what) {
+        return (what.startsWith("e") ? "an " : "a ") + what;
+    }
+
+    /** The document of sealed bytes: one map that starts with format and version and ends with sha256. */
+    private static Map<String, Object> document(byte[] data) throws BundleException {
         Map<String, Object> doc = Container.read(data);
         List<String> keys = new ArrayList<>(doc.keySet());
         if (keys.size() < 2 || !keys.get(0).equals("format") || !keys.get(1).equals("version")
                 || !keys.get(keys.size() - 1).equals("sha256")) {
-            throw new BundleException("container.layout", "", "a bundle's map starts with format and version and ends "
-                    + "with sha256");
+            throw new BundleException("container.layout", "", "a dpedge file's map starts with format and version and "
+                    + "ends with sha256");
         }
-        if (!Contract.string("format").equals(doc.get("format"))) {
-            throw fail("version.format", "format", "is not \"" + Contract.string("format") + "\": not a dpedge bundle");
+        return doc;
+    }
+
+    /** The magic ({@code magic}: a bundle's or a pack's) and [major, minor], of major 1. */
+    private static int[] version(Map<String, Object> doc, String magic) throws BundleException {
+        Object format = doc.get("format");
+        if (!magic.equals(format)) {
+            String what = magic.equals(FORMAT) ? "bundle" : "encoder pack";
+            String is = FORMAT.equals(format) ? "it is a bundle" : PACK_FORMAT.equals(format) ? "it is an encoder pack"
+                    : "field 'format' is not \"" + magic + "\"";
+            throw new BundleException("version.format", "format", "not a dpedge " + what + ": " + is);
         }
         Object v = doc.get("version");
         boolean ok = v instanceof List && ((List<?>) v).size() == 2;
@@ -129,30 +274,52 @@ public final class BundleReader {
         if (major != MAJOR) {
             throw fail("version.major", "version", "is " + major + "." + minor + ": this reader reads " + MAJOR + ".x");
         }
-        Map<String, Integer> dims = new HashMap<>();
-        Map<String, Object> values = fields(doc, minor > MINOR, dims);
-        List<?> requires = (List<?>) values.getOrDefault("requires", List.of());
+        return new int[] {(int) major, (int) minor};
+    }
+
+    /**
+     * {@code requires} is judged as soon as it is read (its row, then its paths): a newer bundle
+     * is refused for what this reader does not know before anything it lacks.
+     */
+    private static void requires(Map<String, Object> doc) throws BundleException {
+        if (!doc.containsKey("requires")) {
+            return;
+        }
+        List<?> requires = (List<?>) value(BY_PATH.get("requires"), doc.get("requires"), new HashMap<>());
         for (int i = 0; i < requires.size(); i++) {
             if (!BY_PATH.containsKey(requires.get(i))) {
                 throw fail("version.requires", "requires[" + i + "]", "names " + requires.get(i) + ", a field this "
                         + "reader does not know: upgrade it to read this bundle");
             }
         }
-        Map<String, PrivacyFacts> releases = new LinkedHashMap<>();
-        for (Object name : Contract.list("statistics")) {
-            Map<?, ?> r = (Map<?, ?>) values.get("releases." + name);
-            if (r != null) {
-                releases.put((String) name, new PrivacyFacts((String) name, r));
+    }
+
+    /**
+     * A statistics bundle names its encoder pack (1.1), judged as soon as it is read: it lists
+     * encoder_pack in requires, and is read with that pack alone; a bundle with its own encoder with none.
+     */
+    private static void namedPack(Map<String, Object> doc, EncoderPack pack) throws BundleException {
+        if (!doc.containsKey("encoder_pack")) {
+            if (pack != null) {
+                throw new BundleException("pack.unexpected", "encoder_pack", "this bundle carries its own encoder, but "
+                        + "an encoder pack was given for it");
             }
+            return;
         }
-        relations(doc, values, dims, releases);
-        Map<String, Object> tokenizer = TokenizerFamily.check((String) values.get("encoder.tokenizer_json"));
-        Container.Bin weights = (Container.Bin) values.get("encoder.weights");
-        List<ModelFamily.ExternalData> external = ModelFamily.check((String) values.get("encoder.format"),
-                (Container.Bin) values.get("encoder.model"), weights == null ? 0 : weights.length);
-        return new Bundle(values, dims, releases, new int[] {(int) major, (int) minor},
-                new Tokenizer(tokenizer, ((Long) values.get("encoder.max_length")).intValue(),
-                        (String) values.get("encoder.text_prefix")), external);
+        Container.Bin named = (Container.Bin) value(BY_PATH.get("encoder_pack"), doc.get("encoder_pack"),
+                new HashMap<>());
+        if (!((List<?>) doc.getOrDefault("requires", List.of())).contains("encoder_pack")) {
+            throw fail("relation.pack", "requires", "must list encoder_pack in a bundle with encoder_pack");
+        }
+        String hex = EncoderPack.hex(named.copy());
+        if (pack == null) {
+            throw new BundleException("pack.missing", "encoder_pack", "this bundle is scored with encoder pack " + hex
+                    + ", and none was given");
+        }
+        if (!Arrays.equals(named.copy(), pack.digest)) {
+            throw new BundleException("pack.mismatch", "encoder_pack", "this bundle names encoder pack " + hex
+                    + ", not the one given (" + pack.sha256() + ")");
+        }
     }
 
     static BundleException fail(String code, String path, String why) {
@@ -175,14 +342,22 @@ public final class BundleReader {
     /** A condition of schema.json "conditions" on the document. */
     static boolean holds(String name, Map<?, ?> doc) {
         Map<?, ?> rule = (Map<?, ?>) Contract.map("conditions").get(name);
-        if (rule.containsKey("present_any") || rule.containsKey("present_all")) {
-            boolean any = rule.containsKey("present_any");
-            for (Object p : (List<?>) rule.get(any ? "present_any" : "present_all")) {
-                if (has(doc, (String) p) == any) {
+        if (rule.containsKey("present_any") || rule.containsKey("present_none")) {
+            boolean any = rule.containsKey("present_any");  // present_none: not present_any
+            for (Object p : (List<?>) rule.get(any ? "present_any" : "present_none")) {
+                if (has(doc, (String) p)) {
                     return any;
                 }
             }
             return !any;
+        }
+        if (rule.containsKey("present_all")) {
+            for (Object p : (List<?>) rule.get("present_all")) {
+                if (!has(doc, (String) p)) {
+                    return false;
+                }
+            }
+            return true;
         }
         List<?> eq = (List<?>) rule.get("equals");
         Object node = doc;
@@ -192,13 +367,25 @@ public final class BundleReader {
         return eq.get(1).equals(node);
     }
 
-    /** Every row checked in table order; the present fields by path (arrays decoded), and the dims. */
-    private static Map<String, Object> fields(Map<String, Object> doc, boolean newerMinor, Map<String, Integer> dims)
-            throws BundleException {
+    /**
+     * Every row of {@code rows} (a bundle's table, or a pack's) checked in its order; the present
+     * fields by path (arrays decoded), and the dims. With {@code pack}, the encoder's values are
+     * the pack's, checked when it was read: the bundle's encoder rows are not read, and D is the
+     * pack's dim.
+     */
+    private static Map<String, Object> fields(Map<String, Object> doc, int[] version, Map<String, Integer> dims,
+            List<Row> rows, EncoderPack pack) throws BundleException {
         Map<String, Object> values = new LinkedHashMap<>();
         values.put("", doc);
         dims.put("C", doc.get("labels") instanceof List ? ((List<?>) doc.get("labels")).size() : 0);
-        for (Row f : FIELDS) {
+        if (pack != null) {
+            values.putAll(pack.values);
+            dims.put("D", pack.encoder.dim);
+        }
+        for (Row f : rows) {
+            if (pack != null && underEncoder(f.parent)) {
+                continue;
+            }
             Map<?, ?> parent = (Map<?, ?>) values.get(f.parent);
             if (parent == null) {
                 continue;
@@ -232,11 +419,12 @@ public final class BundleReader {
         }
         for (Map.Entry<String, Object> e : values.entrySet()) {
             Row f = BY_PATH.get(e.getKey());
-            if (f != null && (!f.kind().equals("map") || Boolean.TRUE.equals(f.m.get("open")))) {
+            if (f != null && (!f.kind().equals("map") || Boolean.TRUE.equals(f.m.get("open")))
+                    || pack != null && underEncoder(e.getKey())) {
                 continue;
             }
             Set<String> known = new HashSet<>();
-            for (Row g : FIELDS) {
+            for (Row g : rows) {
                 if (g.parent.equals(e.getKey())) {
                     known.add(g.key);
                 }
@@ -247,9 +435,9 @@ public final class BundleReader {
                     continue;
                 } else if (e.getKey().equals("releases")) {
                     throw fail("field.release", path, "is a release this reader cannot account for");
-                } else if (!newerMinor) {
+                } else if (version[1] <= MINOR) {  // a newer minor's fields are ignored
                     throw new BundleException("field.unknown", path, "unknown field '" + path + "' in a version "
-                            + MAJOR + "." + MINOR + " bundle");
+                            + version[0] + "." + version[1] + " file");
                 }
             }
         }
@@ -454,9 +642,9 @@ public final class BundleReader {
         return Math.abs(a - b) <= Contract.number("privacy_rtol") * Math.max(Math.abs(a), Math.abs(b));
     }
 
-    /** schema.json "relations", in order ("requires" is checked before). */
-    private static void relations(Map<String, Object> doc, Map<String, Object> v, Map<String, Integer> dims,
-            Map<String, PrivacyFacts> releases) throws BundleException {
+    /** schema.json "relations", in order, up to the encoder's ("requires" and "pack" are checked before). */
+    private static void relations(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases)
+            throws BundleException {
         if (!releases.containsKey("class_sums") && !releases.containsKey("votes")) {
             throw fail("relation.nothing", "releases", "holds neither class_sums nor votes: nothing to classify with");
         }
@@ -516,6 +704,13 @@ public final class BundleReader {
                         + Contract.integer("max_work"));
             }
         }
+    }
+
+    /**
+     * The checked encoder of the file that holds it (a bundle, or an encoder pack): the encoder's
+     * relations ("check", "weights"), then the tokenizer family and the model family.
+     */
+    private static Bundle.Encoder encoder(Map<String, Object> doc, Map<String, Object> v) throws BundleException {
         double sq = 0;
         for (float x : (float[]) v.get("encoder.check_embedding")) {
             sq += (double) x * x;
@@ -532,6 +727,12 @@ public final class BundleReader {
             throw fail("relation.weights", "encoder.weights", "must be the last entry of encoder, the last map before "
                     + "sha256");
         }
+        Map<String, Object> tokenizer = TokenizerFamily.check((String) v.get("encoder.tokenizer_json"));
+        Container.Bin weights = (Container.Bin) v.get("encoder.weights");
+        List<ModelFamily.ExternalData> external = ModelFamily.check((String) v.get("encoder.format"),
+                (Container.Bin) v.get("encoder.model"), weights == null ? 0 : weights.length);
+        return new Bundle.Encoder(v, new Tokenizer(tokenizer, ((Long) v.get("encoder.max_length")).intValue(),
+                (String) v.get("encoder.text_prefix")), external);
     }
 
     /** Relation "wording": the privacy unit and neighbour relation are schema.json "wording" for K. */

@@ -15,13 +15,14 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The container (docs/bundle-format.md section 1): one msgpack map sealed by its last entry,
- * read without trusting it, in the order of the reference reader (runtime/bundle/container.py):
- * the digest first, then the document header by header. Every declared length and count is
- * checked (against the bytes present, {@code container.max_container}, the depth and the value
- * budget {@code size / bytes_per_value + value_allowance}) before anything is allocated for it;
- * a map may not repeat a key or have a key that is not a string; binary values stay views of
- * the input ({@link Bin}). Every error is a {@link BundleException} whose path is "".
+ * The container (docs/bundle-format.md section 1) of a bundle or an encoder pack: one msgpack
+ * map sealed by its last entry, read without trusting it, in the order of the reference reader
+ * (runtime/bundle/container.py): the digest first, then the document header by header. Every
+ * declared length and count is checked (against the bytes present,
+ * {@code container.max_container}, the depth and the value budget
+ * {@code size / bytes_per_value + value_allowance}) before anything is allocated for it; a map
+ * may not repeat a key or have a key that is not a string; binary values stay views of the
+ * input ({@link Bin}). Every error is a {@link BundleException} whose path is "".
  *
  * <p>Values: null, {@link Boolean}, {@link Long} (a {@link java.math.BigInteger} above
  * {@code Long.MAX_VALUE}), {@link Double} (float32 and float64), {@link String}, {@link Bin},
@@ -76,8 +77,13 @@ final class Container {
         return new BundleException(code, "", why);
     }
 
-    /** The document of bundle bytes: the size, the digest, then one msgpack map. */
-    static Map<String, Object> read(byte[] data) throws BundleException {
+    /**
+     * The seal of a file's bytes: its size, then the digest entry at its end and the digest of
+     * everything before it (read before anything is parsed); returns the digest, which names an
+     * encoder pack. {@code magic} is the format the file should have (a bundle's or an encoder
+     * pack's): a file of that format without its digest entry is truncated, any other is no bundle.
+     */
+    static byte[] sealed(byte[] data, String magic) throws BundleException {
         if (data.length > MAX_BUNDLE_BYTES) {
             throw error("container.size", data.length + " bytes is larger than any bundle (" + MAX_BUNDLE_BYTES + ")");
         }
@@ -85,23 +91,29 @@ final class Container {
         int body = data.length - tail;
         if (body < 0 || !java.util.Arrays.equals(data, body, body + DIGEST_TAIL.length, DIGEST_TAIL, 0,
                 DIGEST_TAIL.length)) {
-            throw unsealed(data);
+            throw unsealed(data, magic);
         }
         try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
             md.update(data, 0, body);
+            byte[] digest = md.digest();
             byte[] stated = java.util.Arrays.copyOfRange(data, data.length - DIGEST_BYTES, data.length);
-            if (!MessageDigest.isEqual(md.digest(), stated)) {
-                throw error("container.digest", "checksum mismatch: the bytes changed after the bundle was written");
+            if (!MessageDigest.isEqual(digest, stated)) {
+                throw error("container.digest", "checksum mismatch: the bytes changed after the file was written");
             }
+            return digest;
         } catch (NoSuchAlgorithmException e) {
             throw new BundleException("container.digest", "", "this Java runtime has no SHA-256", e);
         }
+    }
+
+    /** The document of sealed bytes ({@link #sealed} first): one msgpack map. */
+    static Map<String, Object> read(byte[] data) throws BundleException {
         return Contract.cast(document(data, data.length, 0));
     }
 
-    /** Why a file without its digest entry is refused: a pre-release bundle, a truncated one, or no bundle. */
-    private static BundleException unsealed(byte[] data) {
+    /** Why a file without its digest entry is refused: a pre-release bundle, a truncated {@code magic} one, or none. */
+    private static BundleException unsealed(byte[] data, String magic) {
         int b = data.length == 0 ? 0 : data[0] & 0xff;
         if (!(b >= 0x80 && b <= 0x8f || b == 0xde || b == 0xdf)) {
             return error("container.not_bundle", "not a dpedge bundle: it does not start with a msgpack map");
@@ -118,8 +130,9 @@ final class Container {
             return error("container.pre_release", "a pre-release bundle (format " + format + "): rebuild it with "
                     + "`python -m exporter build` (a new release of the data: its epsilon adds to the old one's)");
         }
-        if (Contract.string("format").equals(format)) {
-            return error("container.truncated", "the bundle is truncated or corrupted: it does not end with its "
+        if (magic.equals(format)) {
+            String what = magic.equals(Contract.string("format")) ? "bundle" : "encoder pack";
+            return error("container.truncated", "the " + what + " is truncated or corrupted: it does not end with its "
                     + "sha256 entry");
         }
         return error("container.not_bundle", "not a dpedge bundle: its first entry is not format: dpedge");

@@ -16,8 +16,10 @@ import org.junit.Test;
 
 /**
  * The Java core against the conformance corpus (format/1/corpus/cases.json and the files beside
- * it): every refusal's code and path, every accepted bundle's labels, token ids, scores and
- * labels, the engine cases end to end, and the text rules. The corpus directory is the system
+ * it): every refusal's code and path (of bundles, read with the case's encoder pack when it
+ * names one, and of encoder packs), every accepted bundle's labels, token ids, scores and
+ * labels, the engine cases end to end (a statistics bundle with its pack's encoder), and the
+ * text rules. The corpus directory is the system
  * property {@code dpedge.corpus} (default format/1/corpus); a second corpus, such as one of the
  * real 384-d encoder ({@code python format/tools/make_corpus.py --real --out DIR}), is run too
  * when {@code dpedge.corpus.real} names it.
@@ -83,24 +85,55 @@ public class ConformanceTest {
         }
     }
 
+    /** The encoder pack a case gives the reader with its bundle (format 1.1), or null: none. */
+    static EncoderPack pack(File corpus, Map<String, Object> c) throws BundleException {
+        return c.containsKey("pack") ? BundleReader.readPack(new File(corpus, (String) c.get("pack"))) : null;
+    }
+
+    /** A case's refusal: the code and path expected, and the message escaped. */
+    private static void refused(Failures f, Map<String, Object> c, BundleException e) {
+        f.check(e.code().equals(c.get("code")) && e.path().equals(c.get("path")), c.get("file") + ": " + e.code()
+                + " at '" + e.path() + "', expected " + c.get("code") + " at '" + c.get("path") + "' (" + e.getMessage()
+                + ")");
+        f.check(Text.unprintable(e.getMessage()) < 0, c.get("file") + ": message not escaped");
+    }
+
     @Test
     public void everyRefusedBundleIsRefusedWithItsCodeAndPath() throws Exception {
         for (File corpus : corpora()) {
             Failures f = new Failures();
             List<Map<String, Object>> cases = rows(index(corpus), "refuse");
             for (Map<String, Object> c : cases) {
+                EncoderPack pack = pack(corpus, c);  // outside the try: the pack itself must be read
                 try {
-                    BundleReader.read(new File(corpus, (String) c.get("file")));
+                    BundleReader.read(new File(corpus, (String) c.get("file")), pack);
                     f.check(false, c.get("file") + ": accepted, expected " + c.get("code") + " at " + c.get("path"));
                 } catch (BundleException e) {
-                    f.check(e.code().equals(c.get("code")) && e.path().equals(c.get("path")), c.get("file") + ": "
-                            + e.code() + " at '" + e.path() + "', expected " + c.get("code") + " at '" + c.get("path")
-                            + "' (" + e.getMessage() + ")");
-                    f.check(Text.unprintable(e.getMessage()) < 0, c.get("file") + ": message not escaped");
+                    refused(f, c, e);
                 }
             }
             f.done(corpus + " refuse");
             System.out.println("conformance " + corpus + ": " + cases.size() + " refused bundles");
+        }
+    }
+
+    @Test
+    public void everyRefusedPackIsRefusedWithItsCodeAndPath() throws Exception {
+        for (File corpus : corpora()) {
+            Failures f = new Failures();
+            List<Map<String, Object>> cases = rows(index(corpus), "refuse_pack");
+            for (Map<String, Object> c : cases) {
+                List<String> expect = Contract.cast(c.get("expect"));
+                try {
+                    BundleReader.readPack(new File(corpus, (String) c.get("file")), expect);
+                    f.check(false, c.get("file") + ": accepted as a pack, expected " + c.get("code") + " at "
+                            + c.get("path"));
+                } catch (BundleException e) {
+                    refused(f, c, e);
+                }
+            }
+            f.done(corpus + " refuse_pack");
+            System.out.println("conformance " + corpus + ": " + cases.size() + " refused encoder packs");
         }
     }
 
@@ -147,15 +180,18 @@ public class ConformanceTest {
             int loads = 0;
             for (Map<String, Object> c : rows(index, "accept")) {
                 String file = (String) c.get("file");
+                EncoderPack pack = pack(corpus, c);
                 Bundle b;
                 try {
-                    b = BundleReader.read(new File(corpus, file));
+                    b = BundleReader.read(new File(corpus, file), pack);
                 } catch (BundleException e) {
                     f.check(false, file + ": refused with " + e.code() + " at '" + e.path() + "': " + e.getMessage());
                     continue;
                 }
                 bundles++;
                 f.check(b.labels().equals(c.get("labels")), file + ": labels " + b.labels());
+                f.check(pack == null ? b.encoderPack() == null : Arrays.equals(b.encoderPack(), pack.digest())
+                        && b.encoder() == pack.encoder(), file + ": not scored with the encoder of its pack");
                 Tokenizer tok = b.encoder().tokenizer();
                 Scorer scorer = new Scorer(b);
                 List<Map<String, Object>> qs = rows(c, "queries");
