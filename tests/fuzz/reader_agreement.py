@@ -9,7 +9,9 @@ corpus `accept` bundle: six in ten mutated by tests/bundle_strategies.mutate (th
 the Hypothesis properties and the atheris target: fields dropped, retyped, out of bounds,
 repeated keys, lying msgpack headers, look-alike labels, drifting privacy facts, tokenizer JSON
 edits, model bytes flipped; then sealed, truncated or bit-flipped), a quarter given a tokenizer
-variant (`tokenizer_variant`), the rest as it is, each with four random texts. Each reader answers, per bundle,
+variant (`tokenizer_variant`), the rest as it is, each with four random texts; a statistics
+bundle (format 1.1) is read with the corpus's encoder pack, and one bundle in ten with its own
+encoder is given that pack too (a refusal). Each reader answers, per bundle,
 either its refusal (code and path) or its labels, the token ids and `has_token` of a set of
 texts, and the scores of a unit vector; per string, the text rules (escape, escape_json, key,
 unprintable, unassigned, shows_something). Answers must be equal; scores within the corpus's
@@ -90,6 +92,10 @@ def unit_vector(rng: random.Random, dim: int) -> list[float]:
     return [float(v) for v in x]
 
 
+#: The corpus's encoder pack (format 1.1), given with the bundles that name one.
+PACK = CORPUS / "packs" / "tiny-onnx.dpedge-encoder"
+
+
 def bases() -> list[dict[str, Any]]:
     """The documents of the corpus's accepted bundles the mutations start from."""
     docs = []
@@ -106,6 +112,8 @@ def tokenizer_variant(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]
     flags and max_input_chars_per_word, and up to 40 vocabulary entries renamed to random
     strings (whole words or ``##`` pieces), so that the readers' tokenizers meet odd vocabularies."""
     doc = copy.deepcopy(doc)
+    if "encoder" not in doc:  # a statistics bundle: its tokenizer is its pack's
+        return doc
     tok = json.loads(doc["encoder"]["tokenizer_json"])
     norm = tok["normalizer"]
     for flag in ("clean_text", "handle_chinese_chars", "lowercase"):
@@ -140,7 +148,9 @@ def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[s
             how, blob = "as it is", bs.seal(doc)
         name = f"b{i:05d}.dpedge"
         (folder / name).write_bytes(blob)
-        rows.append({"file": name, "how": how, "texts": [random_string(rng) for _ in range(4)]})
+        given = "encoder_pack" in doc or rng.random() < 0.1
+        rows.append({"file": name, "how": how, "texts": [random_string(rng) for _ in range(4)],
+                     "pack": str(PACK) if given else None})
     strings = [random_string(rng) for _ in range(n_strings)] + TEXTS
     return {"texts": TEXTS, "strings": strings, "bundles": rows, "seed": seed}
 
@@ -148,10 +158,11 @@ def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[s
 def python_answers(folder: Path, q: dict[str, Any]) -> dict[str, Any]:
     """The Python runtime's answers; fills in each accepted bundle's vector ``x`` in ``q``."""
     rng = random.Random(q["seed"] + 1)
+    pack = fmt.load_pack(PACK)
     out = []
     for row in q["bundles"]:
         try:
-            b = fmt.unpack((folder / row["file"]).read_bytes())
+            b = fmt.unpack((folder / row["file"]).read_bytes(), pack=pack if row["pack"] else None)
             tok = TextTokenizer(check_tokenizer_json(b.encoder.tokenizer_json), b.encoder.max_length,
                                 b.encoder.text_prefix)
             texts = q["texts"] + row["texts"]

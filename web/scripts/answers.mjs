@@ -16,7 +16,9 @@ const q = JSON.parse(readFileSync(join(dir, "questions.json"), "utf-8"));
 async function bundle(row) {
   let b;
   try {
-    b = await dpedge.readBundle(readFileSync(join(dir, row.file)));
+    // The encoder pack given with the bundle (format 1.1), or none.
+    const pack = row.pack ? await dpedge.readPack(readFileSync(row.pack)) : undefined;
+    b = await dpedge.readBundle(readFileSync(join(dir, row.file)), { pack });
   } catch (e) {
     if (e instanceof dpedge.BundleError) return { code: e.code, path: e.path };
     throw e; // anything but a refusal is a finding of its own: the run fails, saying where

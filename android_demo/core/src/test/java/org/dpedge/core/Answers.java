@@ -45,7 +45,9 @@ public final class Answers {
         Map<String, Object> a = new LinkedHashMap<>();
         Bundle b;
         try {
-            b = BundleReader.read(new File(dir, (String) row.get("file")));
+            Object pack = row.get("pack");  // the encoder pack given with the bundle (format 1.1), or null
+            b = pack == null ? BundleReader.read(new File(dir, (String) row.get("file")))
+                    : BundleReader.read(new File(dir, (String) row.get("file")), BundleReader.readPack(new File((String) pack)));
         } catch (BundleException e) {
             a.put("code", e.code());
             a.put("path", e.path());
