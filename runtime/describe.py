@@ -93,8 +93,9 @@ def privacy_summary(b: Bundle) -> str:
     parts = ", ".join(f"{name} eps {r.epsilon:.10g} (scale {r.noise_scale:.10g})" for name, r in b.releases.items())
     person = b.privacy[Key.PRIVACY_UNIT] != wording.privacy_unit(None)  # the reader checked the words against K
     unit = wording.privacy_unit(b.records_per_unit if person else None)
+    batches = f" in each of {b.batches} disjoint batches, summed" if b.batches > 1 else ""
     return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {unit}, spent on "
-            f"{parts}; discrete Laplace noise")
+            f"{parts}{batches}; discrete Laplace noise")
 
 
 def _mib(n: int) -> str:

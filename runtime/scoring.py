@@ -68,9 +68,10 @@ def prior_boost(b: Bundle) -> float:
 
 def sums_noise_norm(b: Bundle) -> float:
     """nu: the root-mean-square norm of the noise on one row of the class sums, in embedding
-    units (a discrete Laplace coordinate of scale t has variance about 2 t^2)."""
+    units (a discrete Laplace coordinate of scale t has variance about 2 t^2; a sum of B
+    batches' releases carries B such noises)."""
     r = b.releases[Key.CLASS_SUMS]
-    return math.sqrt(2.0 * b.class_sums.shape[1]) * r.noise_scale / r.grid
+    return math.sqrt(2.0 * b.class_sums.shape[1] * b.batches) * r.noise_scale / r.grid
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:

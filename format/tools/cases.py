@@ -508,6 +508,8 @@ def relation_cases(base: dict[str, Any]) -> Iterator[Case]:
         "releases.class_counts", "releases.class_sums", "releases.votes", "subspace", "hashing", "prior",
         "scoring"))), "relation.nothing", "releases")
     yield Case("shares-do-not-add-up", _edit(base, ("privacy.epsilon", eps + 1.0)), "relation.shares", "privacy.epsilon")
+    yield Case("batches-not-in-requires", _edit(base, ("version", [1, 1]), ("privacy.batches", 2)), "relation.requires",
+               "requires")
     for name in STATISTICS:
         yield Case(f"{name}-noise-scale-contradicts", _edit(base, (f"releases.{name}.noise_scale", lambda s: s * 1.5)),
                    "relation.noise_scale", f"releases.{name}.noise_scale")

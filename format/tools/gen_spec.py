@@ -102,6 +102,8 @@ def tables(s: dict[str, Any]) -> dict[str, str]:
             continue
         shown.add(path)
         need = f["need"].replace("iff ", "iff *") + ("*" if f["need"].startswith("iff ") else "")
+        need += "".join(f", {x}" for x in (f"since {f['since'][0]}.{f['since'][1]}" if "since" in f else "",
+                                             "listed" if f.get("listed") else "") if x)
         rows.append(f"| `{path}` | {_KINDS[f['kind']]} | {need} | {_bounds(f)} | {f['doc']} |")
     dims = ["| symbol | defined by | bounds |", "|---|---|---|"]
     dims += [f"| {k} | {d['defined_by']} | {d['low']}..{_num(d['high'])} |" for k, d in s["dims"].items()]

@@ -274,6 +274,15 @@ def _spend(epsilon: float) -> Edit:
     return edit
 
 
+def _batches(n: int) -> Edit:
+    """The statistics as a sum of ``n`` batches' releases (1.1): the pull's noise norm grows by sqrt(n)."""
+    def edit(d: dict[str, Any]) -> None:
+        cases.put(d, "version", [1, 1])
+        cases.put(d, "requires", ["privacy.batches"])
+        cases.put(d, "privacy.batches", n)
+    return edit
+
+
 _CLASS_STATISTICS = ("releases.class_counts", "releases.class_sums", "subspace", "prior", "scoring")
 #: name -> the edits that make it from the base with vote tables: each branch of the scoring
 #: rule (docs/bundle-format.md section 7) taken at least once.
@@ -295,6 +304,8 @@ SCORED: dict[str, list[Edit]] = {
     "temperatures-at-their-bounds": [_set("scoring.centroid_temperature", 1e-3), _set("scoring.prior_temperature", 1e3)],
     "sharp-prior": [_set("scoring.prior_temperature", 1e-3)],
     "votes-all-negative": [_values("releases.votes.values", lambda a: a.fill(-3))],
+    "three-batches": [_batches(3)],
+    "three-batches-pull-below-one": [_batches(3), _set("scoring.description_pull", 0.1)],
 }
 
 
@@ -353,7 +364,7 @@ def pack_cases(out: Path, index: dict[str, Any], tables: Path, texts: list[str])
         (cases.Case("statistics-without-its-pack", stats_data, "pack.missing", "encoder_pack"), None),
         (cases.Case("statistics-with-another-pack", stats_data, "pack.mismatch", "encoder_pack"), other_file),
         (cases.Case("own-encoder-with-a-pack", b"", "pack.unexpected", "encoder_pack"), pack_file),
-        (cases.Case("statistics-not-requiring-its-pack", cases.seal(without_requires), "relation.pack", "requires"),
+        (cases.Case("statistics-not-requiring-its-pack", cases.seal(without_requires), "relation.requires", "requires"),
          pack_file),
         (cases.Case("statistics-with-an-encoder-too", cases.seal(both), "field.not_allowed", "encoder"), pack_file),
         (cases.Case("newer-minor-requiring-the-unknown", cases.seal(newer), "version.requires", "requires[0]"), None),

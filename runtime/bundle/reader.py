@@ -177,6 +177,13 @@ def _requires(doc: dict[str, Any], src: Source) -> None:
                                                                     f"does not know: upgrade dpedge to read it")
 
 
+def _listed(f: Field, doc: dict[str, Any]) -> None:
+    """Relation "listed": a field whose absence would change an answer is in ``requires``."""
+    if f.listed and f.path not in doc.get(Key.REQUIRES, []):
+        raise BundleError("relation.requires", Key.REQUIRES, f"this bundle has '{f.path}', which must be listed in "
+                                                             f"'{Key.REQUIRES}'")
+
+
 def _named_pack(doc: dict[str, Any], src: Source, pack: EncoderPack | None) -> None:
     """A statistics bundle names its encoder pack (1.1); it is read with that pack alone, and a
     bundle with its own encoder with none."""
@@ -185,10 +192,9 @@ def _named_pack(doc: dict[str, Any], src: Source, pack: EncoderPack | None) -> N
             raise BundleError("pack.unexpected", Key.ENCODER_PACK, "this bundle carries its own encoder, but an "
                                                                     "encoder pack was given for it")
         return
-    named = _value(FIELDS_BY_PATH[Key.ENCODER_PACK], doc[Key.ENCODER_PACK], {}, src)
-    if Key.ENCODER_PACK not in doc.get(Key.REQUIRES, []):
-        raise BundleError("relation.pack", Key.REQUIRES, f"a bundle with '{Key.ENCODER_PACK}' lists it in "
-                                                         f"'{Key.REQUIRES}'")
+    f = FIELDS_BY_PATH[Key.ENCODER_PACK]
+    named = _value(f, doc[Key.ENCODER_PACK], {}, src)
+    _listed(f, doc)
     if pack is None:
         raise BundleError("pack.missing", Key.ENCODER_PACK, f"this bundle is scored with encoder pack "
                                                             f"{bytes(named).hex()}, and none was given")
@@ -280,6 +286,7 @@ def _fields(doc: dict[str, Any], version: tuple[int, int], src: Source, rows: tu
                 raise BundleError("field.missing", f.path, f"missing field '{f.path}'")
             continue
         values[f.path] = _value(f, parent[f.key], dims, src)
+        _listed(f, doc)
         if f.path == "encoder.dim":
             if dims.setdefault("D", values[f.path]) != values[f.path]:
                 raise _fail("array.shape", f, f"is {values[f.path]}, but the arrays before it are {dims['D']}-d")

@@ -70,6 +70,9 @@ class Field:
     #: The minor version that added the field (None: 1.0); a writer writes the newest minor of
     #: the fields it writes, so that older readers read every bundle that needs nothing newer.
     since: tuple[int, int] | None = None
+    #: Present, it must be in ``requires`` (relation "listed"): its absence would change an answer,
+    #: so a reader that does not know it must refuse the bundle rather than ignore it.
+    listed: bool = False
 
     @property
     def key(self) -> str:
@@ -306,6 +309,11 @@ class Bundle:
     @property
     def epsilon(self) -> float:
         return float(self.privacy[Key.EPSILON])
+
+    @property
+    def batches(self) -> int:
+        """B, the disjoint batches whose releases the statistics sum (1.1; absent: 1)."""
+        return int(self.privacy.get(Key.BATCHES, 1))
 
     @property
     def records_per_unit(self) -> int:

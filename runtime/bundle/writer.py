@@ -17,6 +17,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from runtime.bundle.reader import has_path
 from runtime.bundle.schema import (FIELDS, FORMAT_NAME, PACK_FIELDS, PACK_FORMAT_NAME, Bundle, EncoderSpec, Field,
                                    Key)
 
@@ -66,8 +67,7 @@ def _encoder_values(e: EncoderSpec) -> dict[str, Any]:
 
 def _document(flat: dict[str, Any], rows: tuple[Field, ...], least_minor: int = 0) -> dict[str, Any]:
     """The map of ``flat`` (values by path) in the order of ``rows``, versioned by its newest field."""
-    minor = max([f.since[1] for f in rows if f.since is not None and flat.get(f.path) is not None], default=least_minor)
-    flat = {**flat, "version": [1, minor]}
+    flat = {**flat, "version": [1, least_minor]}  # raised below to the newest field written
     doc: dict[str, Any] = {}
     for f in rows:
         value = flat.get(f.path)
@@ -83,6 +83,8 @@ def _document(flat: dict[str, Any], rows: tuple[Field, ...], least_minor: int = 
         elif f.kind in ("int", "float"):
             value = int(value) if f.kind == "int" else float(value)
         node[f.key] = dict(value) if f.kind == "map" and not f.open else value
+    newest = [f.since[1] for f in rows if f.since is not None and has_path(doc, f.path)]
+    doc["version"] = [1, max([least_minor, *newest])]
     return doc
 
 
