@@ -73,6 +73,10 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help="a known encoder (python -m exporter encoders), a sentence-transformers folder, or a folder "
                         "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2)")
     _add_encoder_format(p)
+    p.add_argument("--extend", type=Path, default=None, metavar="OLD",
+                   help="release these records (none of them, or with --unit-column none of their persons, in an "
+                        "earlier batch: your promise) with OLD's public choices, and write the sum of both releases: "
+                        "each record keeps epsilon (parallel composition; format 1.1)")
     _add_encoder_pack(p, "an encoder pack (python -m exporter encoder --pack): embed with its encoder and write a "
                          "statistics bundle of kilobytes that names the pack instead of carrying the encoder (format "
                          "1.1; readers load it with the pack)")
@@ -164,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                 unit_field=args.unit_column, max_records_per_unit=args.max_records_per_unit,
                 engine=args.engine, ray_address=args.ray_address, hashing=args.hashing,
                 votes_share=args.votes_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
-                public_directions=args.public_directions,
+                public_directions=args.public_directions, extend=args.extend,
             )
             if args.encoder_pack is not None and args.encoder_format is not None:
                 raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder-format")

@@ -25,7 +25,8 @@ from typing import Any, Iterator
 
 from exporter.class_stats import ClassStatsRelease
 from exporter.dataset import LabelSet, ReadStats, read_labels
-from exporter.encoder_export import PackedEncoder, export_encoder
+from exporter.encoder_export import PackedEncoder, export_encoder, in_memory
+from exporter.extend import BATCH_INPUT, check_extension, earlier_basis, earlier_options, merged
 from exporter.engine import Engine
 from exporter.hyperplanes import new_seed
 from exporter.local_engine import EmbedChunk, LocalEngine
@@ -34,10 +35,11 @@ from exporter.options import DEFAULT_BITS, BuildError, BuildOptions, check_optio
 from exporter.privacy import PrivacyBudget
 from exporter.progress import Timer
 from exporter.stages import (Hashing, PublicInputs, aligned_hashing, assemble_bundle, public_inputs,
+                             release_class_stats_in,
                              random_hashing, release_class_stats)
 from exporter.units import UnitStats
 from exporter.votes import VoteRelease, release_votes
-from runtime.bundle import load_pack, save
+from runtime.bundle import load, load_pack, save
 from runtime.describe import privacy_summary
 from runtime.bundle.schema import EncoderSpec
 from runtime.embedder import Embedder
@@ -80,12 +82,18 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
 
 def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None) -> BuildReport:
     labels = read_labels(opts.labels)
-    check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
     timer = Timer()
     t = timer.start()
-    pack = None
-    if opts.encoder_pack is not None:
-        pack = load_pack(opts.encoder_pack)
+    pack = None if opts.encoder_pack is None else load_pack(opts.encoder_pack)
+    earlier = None
+    if opts.extend is not None:  # a batch on the earlier bundle's public choices (exporter.extend)
+        earlier = load(opts.extend, pack=pack)
+        check_extension(opts, earlier, labels)
+        opts = earlier_options(opts, earlier)
+    check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
+    if earlier is not None:
+        exported, encoder = None, in_memory(earlier.encoder)
+    elif pack is not None:
         exported = PackedEncoder(pack, opts.models_dir)
         encoder = exported.to_bundle_encoder()
     else:
@@ -103,7 +111,15 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     hashing: Hashing | None = None
     votes: VoteRelease | None = None
     with _engine(opts, labels, encoder, embedder, embed_for_benchmarks, timer) as engine:
-        if opts.aligned:
+        if earlier is not None:
+            budget.declare_public(BATCH_INPUT)
+            if earlier.class_sums is not None:
+                basis, clip = earlier_basis(earlier)
+                public = PublicInputs(basis, earlier.prior)
+                stats = release_class_stats_in(engine, basis, clip, len(labels), budget)
+            if earlier.hyperplanes is not None:
+                hashing = Hashing(earlier.hyperplanes, earlier.offsets, earlier.seed)
+        elif opts.aligned:
             public = public_inputs(embedder.embed, exported.vocabulary_embeddings(embedder.embed), labels, budget)
             t = timer.add("public basis", t)
             stats = release_class_stats(engine, public, len(labels), budget, basis_dim=opts.basis_dim,
@@ -125,6 +141,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
                              stand_in=embed_for_benchmarks is not None)
     if pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
         bundle = dataclasses.replace(bundle, encoder_pack=pack.digest)
+    if earlier is not None:
+        bundle = merged(earlier, bundle)
     out = save(bundle, opts.out)
     timer.add("write", t)
     return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=read_stats, privacy=bundle.privacy,

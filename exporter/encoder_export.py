@@ -122,6 +122,12 @@ class ExportedEncoder:
         )
 
 
+def in_memory(e: EncoderSpec) -> EncoderSpec:
+    """A read encoder with its ONNX weights in memory rather than in the file a reader left them in
+    (a Ray worker cannot map the driver's file)."""
+    return dataclasses.replace(e, weights=encoder_weights(e), weights_file=None) if e.weights_file else e
+
+
 class PackedEncoder:
     """An encoder pack (1.1) as a build's encoder: the pack's spec, its weights read into memory
     (a Ray worker cannot map the pack file), and its vocabulary's embeddings cached by the pack's
@@ -133,8 +139,7 @@ class PackedEncoder:
         self.format = pack.encoder.format
 
     def to_bundle_encoder(self) -> EncoderSpec:
-        e = self.pack.encoder
-        return dataclasses.replace(e, weights=encoder_weights(e), weights_file=None) if e.weights_file else e
+        return in_memory(self.pack.encoder)
 
     def vocabulary_embeddings(self, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,9 @@ class BuildOptions:
     #: An encoder pack (1.1): embed with its encoder and write a statistics bundle that names it
     #: instead of carrying the encoder (the source and format are the pack's).
     encoder_pack: Path | None = None
+    #: An earlier bundle: release these records (disjoint from its) with its public choices and
+    #: write the sum of both releases (exporter.extend).
+    extend: Path | None = None
     models_dir: Path = Path("models")
     fmt: str | None = None
     text_field: str = "text"
@@ -109,7 +112,8 @@ def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool 
                          "add --votes-share (or --hashing random), or leave them out")
     _check_unit(opts)
     _check_engine(opts, benchmark_stand_in)
-    if opts.encoder_pack is not None and (opts.encoder_source is not None or opts.encoder_format != "onnx"):
+    if opts.encoder_pack is not None and opts.extend is None and (opts.encoder_source is not None
+                                                                  or opts.encoder_format != "onnx"):
         raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder and "
                          "--encoder-format")
 

@@ -70,9 +70,20 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
     k, clip = choose_subspace(budget.share(Key.CLASS_SUMS), counts, budget.relation.max_records, public.basis)
     if basis_dim is not None:  # an operator's override, chosen without the data
         k, clip = basis_dim, public.basis.clip_for(basis_dim)
-    basis = public.basis.first(k)
     budget.declare_public("subspace dimension and clip (from the released noisy class counts, or given)")
-    sums: ClassSumCounter = engine.class_sums(basis, classes, clip if clip_l1 is None else clip_l1)
+    return _release_sums(engine, public.basis.first(k), clip if clip_l1 is None else clip_l1, classes, counts, budget)
+
+
+def release_class_stats_in(engine: Engine, basis: PublicBasis, clip_l1: float, classes: int,
+                           budget: PrivacyBudget) -> ClassStatsRelease:
+    """The two releases in a basis and clip chosen before (an extension: the earlier bundle's)."""
+    counts = release_class_counts(engine.class_counts(classes), budget)
+    return _release_sums(engine, basis, clip_l1, classes, counts, budget)
+
+
+def _release_sums(engine: Engine, basis: PublicBasis, clip_l1: float, classes: int, counts: np.ndarray,
+                  budget: PrivacyBudget) -> ClassStatsRelease:
+    sums: ClassSumCounter = engine.class_sums(basis, classes, clip_l1)
     return ClassStatsRelease(release_class_sums(sums, budget), counts, basis)
 
 
