@@ -104,6 +104,9 @@ public final class MainActivity extends Activity {
             StringBuilder facts = new StringBuilder().append(bundle.labels().size()).append(" labels, ").append(format)
                     .append(" encoder\nepsilon = ").append(bundle.epsilon()).append(", delta = 0 (pure DP) per ")
                     .append(Text.escape((String) p.get("privacy_unit")));
+            if (bundle.batches() > 1) {  // section 5: the statistics are sums over B disjoint batches
+                facts.append(", in each of ").append(bundle.batches()).append(" disjoint batches, summed");
+            }
             for (PrivacyFacts r : bundle.releases().values()) {
                 facts.append(String.format(java.util.Locale.ROOT, "%n%s: epsilon %.4g, sensitivity %d, noise scale %.4g",
                         r.statistic(), r.epsilon(), r.sensitivityL1(), r.noiseScale()));

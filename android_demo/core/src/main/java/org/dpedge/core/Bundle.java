@@ -110,6 +110,11 @@ public final class Bundle {
         return (Double) privacy.get("epsilon");
     }
 
+    /** B, the disjoint batches whose releases the statistics sum (1.1; 1 when privacy.batches is absent). */
+    public long batches() {
+        return (Long) privacy.getOrDefault("batches", 1L);
+    }
+
     /** K, the records one privacy unit may contribute. */
     public long recordsPerUnit() {
         return (Long) privacy.get("max_records_per_unit");

@@ -24,7 +24,8 @@ import java.util.Set;
  * the container ({@link Container}); the version; {@code requires} with its paths, then
  * {@code encoder_pack} with the pack checks (section 10); every row of the field table in its
  * order (presence, then the value: type, finiteness, bounds, text rules, choices; an array
- * record's record, dtype, shape, data and finiteness); unknown keys; the relations in order; the
+ * record's record, dtype, shape, data and finiteness; then, for a row marked listed, that
+ * {@code requires} lists it); unknown keys; the relations in order; the
  * tokenizer family ({@link TokenizerFamily}); the model family ({@link ModelFamily}). Reads an
  * encoder pack (1.1) the same way over the pack's rows: its magic, version, the table's encoder
  * and digest. Every refusal is one {@link BundleException} with the reference reader's code and
@@ -63,6 +64,11 @@ public final class BundleReader {
 
         List<Object> list(String name) {
             return Contract.cast(m.getOrDefault(name, List.of()));
+        }
+
+        /** Marked "listed": its absence would change an answer, so when present it is in requires. */
+        boolean listed() {
+            return Boolean.TRUE.equals(m.get("listed"));
         }
     }
 
@@ -295,8 +301,19 @@ public final class BundleReader {
     }
 
     /**
-     * A statistics bundle names its encoder pack (1.1), judged as soon as it is read: it lists
-     * encoder_pack in requires, and is read with that pack alone; a bundle with its own encoder with none.
+     * Relation "listed", checked right after a present field's value: a row marked listed (its
+     * absence would change an answer) is in requires, so that a reader not knowing it refuses the
+     * bundle (version.requires) rather than ignoring it and answering otherwise.
+     */
+    private static void listed(Row f, Map<String, Object> doc) throws BundleException {
+        if (f.listed() && !((List<?>) doc.getOrDefault("requires", List.of())).contains(f.path)) {
+            throw fail("relation.requires", "requires", "must list " + f.path + ", which this bundle has");
+        }
+    }
+
+    /**
+     * A statistics bundle names its encoder pack (1.1), judged as soon as it is read (with its
+     * relation "listed"), and is read with that pack alone; a bundle with its own encoder with none.
      */
     private static void namedPack(Map<String, Object> doc, EncoderPack pack) throws BundleException {
         if (!doc.containsKey("encoder_pack")) {
@@ -306,11 +323,9 @@ public final class BundleReader {
             }
             return;
         }
-        Container.Bin named = (Container.Bin) value(BY_PATH.get("encoder_pack"), doc.get("encoder_pack"),
-                new HashMap<>());
-        if (!((List<?>) doc.getOrDefault("requires", List.of())).contains("encoder_pack")) {
-            throw fail("relation.pack", "requires", "must list encoder_pack in a bundle with encoder_pack");
-        }
+        Row f = BY_PATH.get("encoder_pack");
+        Container.Bin named = (Container.Bin) value(f, doc.get("encoder_pack"), new HashMap<>());
+        listed(f, doc);
         String hex = EncoderPack.hex(named.copy());
         if (pack == null) {
             throw new BundleException("pack.missing", "encoder_pack", "this bundle is scored with encoder pack " + hex
@@ -409,6 +424,7 @@ public final class BundleReader {
             }
             Object value = value(f, parent.get(f.key), dims);
             values.put(f.path, value);
+            listed(f, doc);
             if (f.path.equals("encoder.dim")) {
                 int d = ((Long) value).intValue();
                 if (dims.computeIfAbsent("D", x -> d) != d) {

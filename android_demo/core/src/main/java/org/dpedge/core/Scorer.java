@@ -57,7 +57,8 @@ public final class Scorer {
         for (int i = 0; i < rows.length; i++) {
             rows[i] = b.classSums[i] / (double) sums.grid();
         }
-        double strength = pull * (Math.sqrt(2.0 * k) * sums.noiseScale() / sums.grid());  // a nu
+        // a nu: a sum of B batches' releases carries B discrete Laplace noises of variance about 2 t^2 each
+        double strength = pull * (Math.sqrt(2.0 * k * b.batches()) * sums.noiseScale() / sums.grid());
         if (b.prior != null && strength > 0) {
             double m = Math.max(1.0, strength);
             double[] toward = new double[classes * k];
