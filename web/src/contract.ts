@@ -19,6 +19,8 @@ export interface FieldRow {
   readonly open?: boolean;
   /** The minor version that added the field (absent: 1.0). */
   readonly since?: readonly [number, number];
+  /** Present, it must be in requires (relation "listed"): its absence would change an answer. */
+  readonly listed?: boolean;
 }
 
 /** A node of the tokenizer family's document schema (schema.json "tokenizer"). */

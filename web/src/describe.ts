@@ -25,8 +25,9 @@ const short = (x: number): string => String(Number(x.toPrecision(10)));
 /** One line: the guarantee in the bundle's own words. */
 export function privacySummary(b: Bundle): string {
   const parts = Object.values(b.releases).map((r) => `${r.statistic} eps ${short(r.epsilon)} (scale ${short(r.noise_scale)})`);
+  const batches = b.batches > 1 ? ` in each of ${b.batches} disjoint batches, summed` : "";
   return `epsilon = ${short(b.epsilon)}, delta = 0 (pure DP) per ${escape(String(b.privacy.get("privacy_unit")))}, spent on ` +
-    `${parts.join(", ")}; discrete Laplace noise`;
+    `${parts.join(", ")}${batches}; discrete Laplace noise`;
 }
 
 /** What the bundle is (sizes in bytes). */

@@ -4,8 +4,9 @@
  * normative, so every reader gives a file the same first refusal: the container, the version,
  * every field of the table in its order (presence; then type, finiteness, bounds, text rules
  * (length, unprintable, unassigned, blank), choices; an array record's dtype, shape, data and
- * finite values; `requires` and `encoder_pack` are judged as soon as they are read), unknown
- * keys, the relations in order, the tokenizer family and the model family.
+ * finite values; `requires` and `encoder_pack` are judged as soon as they are read, and a field
+ * marked listed is looked up in `requires` right after its value), unknown keys, the relations
+ * in order, the tokenizer family and the model family.
  *
  * Encoder packs (1.1): `readPack(bytes)` reads a file holding one encoder, checked as a
  * bundle's encoder is; a statistics bundle names its pack by digest instead of carrying an
@@ -72,6 +73,8 @@ export interface Bundle {
   readonly epsilon: number;
   /** K: records one privacy unit may contribute. */
   readonly recordsPerUnit: number;
+  /** B: the disjoint batches whose releases the statistics sum (1.1; absent: 1). */
+  readonly batches: number;
   readonly releases: Readonly<Record<string, ReleaseFacts>>;
   readonly encoder: EncoderSpec;
   readonly dims: Readonly<{ C: number; D: number; k: number; T: number; H: number }>;
@@ -295,6 +298,17 @@ function requires(doc: ValueMap, data: Uint8Array): void {
   });
 }
 
+/**
+ * Relation "listed": a present field marked listed is in `requires` (already checked), since its
+ * absence would change an answer: a reader that does not know it must refuse, not ignore it.
+ */
+function listed(f: Field, doc: ValueMap): void {
+  const paths = doc.get("requires");
+  if (f.listed && !(Array.isArray(paths) && paths.includes(f.path))) {
+    throw fail("relation.requires", "requires", `must list ${f.path}, which this bundle has`);
+  }
+}
+
 /** The checked field values of each pack `readPack` made (the encoder's paths). */
 const PACK_VALUES = new WeakMap<EncoderPack, ReadonlyMap<string, Decoded>>();
 
@@ -309,11 +323,9 @@ function namedPack(doc: ValueMap, data: Uint8Array, pack: EncoderPack | undefine
     }
     return;
   }
-  const named = value(BY_PATH.get("encoder_pack")!, doc.get("encoder_pack")!, {}, data) as Uint8Array;
-  const listed = doc.get("requires");
-  if (!(Array.isArray(listed) && listed.includes("encoder_pack"))) {
-    throw fail("relation.pack", "requires", "must list encoder_pack in a bundle with encoder_pack");
-  }
+  const f = BY_PATH.get("encoder_pack")!;
+  const named = value(f, doc.get("encoder_pack")!, {}, data) as Uint8Array;
+  listed(f, doc);
   if (pack === undefined) throw fail("pack.missing", "encoder_pack", `names encoder pack ${hex(named)}, and none was given`);
   if (hex(named) !== pack.sha256) {
     throw fail("pack.mismatch", "encoder_pack", `names encoder pack ${hex(named)}, not the one given (${pack.sha256})`);
@@ -352,6 +364,7 @@ function fields(doc: ValueMap, ver: [number, number], data: Uint8Array, rows: re
     }
     const v = value(f, parent.get(f.key)!, dims, data);
     values.set(f.path, v);
+    listed(f, doc);
     if (f.path === "encoder.dim") {
       dims["D"] ??= Number(v);
       if (dims["D"] !== Number(v)) throw fail("array.shape", f.path, `is ${v}, but the arrays before it are ${dims["D"]}-d`);
@@ -506,6 +519,7 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array, pack: En
     privacy: v.get("privacy") as ValueMap,
     epsilon: v.get("privacy.epsilon") as number,
     recordsPerUnit: Number(v.get("privacy.max_records_per_unit")),
+    batches: Number(get<bigint>("privacy.batches") ?? 1n),
     releases: Object.fromEntries(releases.map((r) => [r.statistic, r])),
     encoder: pack?.encoder ?? encoder(v),
     dims: { C: dims["C"]!, D: dims["D"]!, k: dims["k"] ?? 0, T: dims["T"] ?? 0, H: dims["H"] ?? 0 },

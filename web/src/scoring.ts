@@ -112,7 +112,8 @@ export class Scorer {
     const release = b.releases["class_sums"]!;
     let s = new Float64Array(C * k);
     for (let i = 0; i < C * k; i++) s[i] = sums[i]! / release.grid!;
-    const nu = (Math.sqrt(2 * k) * release.noise_scale) / release.grid!;
+    // A sum of B batches' releases carries B independent noises: the variance grows B-fold.
+    const nu = (Math.sqrt(2 * k * b.batches) * release.noise_scale) / release.grid!;
     const strength = b.scoring!.description_pull * nu;
     if (this.hasPrior && strength > 0) {
       const m = Math.max(1, strength);

@@ -1,12 +1,14 @@
 /**
  * Unit tests that add what the corpus does not: properties of escape, fold and the tokenizer on
  * any string, the strict JSON rules case by case (answers of the Python reference's parser,
- * runtime/bundle/tokenizer_family.py, recorded below), and the rule that no platform Unicode
- * function decides anything in the reader, tokenizer or text rules.
+ * runtime/bundle/tokenizer_family.py, recorded below), the privacy summary (the Python
+ * reference's, recorded), and the rule that no platform Unicode function decides anything in
+ * the reader, tokenizer or text rules.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { privacySummary } from "../src/describe.js";
 import { BundleError } from "../src/errors.js";
 import { readBundle } from "../src/reader.js";
 import { escape, escapeJson, fold, unprintable } from "../src/text.js";
@@ -114,6 +116,18 @@ describe("the tokenizer on any string", () => {
       expect(ids.every((i) => Number.isInteger(i) && i >= 0 && i < size)).toBe(true);
       expect(tok.hasToken(s)).toBe(ids.length > 2);
     }), { numRuns: 2000 });
+  });
+});
+
+describe("the privacy summary", () => {
+  // The Python reference's answers (runtime/describe.py privacy_summary), recorded: the corpus holds no summaries.
+  it("names B only when the statistics are a sum of batches' releases", async () => {
+    const summary = async (file: string): Promise<string> => privacySummary(await readBundle(corpora[0]!.read(file)));
+    expect(await summary("accept/default.dpedge")).toBe("epsilon = 8, delta = 0 (pure DP) per one record, spent on " +
+      "class_counts eps 0.4 (scale 2.5), class_sums eps 7.6 (scale 18.02631579); discrete Laplace noise");
+    expect(await summary("accept/scoring/three-batches.dpedge")).toBe("epsilon = 8, delta = 0 (pure DP) per one record, " +
+      "spent on class_counts eps 0.4 (scale 2.5), class_sums eps 6.8 (scale 20.14705882), votes eps 0.8 (scale 2.5) " +
+      "in each of 3 disjoint batches, summed; discrete Laplace noise");
   });
 });
 
