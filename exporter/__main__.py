@@ -24,6 +24,7 @@ from exporter.build import BuildReport, build
 from exporter.options import (DEFAULT_BITS, DEFAULT_MAX_TABLE_MIB, DEFAULT_TABLES, ENGINES, HASHINGS, BuildError,
                               BuildOptions)
 from exporter.dataset import FORMATS, DatasetError
+from exporter.privacy import MAX_EXACT_VALUE
 from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
 from runtime import bundle as bundle_format
 from runtime.describe import bundle_info, format_info, privacy_summary
@@ -120,6 +121,9 @@ def _print_report(r: BuildReport) -> None:
         print(f"  unknown labels: {', '.join(f'{k!r} x{v}' for k, v in sorted(s.unknown_labels.items()))}")
     if r.clipped_cells:
         print(f"  note: {r.clipped_cells} noisy cells exceeded int16 and were clipped")
+    for statistic, n in r.clamped_values.items():
+        print(f"  note: {statistic}: {n} exact values were beyond +-{MAX_EXACT_VALUE:,} and were clamped to it "
+              f"before the noise (the sensitivity is unchanged)")
     print("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items()))
     print("  (record counts above are for you; the bundle contains only the noisy releases)")
 

@@ -59,6 +59,8 @@ class BuildReport:
     clipped_cells: int
     seconds: dict[str, float] = field(default_factory=dict)
     units: UnitStats | None = None
+    #: Exact values clamped into the noise domain before the noise, by statistic (`PrivacyBudget.clamped`).
+    clamped_values: dict[str, int] = field(default_factory=dict)
 
 
 def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
@@ -147,7 +149,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     timer.add("write", t)
     return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=read_stats, privacy=bundle.privacy,
                        summary=privacy_summary(bundle),
-                       clipped_cells=0 if votes is None else votes.clipped_cells, seconds=timer.seconds, units=units)
+                       clipped_cells=0 if votes is None else votes.clipped_cells, seconds=timer.seconds, units=units,
+                       clamped_values=dict(budget.clamped))
 
 
 def _engine(opts: BuildOptions, labels: LabelSet, encoder: EncoderSpec, embedder: Embedder | None,

@@ -7,6 +7,8 @@ which fraction of epsilon). Each release asks it for noise on its exact integer 
 stating its mechanism and its integer L1 sensitivity per record; the budget multiplies the
 sensitivity by K, takes the statistic's share, checks with the noise library's own privacy
 map that the scale costs no more than the share, adds the noise and records what was spent.
+Exact values beyond the noise domain are clamped into it, never refused: a refusal would be
+an abort that depends on the records.
 Shares add up to epsilon by sequential composition, so the bundle is epsilon-DP whatever
 else the build does with the released values (post-processing). At the end the budget alone
 writes the bundle's ``privacy`` map from what was actually spent.
@@ -35,7 +37,8 @@ from runtime.bundle.schema import PRIVACY_RTOL, Key, ReleaseFacts
 COUNTS_SHARE = 0.05
 #: Largest share the vote tables may take (the sums keep at least a tenth of epsilon).
 MAX_VOTES_SHARE = 0.85
-#: Largest absolute exact value the i32 noise domain takes: leaves room for the noise.
+#: Largest absolute exact value the i32 noise domain takes: leaves room for the noise. Larger
+#: exact values are clamped to it (`clamp_exact`).
 MAX_EXACT_VALUE = (2**31 - 1) // 2
 
 TEST_HOOK = "NOT differentially private"
@@ -43,6 +46,24 @@ TEST_HOOK = "NOT differentially private"
 
 class BudgetError(ValueError):
     """A release would overspend the budget, or the budget's plan is not a valid split."""
+
+
+def clamp_exact(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``values`` clamped to +-MAX_EXACT_VALUE, as int32, and how many cells were clamped.
+
+    Clamping each cell to an interval is 1-Lipschitz in every coordinate: two neighbouring
+    datasets' clamped values are no farther apart in L1 than their exact values, so the
+    release's stated sensitivity still holds and the noise still pays for it. Refusing
+    instead would stop the build on a property of the records (a data-dependent abort).
+
+    Example:
+        >>> clamped, n = clamp_exact(np.array([3, -2**40, 2**40], np.int64))
+        >>> clamped.tolist() == [3, -MAX_EXACT_VALUE, MAX_EXACT_VALUE], n
+        (True, 2)
+    """
+    # max and min, not abs: abs(INT64_MIN) wraps to a negative number and would pass.
+    over = int(np.count_nonzero((values > MAX_EXACT_VALUE) | (values < -MAX_EXACT_VALUE)))
+    return np.clip(values, -MAX_EXACT_VALUE, MAX_EXACT_VALUE).astype(np.int32), over
 
 
 def check_epsilon(epsilon: float) -> float:
@@ -140,6 +161,9 @@ class PrivacyBudget:
         self._source: NoiseSource = noise_for_tests if noise_for_tests is not None else OpenDPDiscreteLaplace()
         self._pinned = noise_for_tests is not None
         self._releases: list[ReleaseFacts] = []
+        #: Exact values clamped into the noise domain, by statistic: for the builder's console
+        #: only (a data-dependent count; never written into the bundle).
+        self.clamped: dict[str, int] = {}
         self._public: list[str] = []
         self._post_processing: list[str] = []
 
@@ -177,17 +201,14 @@ class PrivacyBudget:
 
         ``sensitivity`` is the L1 distance one record can move ``values`` (integer grid
         units); the budget multiplies it by the relation's K. ``grid`` and ``clip_l1`` state
-        the class sums' grid and clip in the bundle.
+        the class sums' grid and clip in the bundle. Exact values beyond +-MAX_EXACT_VALUE are
+        clamped to it (`clamp_exact`: the sensitivity is unchanged); how many is in `clamped`.
         """
         if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 1:
             raise BudgetError(f"{statistic}: the sensitivity must be a positive integer, got {sensitivity!r}")
         values = np.asarray(values)
         if values.dtype.kind not in "iu":
             raise BudgetError(f"{statistic}: noise is added to integers only, got {values.dtype}")
-        # max and min, not abs: abs(INT64_MIN) wraps to a negative number and would pass.
-        if values.size and (int(values.max()) > MAX_EXACT_VALUE or int(values.min()) < -MAX_EXACT_VALUE):
-            raise BudgetError(f"{statistic}: an exact value does not fit the int32 noise domain (at most "
-                              f"{MAX_EXACT_VALUE:,})")
         eps = self.share(statistic)
         if not (eps > 0 and eps <= self.remaining * (1 + PRIVACY_RTOL)):
             raise BudgetError(f"{statistic}: epsilon {eps} is more than the {self.remaining} left of {self.epsilon}")
@@ -196,13 +217,16 @@ class PrivacyBudget:
         spent = self._source.epsilon_spent(scale, total)
         if spent > eps * (1 + PRIVACY_RTOL):
             raise BudgetError(f"{statistic}: noise of scale {scale} costs epsilon {spent}, more than its share {eps}")
+        exact, clamped = clamp_exact(values)
         try:
-            noisy = np.asarray(self._source.add_noise(values.astype(np.int32), scale), dtype=np.int64)
+            noisy = np.asarray(self._source.add_noise(exact, scale), dtype=np.int64)
         except Exception as exc:  # the library's message may quote the exact (private) values
             raise BudgetError(f"{statistic}: the noise library failed ({type(exc).__name__}); its message is not "
                               "shown because it may quote exact private values") from None
         self._releases.append(ReleaseFacts(statistic, eps, total, scale, mechanism, grid,
                                            None if clip_l1 is None else float(clip_l1)))
+        if clamped:
+            self.clamped[statistic] = clamped
         return noisy
 
     def declare_public(self, description: str) -> None:

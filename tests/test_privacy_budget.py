@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exporter.privacy import BudgetError, NeighbourRelation, PrivacyBudget, default_shares
+from exporter.privacy import MAX_EXACT_VALUE, BudgetError, NeighbourRelation, PrivacyBudget, default_shares
 from noise_hooks import ConstantNoise, OverspendingNoise
 
 pytestmark = pytest.mark.exporter
@@ -82,12 +82,29 @@ def test_the_sensitivity_must_be_a_positive_integer(sensitivity):
         PrivacyBudget(1.0).release("votes", ZEROS, sensitivity=sensitivity, mechanism="m")
 
 
-def test_values_must_be_integers_that_fit_the_noise_domain():
-    b = PrivacyBudget(1.0)
+def test_values_must_be_integers():
     with pytest.raises(BudgetError, match="integers only"):
-        b.release("votes", np.zeros(3), sensitivity=1, mechanism="m")
-    with pytest.raises(BudgetError, match="does not fit"):
-        b.release("votes", np.array([2**31 - 1], np.int64), sensitivity=1, mechanism="m")
+        PrivacyBudget(1.0).release("votes", np.zeros(3), sensitivity=1, mechanism="m")
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_values_beyond_the_noise_domain_are_clamped_not_refused(dtype):
+    """A refusal would be an abort that depends on the records; clamping keeps the sensitivity."""
+    exact = np.array([2**31 - 1, MAX_EXACT_VALUE, 5, 2**62], dtype)
+    if dtype is np.int64:
+        exact = np.append(exact, [-(2**63), -MAX_EXACT_VALUE - 1])
+    b = PrivacyBudget(1.0, noise_for_tests=ConstantNoise(0))
+    noisy = b.release("votes", exact, sensitivity=1, mechanism="m")
+    want = np.clip(exact.astype(object), -MAX_EXACT_VALUE, MAX_EXACT_VALUE).astype(np.int64)
+    assert noisy.tolist() == want.tolist()
+    assert b.clamped == {"votes": 2 if dtype is np.uint64 else 4}
+    assert "clamp" not in repr(b.privacy_facts()) + repr(b.releases)  # the count is the console's only
+
+
+def test_values_inside_the_noise_domain_are_not_counted_as_clamped():
+    b = PrivacyBudget(1.0, noise_for_tests=ConstantNoise(0))
+    b.release("votes", np.array([-MAX_EXACT_VALUE, MAX_EXACT_VALUE]), sensitivity=1, mechanism="m")
+    assert b.clamped == {}
 
 
 def test_facts_are_refused_while_a_planned_release_is_missing():
