@@ -117,8 +117,9 @@ def _print_report(r: BuildReport) -> None:
     if r.units:
         print(f"  privacy units: {r.units.units}; {r.units.units_over_bound} had more than "
               f"{r.privacy['max_records_per_unit']} records, {dropped} records left out")
-    if s.unknown_labels:
-        print(f"  unknown labels: {', '.join(f'{k!r} x{v}' for k, v in sorted(s.unknown_labels.items()))}")
+    if s.skipped_unknown_label:  # counts only: the label values are private data
+        print(f"  unknown labels: {s.skipped_unknown_label} records, {s.distinct_unknown_labels} distinct values "
+              f"(not shown: they are data)")
     if r.clipped_cells:
         print(f"  note: {r.clipped_cells} noisy cells exceeded int16 and were clipped")
     for statistic, n in r.clamped_values.items():

@@ -2,12 +2,15 @@
 
 Records are yielded one at a time, so a dataset of any size is read in constant memory.
 Every problem names the file and line, because a user with a million-line export needs to
-find the one bad record, not guess.
+find the one bad record, not guess; and the field and what is wrong with it, but never the
+record's text, label or unit: those are the private data, and an error message ends up in
+terminals, logs and bug reports (the label list and the header are public and are named).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -20,10 +23,10 @@ from runtime.errors import InputError
 
 FORMATS = ("jsonl", "csv", "tsv")
 
-#: Distinct unknown label names ReadStats lists with their counts. Records with further names
-#: are still skipped and counted in `skipped_unknown_label`; the cap keeps a label column of
-#: free text from making the reader's memory grow with the file.
-MAX_LISTED_UNKNOWN_LABELS = 50
+#: Distinct unknown label values ReadStats counts. Records with further values are still
+#: skipped and counted in `skipped_unknown_label`; the cap keeps a label column of free text
+#: from making the reader's memory grow with the file.
+MAX_COUNTED_UNKNOWN_LABELS = 1000
 
 
 class DatasetError(ValueError):
@@ -120,15 +123,39 @@ class Record:
     unit: str | None = None  # the privacy unit (e.g. a user id) when a unit column is given
 
 
+def label_digest(label: str) -> str:
+    """A short digest that tells distinct label values apart without keeping them."""
+    return hashlib.blake2b(label.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 @dataclass
 class ReadStats:
-    """What the reader kept and skipped (printed for the data owner; never released)."""
+    """What the reader kept and skipped (printed for the data owner; never released).
+
+    Unknown label values are private data: only their digests are kept, to count the distinct
+    values, so no report can show them.
+    """
 
     records: int = 0
     skipped_unknown_label: int = 0
     skipped_empty_texts: int = 0
     blank_lines: int = 0
-    unknown_labels: dict[str, int] = field(default_factory=dict)  # at most MAX_LISTED_UNKNOWN_LABELS names
+    #: `label_digest`s of the distinct unknown label values, at most MAX_COUNTED_UNKNOWN_LABELS (not
+    #: secret: a guessed label can be checked against them; they keep the values out of reports).
+    unknown_label_digests: set[str] = field(default_factory=set)
+
+    def add_unknown_labels(self, digests: Iterable[str]) -> None:
+        """Count distinct unknown label values (by `label_digest`), up to the cap."""
+        for d in digests:
+            if len(self.unknown_label_digests) >= MAX_COUNTED_UNKNOWN_LABELS:
+                return
+            self.unknown_label_digests.add(d)
+
+    @property
+    def distinct_unknown_labels(self) -> str:
+        """How many distinct unknown label values were seen: a number, or "at least N" past the cap."""
+        n = len(self.unknown_label_digests)
+        return f"at least {n}" if n >= MAX_COUNTED_UNKNOWN_LABELS else str(n)
 
 
 def detect_format(path: Path) -> str:
@@ -238,45 +265,48 @@ def read_records(
     else:
         rows = _csv_rows(p, fields, "," if fmt == "csv" else "\t", stats)
     for n, values in rows:
-        record = validate_row(p, n, values, labels, skip_unknown_labels=skip_unknown_labels,
-                              skip_empty_texts=skip_empty_texts, unit_field=unit_field, stats=stats)
+        record = validate_row(p, n, values, labels, fields=fields, skip_unknown_labels=skip_unknown_labels,
+                              skip_empty_texts=skip_empty_texts, stats=stats)
         if record is not None:
             yield record
 
 
-def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, skip_unknown_labels: bool,
-                 skip_empty_texts: bool, unit_field: str | None, stats: ReadStats) -> Record | None:
-    """Check one row's [text, label(, unit)] as read_records does: the Record, or None if skipped.
+def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, fields: tuple[str, ...],
+                 skip_unknown_labels: bool, skip_empty_texts: bool, stats: ReadStats) -> Record | None:
+    """Check one row's [text, label(, unit)], read from ``fields`` (text field, label field(,
+    unit field)), as read_records does: the Record, or None if skipped. A refusal names the
+    field and what is wrong, never the value.
 
     Shared with the Ray engine (exporter.ray_engine), so both paths accept, skip and refuse
     exactly the same records with the same messages.
     """
     p = path
     text, label = values[0], values[1]
-    unit = _unit(p, n, values[2], unit_field) if unit_field else None
+    text_field, label_field = fields[0], fields[1]
+    unit = _unit(p, n, values[2], fields[2]) if len(fields) > 2 else None
     if isinstance(label, int) and not isinstance(label, bool):
         label = str(label)
     if not isinstance(label, str):
-        raise DatasetError(p, n, f"label must be a string, got {type(label).__name__}")
+        raise DatasetError(p, n, f"the label (field {label_field!r}) must be a string, got {type(label).__name__}")
     label = label.strip()
     index = labels.index(label)
     if index is None:
         if not skip_unknown_labels:
-            raise DatasetError(p, n, f"label {label!r} is not in the label list "
+            raise DatasetError(p, n, f"the label (field {label_field!r}) is not in the label list "
                                      f"(pass --skip-unknown-labels to skip such records)")
         stats.skipped_unknown_label += 1
-        if label in stats.unknown_labels or len(stats.unknown_labels) < MAX_LISTED_UNKNOWN_LABELS:
-            stats.unknown_labels[label] = stats.unknown_labels.get(label, 0) + 1
+        stats.add_unknown_labels([label_digest(label)])
         return None
     if not isinstance(text, str):
-        raise DatasetError(p, n, f"text must be a string, got {type(text).__name__}")
+        raise DatasetError(p, n, f"the text (field {text_field!r}) must be a string, got {type(text).__name__}")
     try:
         check_text(text)
         if not text.strip():  # the query rule (no token) needs the tokenizer; white space is the common case
             raise InputError("query.empty", "", "empty text")
     except InputError as exc:
         if not skip_empty_texts:
-            raise DatasetError(p, n, f"{exc} (pass --skip-empty-texts to skip such records)") from None
+            raise DatasetError(p, n, f"the text (field {text_field!r}): {exc} "
+                                     f"(pass --skip-empty-texts to skip such records)") from None
         stats.skipped_empty_texts += 1
         return None
     stats.records += 1
@@ -284,11 +314,13 @@ def validate_row(path: Path, n: int, values: list[object], labels: LabelSet, *, 
 
 
 def _unit(path: Path, n: int, value: object, field: str) -> str:
+    """The record's unit id, white space around it stripped (so " ana" and "ana" are one
+    person) and an integer read as its text (so 7 and "7" are one person)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
-        raise DatasetError(path, n, f"the unit column {field!r} must be a non-empty string or integer, "
-                                    f"got {value!r}")
+        got = "a blank string" if isinstance(value, str) else type(value).__name__
+        raise DatasetError(path, n, f"the unit column {field!r} must be a non-empty string or integer, got {got}")
     return value.strip()
 
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from exporter.class_stats import ClassSumCounter
-from exporter.dataset import (MAX_LISTED_UNKNOWN_LABELS, DatasetError, LabelSet, ReadStats, decode_line,
+from exporter.dataset import (DatasetError, LabelSet, ReadStats, decode_line,
                               detect_format, parse_jsonl_line, read_records, validate_row)
 from exporter.engine import Engine
 from exporter.options import BuildError, BuildOptions
@@ -128,8 +128,8 @@ def read_shard(spec: ReadSpec, start: int, end: int, first_line: int, stats: Rea
         values = parse_jsonl_line(p, n, line, fields, stats)
         if values is None:
             continue
-        record = validate_row(p, n, values, spec.labels, skip_unknown_labels=spec.skip_unknown_labels,
-                              skip_empty_texts=spec.skip_empty_texts, unit_field=None, stats=stats)
+        record = validate_row(p, n, values, spec.labels, fields=fields, skip_unknown_labels=spec.skip_unknown_labels,
+                              skip_empty_texts=spec.skip_empty_texts, stats=stats)
         if record is not None:
             texts.append(record.text)
             classes.append(record.label)
@@ -175,11 +175,7 @@ class _ShardActor:
                 error = json.dumps({"line": exc.line, "message": str(exc)[len(where) + 2:]})
             for k, v in self.partial(emb, classes).items():
                 out.setdefault(k, []).append(v)
-            out["stats"].append(json.dumps({"records": stats.records,
-                                            "skipped_unknown_label": stats.skipped_unknown_label,
-                                            "skipped_empty_texts": stats.skipped_empty_texts,
-                                            "blank_lines": stats.blank_lines,
-                                            "unknown_labels": stats.unknown_labels}))
+            out["stats"].append(_stats_json(stats))
             out["error"].append(error)
         return {k: (np.array(v, dtype=object) if k in ("stats", "error") else np.stack(v)) for k, v in out.items()}
 
@@ -218,14 +214,20 @@ class EmbedClassSums(_ShardActor):
         return {"sums": counter.sums.reshape(-1)}
 
 
+def _stats_json(stats: ReadStats) -> str:
+    """A shard's read statistics as the driver merges them (`_merge`): counts, and the unknown
+    labels' digests only (their values are private data and never leave the worker)."""
+    return json.dumps({"records": stats.records, "skipped_unknown_label": stats.skipped_unknown_label,
+                       "skipped_empty_texts": stats.skipped_empty_texts, "blank_lines": stats.blank_lines,
+                       "unknown_label_digests": sorted(stats.unknown_label_digests)})
+
+
 def _merge(total: ReadStats, part: dict[str, Any]) -> None:
     total.records += part["records"]
     total.skipped_unknown_label += part["skipped_unknown_label"]
     total.skipped_empty_texts += part["skipped_empty_texts"]
     total.blank_lines += part["blank_lines"]
-    for name, k in part["unknown_labels"].items():
-        if name in total.unknown_labels or len(total.unknown_labels) < MAX_LISTED_UNKNOWN_LABELS:
-            total.unknown_labels[name] = total.unknown_labels.get(name, 0) + k
+    total.add_unknown_labels(part["unknown_label_digests"])
 
 
 def check_format(path: Path, fmt: str | None = None) -> None:

@@ -4,13 +4,17 @@ no error or report line quotes a private value, and the settings a mode ignores 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from conftest import build_options
+from conftest import DATA, build_options
 from exporter import privacy
 from exporter.__main__ import _print_report
-from exporter.build import build
+from exporter.build import BuildReport, build
+from exporter.dataset import DatasetError, ReadStats, label_digest, read_labels, read_records
 from noise_hooks import ConstantNoise
 from runtime import bundle as bundle_format
 
@@ -32,3 +36,52 @@ def test_a_build_clamps_exact_values_and_reports_them_on_the_console_only(export
     assert "clamp" not in repr((b.privacy, b.releases, b.exporter))  # the bundle's facts do not say it
     _print_report(report)
     assert f"class_counts: {len(b.labels)} exact values were beyond +-" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- 2. no private value in an error
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("unit,got", [(3.5, "got float"), ("   ", "got a blank string"), (["ana"], "got list")])
+def test_a_bad_unit_id_is_named_by_its_field_not_quoted(tmp_path, unit, got):
+    p = _jsonl(tmp_path / "d.jsonl", [{"text": "wake me at six", "label": "alarm_timer", "user": unit}])
+    with pytest.raises(DatasetError) as err:
+        list(read_records(p, read_labels(DATA / "labels.txt"), unit_field="user"))
+    assert str(err.value) == f"{p}:1: the unit column 'user' must be a non-empty string or integer, {got}"
+
+
+def test_the_ray_shard_reader_refuses_and_counts_unknown_labels_without_their_values(tmp_path):
+    from exporter import ray_engine  # the reader and the merge need no Ray
+
+    p = _jsonl(tmp_path / "d.jsonl", [{"text": "wake me at six", "label": "alarm_timer"},
+                                      {"text": "call Ana Lopez", "label": "secret-project-x"},
+                                      {"text": "call Bo", "label": "secret-project-y"},
+                                      {"text": "call Cy", "label": "secret-project-x"}])
+    labels = read_labels(DATA / "labels.txt")
+    with pytest.raises(DatasetError) as err:
+        ray_engine.read_shard(ray_engine.ReadSpec(str(p), labels), 0, p.stat().st_size, 1, ReadStats())
+    assert str(err.value) == (f"{p}:2: the label (field 'label') is not in the label list (pass "
+                              f"--skip-unknown-labels to skip such records)")
+    spec = ray_engine.ReadSpec(str(p), labels, skip_unknown_labels=True)
+    total = ReadStats()
+    for s in ray_engine.plan_shards(p, lines_per_shard=2):  # two shards, as two workers; x is in both
+        part = ReadStats()
+        ray_engine.read_shard(spec, s["start"], s["end"], s["first_line"], part)
+        row = ray_engine._stats_json(part)
+        assert "secret" not in row  # what travels from a worker to the driver
+        ray_engine._merge(total, json.loads(row))
+    assert (total.records, total.skipped_unknown_label, total.distinct_unknown_labels) == (1, 3, "2")
+    assert "secret" not in repr(total)
+
+
+def test_the_build_report_counts_unknown_labels_without_naming_them(capsys):
+    stats = ReadStats(records=3, skipped_unknown_label=3)
+    stats.add_unknown_labels([label_digest("secret-a"), label_digest("secret-b"), label_digest("secret-a")])
+    _print_report(BuildReport(out=Path("b.dpedge"), bundle_bytes=0, stats=stats, privacy={}, summary="s",
+                              clipped_cells=0))
+    out = capsys.readouterr().out
+    assert "unknown labels: 3 records, 2 distinct values" in out and "secret" not in out
