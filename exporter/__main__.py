@@ -89,10 +89,13 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-unknown-labels", action="store_true", help="skip (and count) records whose label is not listed")
     p.add_argument("--skip-empty-texts", action="store_true", help="skip (and count) records whose text is empty (or oversized)")
     p.add_argument("--unit-column", default=None, metavar="COL",
-                   help="privacy unit: the JSON key or CSV column naming the person (e.g. user_id); the "
-                        "guarantee then covers each person, not only each record (needs --max-records-per-unit)")
+                   help="privacy unit: the JSON key or CSV column naming the person (e.g. user_id; ids are compared "
+                        "after stripping surrounding white space, and an integer id equals its text); the guarantee "
+                        "then covers each person, not only each record (needs --max-records-per-unit)")
     p.add_argument("--max-records-per-unit", type=int, default=None, metavar="K",
-                   help="keep at most K records per person, chosen at random; noise scale becomes K*T/epsilon")
+                   help="keep at most K records per person, chosen at random; every release's L1 sensitivity, and "
+                        "so its noise scale, is multiplied by K: class counts K, class sums K x round(100 x B) "
+                        "(B: the L1 clip), vote tables K x T")
     p.add_argument("--max-table-mib", type=float, default=DEFAULT_MAX_TABLE_MIB,
                    help=f"refuse vote tables larger than this (default {DEFAULT_MAX_TABLE_MIB:g} MiB)")
     p.add_argument("--models-dir", type=Path, default=Path("models"), help="where the exported encoder is cached")

@@ -156,7 +156,7 @@ def _check_unit(opts: BuildOptions) -> None:
     k = opts.max_records_per_unit
     if opts.unit_field and (k is None or k < 1):
         raise BuildError("--unit-column needs --max-records-per-unit K (at least 1): the most records one "
-                         "person may contribute; the noise scale grows to K*T/epsilon")
+                         "person may contribute; every release's sensitivity and noise scale grow K-fold")
     if not opts.unit_field and k not in (None, 1):
         raise BuildError("--max-records-per-unit needs --unit-column: without it, each record is its own unit")
 

@@ -7,7 +7,9 @@ privacy budget (exporter.privacy) pays for. Which K records are kept is chosen u
 random with a cryptographically secure generator, looking at nothing but the unit key and
 how many records the unit has: not at labels or texts (choosing, say, the longest texts would
 make the selection itself depend on content), and not simply the first K in file order (file
-order often follows time or topic).
+order often follows time or topic). The unit key is the id as the reader gives it
+(exporter.dataset): surrounding white space stripped and an integer read as its text, so
+" ana", "ana" and 7, "7" are one person each.
 
 It takes two streaming passes over the data: the first counts records per unit, the second
 keeps the chosen ones, and never more than K of any unit even if the data changed in between

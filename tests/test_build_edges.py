@@ -12,9 +12,10 @@ import pytest
 
 from conftest import DATA, build_options
 from exporter import privacy
-from exporter.__main__ import _print_report
+from exporter.__main__ import _print_report, main
 from exporter.build import BuildReport, build
 from exporter.dataset import DatasetError, ReadStats, label_digest, read_labels, read_records
+from exporter.units import UnitBound
 from noise_hooks import ConstantNoise
 from runtime import bundle as bundle_format
 
@@ -85,3 +86,27 @@ def test_the_build_report_counts_unknown_labels_without_naming_them(capsys):
                               clipped_cells=0))
     out = capsys.readouterr().out
     assert "unknown labels: 3 records, 2 distinct values" in out and "secret" not in out
+
+
+# --------------------------------------------------------------------------- 6. the unit options' help
+
+
+def test_unit_ids_are_compared_after_stripping_white_space(tmp_path):
+    """What --unit-column's help says: " ana", "ana " and "ana" are one person, 7 and "7" another."""
+    ids = [" ana", "ana ", "ana", 7, "7", "\tbo\n"]
+    p = _jsonl(tmp_path / "d.jsonl", [{"text": f"wake me at {i}", "label": "alarm_timer", "user": u}
+                                      for i, u in enumerate(ids)])
+    records = list(read_records(p, read_labels(DATA / "labels.txt"), unit_field="user"))
+    bound = UnitBound(k=1)
+    bound.plan(r.unit for r in records)
+    kept = list(bound.keep(records, unit_of=lambda r: r.unit))
+    assert bound.stats.units == 3 and sorted(r.unit for r in kept) == ["7", "ana", "bo"]
+
+
+def test_the_unit_help_gives_every_releases_scale_and_the_stripping(capsys):
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "after stripping surrounding white space" in text
+    assert ("multiplied by K: class counts K, class sums K x round(100 x B) (B: the L1 clip), vote tables K x T"
+            in text)
