@@ -82,7 +82,9 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                          "statistics bundle of kilobytes that names the pack instead of carrying the encoder (format "
                          "1.1; readers load it with the pack)")
     p.add_argument("--out", type=Path, default=Path("models/bundle.dpedge"), help="bundle to write")
-    p.add_argument("--seed", type=int, default=None, help="hyperplane seed (default: random, recorded in the bundle)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="hyperplane seed, for bundles with vote tables; others have no hyperplanes (default: random, "
+                        "recorded in the bundle)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default=None, help="dataset format (default: from extension)")
     p.add_argument("--text-field", default="text", help="JSON key or CSV column of the text (default: text)")
     p.add_argument("--label-field", default="label", help="JSON key or CSV column of the label (default: label)")
@@ -96,7 +98,7 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help="keep at most K records per person, chosen at random; every release's L1 sensitivity, and "
                         "so its noise scale, is multiplied by K: class counts K, class sums K x round(100 x B) "
                         "(B: the L1 clip), vote tables K x T")
-    p.add_argument("--max-table-mib", type=float, default=DEFAULT_MAX_TABLE_MIB,
+    p.add_argument("--max-table-mib", type=float, default=None,
                    help=f"refuse vote tables larger than this (default {DEFAULT_MAX_TABLE_MIB:g} MiB)")
     p.add_argument("--models-dir", type=Path, default=Path("models"), help="where the exported encoder is cached")
     p.add_argument("--workers", type=int, default=None, help="texts embedded in parallel (default: one per core)")

@@ -54,7 +54,7 @@ class BuildOptions:
     label_field: str = "label"
     skip_unknown_labels: bool = False
     skip_empty_texts: bool = False
-    max_table_mib: float = DEFAULT_MAX_TABLE_MIB
+    max_table_mib: float | None = None  # None: DEFAULT_MAX_TABLE_MIB (only bundles with vote tables have any)
     unit_field: str | None = None  # privacy unit column (e.g. a user id); None: one record is the unit
     max_records_per_unit: int | None = None  # K, required with unit_field: records kept per unit
     workers: int | None = None  # texts embedded at once, one engine thread each (None: all cores)
@@ -93,6 +93,20 @@ class BuildOptions:
         return default_shares(self.hashing, self.votes_share)
 
 
+#: Options only a bundle with vote tables uses, and only aligned hashing uses: option -> (flag,
+#: the value that means "not given"). A mode that would ignore one refuses it instead, so a
+#: setting never silently does nothing.
+TABLES_ONLY = {"tables": ("--tables", None), "bits": ("--bits", None), "public_directions": ("--public-directions", 0),
+               "max_table_mib": ("--max-table-mib", None)}
+ALIGNED_ONLY = {"votes_share": ("--votes-share", 0.0), "basis_dim": ("--basis-dim", None),
+                "clip_l1": ("--clip-l1", None), "public_directions": ("--public-directions", 0)}
+
+
+def _given(opts: BuildOptions, options: dict[str, tuple[str, object]]) -> list[str]:
+    """The flags of ``options`` that ``opts`` sets."""
+    return [flag for name, (flag, unset) in options.items() if getattr(opts, name) != unset]
+
+
 def table_bytes(tables: int, bits: int, classes: int) -> int:
     return tables * 2**bits * classes * 2  # int16 cells
 
@@ -106,10 +120,10 @@ def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool 
     _check_hashing(opts)
     if opts.has_tables:
         check_shape(opts.table_count, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes,
-                    opts.max_table_mib)
-    elif opts.tables is not None or opts.bits is not None or opts.public_directions:
-        raise BuildError("--tables, --bits and --public-directions shape the vote tables, and this bundle has none: "
-                         "add --votes-share (or --hashing random), or leave them out")
+                    DEFAULT_MAX_TABLE_MIB if opts.max_table_mib is None else opts.max_table_mib)
+    elif given := _given(opts, TABLES_ONLY):
+        raise BuildError(f"only a bundle with vote tables uses {', '.join(given)}, and this bundle has none: add "
+                         f"--votes-share (or --hashing random), or leave them out")
     _check_unit(opts)
     _check_engine(opts, benchmark_stand_in)
     if opts.encoder_pack is not None and opts.extend is None and (opts.encoder_source is not None
@@ -137,6 +151,9 @@ def _check_hashing(opts: BuildOptions) -> None:
     if opts.hashing not in HASHINGS:
         raise BuildError(f"unknown hashing {opts.hashing!r} (use one of {', '.join(HASHINGS)})")
     if not opts.aligned:
+        if given := _given(opts, ALIGNED_ONLY):
+            raise BuildError(f"only aligned hashing uses {', '.join(given)}, and --hashing random releases its "
+                             f"vote tables alone: leave them out, or use --hashing aligned")
         return
     try:
         opts.shares()

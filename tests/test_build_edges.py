@@ -15,6 +15,7 @@ from exporter import privacy
 from exporter.__main__ import _print_report, main
 from exporter.build import BuildReport, build
 from exporter.dataset import DatasetError, ReadStats, label_digest, read_labels, read_records
+from exporter.options import BuildError, check_options
 from exporter.units import UnitBound
 from noise_hooks import ConstantNoise
 from runtime import bundle as bundle_format
@@ -110,3 +111,39 @@ def test_the_unit_help_gives_every_releases_scale_and_the_stripping(capsys):
     assert "after stripping surrounding white space" in text
     assert ("multiplied by K: class counts K, class sums K x round(100 x B) (B: the L1 clip), vote tables K x T"
             in text)
+
+
+# --------------------------------------------------------------------------- 7. ignored flags are refused
+
+
+@pytest.mark.parametrize("overrides,flags", [
+    (dict(votes_share=0.1), "--votes-share"),
+    (dict(basis_dim=16), "--basis-dim"),
+    (dict(clip_l1=2.0), "--clip-l1"),
+    (dict(public_directions=2), "--public-directions"),
+    (dict(votes_share=0.1, basis_dim=16, clip_l1=2.0, public_directions=2),
+     "--votes-share, --basis-dim, --clip-l1, --public-directions"),
+])
+def test_random_hashing_refuses_the_flags_it_would_ignore(tmp_path, overrides, flags):
+    opts = build_options(tmp_path / "r.dpedge", hashing="random", **overrides)
+    with pytest.raises(BuildError, match=f"only aligned hashing uses {flags}, and --hashing random"):
+        check_options(opts, classes=7)
+    with pytest.raises(BuildError):  # the build refuses before reading a record
+        build(opts)
+    assert not (tmp_path / "r.dpedge").exists()
+
+
+def test_a_bundle_without_vote_tables_refuses_their_size_limit(tmp_path):
+    with pytest.raises(BuildError, match="only a bundle with vote tables uses --max-table-mib, and this bundle has none"):
+        check_options(build_options(tmp_path / "a.dpedge", max_table_mib=8.0), classes=7)
+    check_options(build_options(tmp_path / "a.dpedge", max_table_mib=8.0, votes_share=0.1), classes=7)
+    check_options(build_options(tmp_path / "a.dpedge", max_table_mib=8.0, hashing="random"), classes=7)
+    with pytest.raises(BuildError, match="over the limit of 0.001 MiB"):  # and it still bounds them
+        check_options(build_options(tmp_path / "a.dpedge", max_table_mib=0.001, hashing="random"), classes=7)
+
+
+def test_the_cli_leaves_unset_flags_unset(tmp_path, capsys):
+    """Defaults in the CLI are the options' "not given", so a default build refuses nothing."""
+    rc = main(["build", "--train", str(tmp_path / "missing.jsonl"), "--labels", str(DATA / "labels.txt"),
+               "--epsilon", "1", "--hashing", "random", "--out", str(tmp_path / "x.dpedge"), "--quiet"])
+    assert rc == 2 and "only aligned hashing" not in capsys.readouterr().err
