@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 from exporter.class_stats import ClassStatsRelease
 from exporter.dataset import LabelSet, ReadStats, read_labels
-from exporter.encoder_export import PackedEncoder, export_encoder, in_memory
+from exporter.encoder_export import PackedEncoder, export_encoder, exporter_embedder, in_memory
 from exporter.extend import BATCH_INPUT, check_extension, earlier_basis, earlier_options, merged
 from exporter.engine import Engine
 from exporter.hyperplanes import new_seed
@@ -103,7 +103,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         encoder = exported.to_bundle_encoder()
     embedder = None
     if opts.engine == "local" or opts.aligned:  # the Ray driver embeds only public text
-        embedder = Embedder(encoder, threads=1, workers=opts.workers or os.cpu_count() or 1)
+        embedder = exporter_embedder(encoder, workers=opts.workers or os.cpu_count() or 1)
     seed = new_seed() if opts.seed is None else int(opts.seed)
     budget = PrivacyBudget(opts.epsilon, opts.relation(), shares=opts.shares(), noise_for_tests=noise_for_tests)
     t = timer.add("load encoder", t)

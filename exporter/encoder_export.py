@@ -60,6 +60,15 @@ class EncoderExportError(RuntimeError):
     """The encoder cannot be exported, or its int8 version is not faithful enough to ship."""
 
 
+def exporter_embedder(encoder: EncoderSpec, workers: int = 1) -> Embedder:
+    """The exporter's embedder of its own encoder: one engine thread per text, ``workers`` texts
+    at once, and sessions with their own memory arenas. The runtime's shared arena, capped for
+    hostile bundles on devices, would be shared here by every worker: long texts meeting at
+    once on a many-core server would exhaust it and stop the build on what the records hold.
+    The encoder is the exporter's own (or the operator's pack or earlier bundle), trusted."""
+    return Embedder(encoder, threads=1, workers=workers, shared_arena=False)
+
+
 def default_source() -> Path:
     """The default encoder's folder (exporter.encoders.DEFAULT), from its weights package."""
     try:
@@ -243,7 +252,7 @@ def source_key(source: Path, encoder_format: str = "onnx") -> str:
 
 def measure_fidelity(encoder: EncoderSpec, reference: np.ndarray, texts: tuple[str, ...] = FIDELITY_TEXTS) -> dict[str, Any]:
     """Cosine between the shipped encoder's embeddings and reference fp32 embeddings."""
-    emb = Embedder(encoder, threads=1).embed(texts)
+    emb = exporter_embedder(encoder).embed(texts)
     ref = reference / np.linalg.norm(reference, axis=1, keepdims=True)
     cos = np.sum(emb * ref, axis=1) / np.linalg.norm(emb, axis=1)
     worst = int(np.argmin(cos))
@@ -367,7 +376,7 @@ def _graph_inputs(model: Path) -> list[str]:
 
 def _check_probe(encoder: EncoderSpec) -> dict[str, Any]:
     """The exporter's own embedding of CHECK_TEXT, which devices compare against at load."""
-    emb = Embedder(encoder, threads=1).embed_one(CHECK_TEXT)
+    emb = exporter_embedder(encoder).embed_one(CHECK_TEXT)
     return {"text": CHECK_TEXT, "embedding": [float(x) for x in emb]}
 
 

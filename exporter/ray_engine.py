@@ -147,12 +147,12 @@ class _ShardActor:
     def __init__(self, encoder: Any, spec: ReadSpec):
         import ray
 
-        from runtime.embedder import Embedder
+        from exporter.encoder_export import exporter_embedder
 
         if isinstance(encoder, ray.ObjectRef):
             encoder = ray.get(encoder)
         assert isinstance(encoder, EncoderSpec)
-        self.embedder = Embedder(encoder, threads=1)
+        self.embedder = exporter_embedder(encoder)
         self.spec = spec
 
     def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:

@@ -25,12 +25,15 @@ from runtime.tokenizer import TextTokenizer
 class Embedder:
     """Unit-vector embeddings of texts, shape (n, dim), float32.
 
-    ``engine``, ``threads`` and ``workers`` are `TextEncoder`'s (engine, threads per text,
-    texts embedded at once); none of them changes the result.
+    ``engine``, ``threads``, ``workers`` and ``shared_arena`` are `TextEncoder`'s (engine,
+    threads per text, texts embedded at once, whether the engine's memory comes from the
+    process's shared capped arena: False only for an encoder the caller trusts, as the
+    exporter's own); none of them changes the result.
     """
 
-    def __init__(self, encoder: EncoderSpec, *, engine: str = "auto", threads: int | None = None, workers: int = 1):
-        self.encoder = TextEncoder(encoder, engine=engine, threads=threads, workers=workers)
+    def __init__(self, encoder: EncoderSpec, *, engine: str = "auto", threads: int | None = None, workers: int = 1,
+                 shared_arena: bool = True):
+        self.encoder = TextEncoder(encoder, engine=engine, threads=threads, workers=workers, shared_arena=shared_arena)
         doc = encoder.tokenizer if encoder.tokenizer is not None else check_tokenizer_json(encoder.tokenizer_json)
         self.tokenizer = TextTokenizer(doc, encoder.max_length, encoder.text_prefix)
 

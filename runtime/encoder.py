@@ -50,20 +50,25 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class Engine:
-    """An inference engine for one encoder format; ``module`` is imported only when used."""
+    """An inference engine for one encoder format; ``module`` is imported only when used.
+
+    ``make(encoder, threads)`` loads it; an engine with a shared memory arena (``arena``) also
+    takes ``shared_arena`` (see `TextEncoder`).
+    """
 
     name: str
     format: str
     module: str
     install: str
-    make: Callable[[EncoderSpec, int | None], Any]
+    make: Callable[..., Any]
+    arena: bool = False
 
 
 #: Every engine, in "auto" preference order within a format.
 ENGINES: dict[str, Engine] = {
     b.name: b
     for b in (
-        Engine("onnxruntime", "onnx", "onnxruntime", onnx_engine.INSTALL, onnx_engine.OnnxRuntimeEngine),
+        Engine("onnxruntime", "onnx", "onnxruntime", onnx_engine.INSTALL, onnx_engine.OnnxRuntimeEngine, arena=True),
         Engine("litert", "tflite", "ai_edge_litert", tflite_engine.LITERT_INSTALL,
                 functools.partial(tflite_engine.TfliteEngine, module="ai_edge_litert", name="LiteRT")),
         Engine("tflite-runtime", "tflite", "tflite_runtime", "pip install tflite-runtime (numpy<2 only)",
@@ -111,19 +116,33 @@ class TextEncoder:
     ``engine``: "auto" or a name in ENGINES; ``threads``: the engine's threads per text
     (None: all cores); ``workers`` > 1 embeds that many texts at once (the exporter uses one
     worker per core with one thread each). Neither changes the result.
+
+    ``shared_arena`` (default True, the runtime's behaviour): the engine's sessions allocate
+    from the one memory arena per process capped at ENGINE_ARENA_BYTES, which bounds what a
+    hostile bundle's graph can take. False gives them their own, uncapped arenas: for an
+    encoder the caller trusts (the exporter's own), where a cap shared by many texts at once
+    would make the outcome depend on how long the texts are and how many meet. Engines without
+    such an arena (TFLite) have nothing to change. The result is the same either way.
     """
 
-    def __init__(self, encoder: EncoderSpec, *, engine: str = "auto", threads: int | None = None, workers: int = 1):
+    def __init__(self, encoder: EncoderSpec, *, engine: str = "auto", threads: int | None = None, workers: int = 1,
+                 shared_arena: bool = True):
         chosen = choose_engine(encoder.format, engine)
         self.engine = chosen.name
         self.dim = encoder.dim
         self._spec = encoder
-        self._make: Callable[[], Any] = lambda: chosen.make(encoder, threads)
+        options = {"shared_arena": shared_arena} if chosen.arena else {}
+        self._make: Callable[[], Any] = lambda: chosen.make(encoder, threads, **options)
         first = self._make()
         self._shared = first if first.thread_safe else None
         self._local = threading.local()
         self._local.runner = first
         self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
+
+    @property
+    def shared_arena(self) -> bool:
+        """Whether this encoder's sessions allocate from the shared capped arena."""
+        return bool(getattr(self._runner(), "shared_arena", False))
 
     @property
     def check_text(self) -> str:

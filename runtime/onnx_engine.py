@@ -14,6 +14,12 @@ at `schema.ENGINE_ARENA_BYTES` (a graph that expands a tensor to gigabytes fails
 instead of taking the device's memory), session creation can be cancelled, and a run that
 exceeds its time budget is terminated from a watchdog thread. The graph itself was checked
 against the encoder family before it gets here (runtime.bundle.model_family).
+
+The capped arena is one per process, shared by every session and every concurrent run: it
+bounds a hostile graph on a device running a few texts at once. The exporter runs its own,
+trusted encoder on many texts at once (one per core), where long texts meeting in the shared
+arena would exhaust it and fail the build on what the records hold; it asks for sessions with
+their own arenas instead (``shared_arena=False``).
 """
 
 from __future__ import annotations
@@ -72,7 +78,7 @@ def _register_capped_arena(ort: Any) -> bool:
         return _arena_registered
 
 
-def _session_options(threads: int | None):
+def _session_options(threads: int | None, shared_arena: bool = True):
     ort = _onnxruntime()
     so = ort.SessionOptions()
     # 0 lets onnxruntime use every core; 1 is the Raspberry Pi / background-service case.
@@ -86,7 +92,8 @@ def _session_options(threads: int | None):
     for key, value in ONNX_SESSION_CONFIG.items():
         so.add_session_config_entry(key, value)
     so.log_severity_level = 4
-    _budget_options(ort, so)
+    if shared_arena:
+        _budget_options(ort, so)
     return so
 
 
@@ -94,6 +101,15 @@ def _budget_options(ort: Any, so: Any) -> None:
     """The memory budget: every tensor from the shared capped arena."""
     if _register_capped_arena(ort):
         so.add_session_config_entry("session.use_env_allocators", "1")
+
+
+def uses_shared_arena(so: Any) -> bool:
+    """Whether a session with these options (a session's own: ``get_session_options()``)
+    allocates from the shared capped arena."""
+    try:
+        return so.get_session_config_entry("session.use_env_allocators") == "1"
+    except Exception:  # noqa: BLE001 - onnxruntime raises when the entry was never set
+        return False
 
 
 class _Watchdog:
@@ -229,13 +245,17 @@ class OnnxRuntimeEngine:
     """One onnxruntime session; `run` is thread-safe, so every worker shares it.
 
     The session maps or copies what it needs, so one session serves every thread.
+    ``shared_arena`` (default True) allocates every tensor from the process's shared arena
+    capped at ENGINE_ARENA_BYTES, the bound on a hostile bundle; False gives the session its
+    own, uncapped arena, for an encoder the caller trusts (the exporter's own), so that the
+    number of texts run at once cannot exhaust the cap.
     """
 
     thread_safe = True
 
-    def __init__(self, encoder: EncoderSpec, threads: int | None):
+    def __init__(self, encoder: EncoderSpec, threads: int | None, *, shared_arena: bool = True):
         ort = _onnxruntime()
-        so = _session_options(threads)
+        so = _session_options(threads, shared_arena)
         # onnxruntime reads in-memory weights through a pointer: the buffer lives as long as the session.
         model, self._weights = _with_weights(ort, so, encoder)
         key = _watchdog.start(LOAD_RUN_SECONDS, lambda: so.set_load_cancellation_flag(True))
@@ -262,6 +282,9 @@ class OnnxRuntimeEngine:
         self._inputs = tuple(encoder.inputs)
         self._output = encoder.output
         self._ort = ort
+        #: Whether the session allocates from the shared capped arena, as the session itself
+        #: states (False also when onnxruntime refused to register it: `_register_capped_arena`).
+        self.shared_arena = uses_shared_arena(self._session.get_session_options())
         # onnxruntime's Python wrapper keeps the model bytes only to rebuild the session when its
         # providers change, which this CPU-only session never does.
         if getattr(self._session, "_model_bytes", None) is not None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import DATA, build_options
@@ -15,10 +14,14 @@ from exporter import privacy
 from exporter.__main__ import _print_report, main
 from exporter.build import BuildReport, build
 from exporter.dataset import DatasetError, ReadStats, label_digest, read_labels, read_records
+from exporter.encoder_export import exporter_embedder
+from exporter.fidelity_texts import FIDELITY_TEXTS
 from exporter.options import BuildError, check_options
 from exporter.units import UnitBound
 from noise_hooks import ConstantNoise
 from runtime import bundle as bundle_format
+from runtime.embedder import Embedder
+from runtime.onnx_engine import uses_shared_arena
 
 
 # --------------------------------------------------------------------------- 1. clamped exact values
@@ -147,3 +150,30 @@ def test_the_cli_leaves_unset_flags_unset(tmp_path, capsys):
     rc = main(["build", "--train", str(tmp_path / "missing.jsonl"), "--labels", str(DATA / "labels.txt"),
                "--epsilon", "1", "--hashing", "random", "--out", str(tmp_path / "x.dpedge"), "--quiet"])
     assert rc == 2 and "only aligned hashing" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- 3. the engine's arena per session
+
+
+def test_the_exporters_encoder_has_its_own_arena_and_the_runtimes_the_shared_cap(exported_encoder):
+    spec = exported_encoder.to_bundle_encoder()
+    exporter_side, runtime_side = exporter_embedder(spec, workers=2), Embedder(spec, threads=1)
+    assert runtime_side.encoder.shared_arena is True  # the runtime's default is unchanged
+    assert exporter_side.encoder.shared_arena is False
+    session = exporter_side.encoder._runner()._session  # what onnxruntime itself was told
+    assert not uses_shared_arena(session.get_session_options())
+    assert uses_shared_arena(runtime_side.encoder._runner()._session.get_session_options())
+    texts = ["wake me at six", FIDELITY_TEXTS[-1]]
+    assert exporter_side.embed(texts).tobytes() == runtime_side.embed(texts).tobytes()  # same embeddings
+
+
+@pytest.mark.exporter
+def test_many_workers_on_long_texts_cannot_fail_a_build(exported_encoder, tmp_path):
+    """96 long texts at once need more than the runtime's shared 128 MiB (measured: a shared
+    arena fails this build); the exporter's sessions have their own arenas, so it succeeds."""
+    labels = read_labels(DATA / "labels.txt").names
+    long_texts = [t for t in FIDELITY_TEXTS if len(t) > 500]
+    train = _jsonl(tmp_path / "long.jsonl", [{"text": f"{i}: {long_texts[i % len(long_texts)]}",
+                                              "label": labels[i % len(labels)]} for i in range(192)])
+    report = build(build_options(tmp_path / "long.dpedge", train=train, workers=96), noise_for_tests=ConstantNoise(0))
+    assert report.stats.records == 192
