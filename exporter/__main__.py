@@ -72,7 +72,9 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help="with vote tables: public basis directions hashed besides the class directions (default 0)")
     p.add_argument("--encoder", default=None, metavar="NAME|FOLDER",
                    help="a known encoder (python -m exporter encoders), a sentence-transformers folder, or a folder "
-                        "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2)")
+                        "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2); a folder "
+                        "is your statement that the model was trained without the private records, and the bundle "
+                        "says so")
     _add_encoder_format(p)
     p.add_argument("--extend", type=Path, default=None, metavar="OLD",
                    help="release these records (none of them, or with --unit-column none of their persons, in an "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from typing import Any, Iterator
 from exporter.class_stats import ClassStatsRelease
 from exporter.dataset import LabelSet, ReadStats, read_labels
 from exporter.encoder_export import PackedEncoder, export_encoder, exporter_embedder, in_memory
-from exporter.extend import BATCH_INPUT, check_extension, earlier_basis, earlier_options, merged
+from exporter.extend import (BATCH_INPUT, check_extension, earlier_basis, earlier_encoder_statement, earlier_options,
+                             merged)
 from exporter.engine import Engine
 from exporter.hyperplanes import new_seed
 from exporter.local_engine import EmbedChunk, LocalEngine
@@ -34,8 +36,8 @@ from exporter.noise import NoiseSource
 from exporter.options import DEFAULT_BITS, BuildError, BuildOptions, check_options
 from exporter.privacy import PrivacyBudget
 from exporter.progress import Timer
-from exporter.stages import (Hashing, PublicInputs, aligned_hashing, assemble_bundle, public_inputs,
-                             release_class_stats_in,
+from exporter.stages import (ENCODER_STATED_BY_BUILDER, FOLDER_NOTICE, Hashing, PublicInputs, aligned_hashing,
+                             assemble_bundle, encoder_input, public_inputs, release_class_stats_in,
                              random_hashing, release_class_stats)
 from exporter.units import UnitStats
 from exporter.votes import VoteRelease, release_votes
@@ -93,6 +95,9 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         check_extension(opts, earlier, labels)
         opts = earlier_options(opts, earlier)
     check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
+    encoder_statement = encoder_input(opts.encoder_source) if earlier is None else earlier_encoder_statement(earlier)
+    if earlier is None and encoder_statement == ENCODER_STATED_BY_BUILDER:  # a folder: the builder's promise
+        print(FOLDER_NOTICE.format(folder=opts.encoder_source), file=sys.stderr)
     if earlier is not None:
         exported, encoder = None, in_memory(earlier.encoder)
     elif pack is not None:
@@ -140,7 +145,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         read_stats, units = engine.stats, engine.units
 
     bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public,
-                             stand_in=embed_for_benchmarks is not None)
+                             stand_in=embed_for_benchmarks is not None, encoder_statement=encoder_statement)
     if pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
         bundle = dataclasses.replace(bundle, encoder_pack=pack.digest)
     if earlier is not None:

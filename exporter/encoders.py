@@ -70,6 +70,11 @@ class UnknownEncoder(ValueError):
     """A name that is neither a registered encoder nor a folder."""
 
 
+def is_folder(spec: str | Path | None) -> bool:
+    """Whether `--encoder` names a folder (which `resolve` takes before a registered name)."""
+    return spec is not None and Path(spec).is_dir()
+
+
 def resolve(spec: str | Path | None) -> tuple[Path, str]:
     """(source folder, name) for `--encoder NAME|FOLDER` (None: the default encoder).
 
@@ -78,7 +83,7 @@ def resolve(spec: str | Path | None) -> tuple[Path, str]:
     if spec is None:
         spec = DEFAULT
     path = Path(spec)
-    if path.is_dir():
+    if is_folder(path):
         return path, path.name
     known = REGISTRY.get(str(spec))
     if known is None:

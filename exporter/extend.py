@@ -24,6 +24,7 @@ import numpy as np
 from exporter.dataset import LabelSet
 from exporter.options import BuildError, BuildOptions
 from exporter.public_basis import PublicBasis
+from exporter.stages import ENCODER_IS_PUBLIC, ENCODER_STATED_BY_BUILDER
 from exporter.votes import INT16_MAX, INT16_MIN
 from runtime.bundle.schema import PRIVACY_RTOL, Bundle, Key
 
@@ -67,6 +68,13 @@ def earlier_options(opts: BuildOptions, old: Bundle) -> BuildOptions:
     return dataclasses.replace(opts, hashing="aligned" if aligned else "random", votes_share=round(votes_share, 12),
                                tables=None if old.votes is None else old.tables,
                                bits=None if old.votes is None else old.bits)
+
+
+def earlier_encoder_statement(old: Bundle) -> str:
+    """How the earlier bundle stated its encoder among the public inputs: every batch has the
+    same encoder, so the same statement (a folder's stays the builder's)."""
+    stated = old.privacy.get(Key.PUBLIC_INPUTS) or ()
+    return ENCODER_STATED_BY_BUILDER if ENCODER_STATED_BY_BUILDER in stated else ENCODER_IS_PUBLIC
 
 
 def earlier_basis(old: Bundle) -> tuple[PublicBasis, float]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from exporter import encoders
 from exporter.class_stats import (ClassStatsRelease, ClassSumCounter, choose_subspace, release_class_counts,
                                   release_class_sums)
 from exporter.dataset import LabelSet
@@ -31,7 +33,14 @@ from runtime.bundle.schema import Bundle, EncoderSpec, Key, Scoring
 EmbedTexts = Callable[[list[str]], np.ndarray]
 
 LABELS_ARE_PUBLIC = "label list and descriptions"
+#: How the public inputs state the encoder: a registered encoder (exporter.encoders) is a public
+#: pretrained model; a folder is the builder's statement, which the exporter cannot check.
 ENCODER_IS_PUBLIC = "encoder (public pretrained model)"
+ENCODER_STATED_BY_BUILDER = ("encoder (a model folder the builder states was trained without the private records; "
+                             "one fine-tuned on them would break the guarantee)")
+#: The line a build with `--encoder FOLDER` prints on stderr.
+FOLDER_NOTICE = ("note: --encoder {folder}: the guarantee assumes this encoder was trained without the private "
+                 "records (a model fine-tuned on them breaks it); the bundle states that you say so")
 STAND_IN = "BENCHMARK STAND-IN: the counts were not made by this encoder; do not classify with this bundle"
 #: The blend's constants the exporter ships (docs/accuracy.md has the measurements): the
 #: cosine at temperature 0.04, the prior at 0.05 with R = 100 records per class, the class sums
@@ -119,12 +128,24 @@ def aligned_hashing(stats: ClassStatsRelease, seed: int, tables: int, bits: int 
     return Hashing(planes, offsets, seed)
 
 
+def encoder_input(source: str | Path | None) -> str:
+    """How the public inputs state the encoder of `--encoder` ``source`` (None: the default).
+
+    Example:
+        >>> encoder_input("all-MiniLM-L6-v2") == ENCODER_IS_PUBLIC
+        True
+    """
+    return ENCODER_STATED_BY_BUILDER if encoders.is_folder(source) else ENCODER_IS_PUBLIC
+
+
 def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudget, hashing: Hashing | None,
                     votes: VoteRelease | None, *, stats: ClassStatsRelease | None = None,
-                    public: PublicInputs | None = None, stand_in: bool = False) -> Bundle:
-    """The bundle: the releases, the public inputs, and the privacy facts the budget writes."""
+                    public: PublicInputs | None = None, stand_in: bool = False,
+                    encoder_statement: str = ENCODER_IS_PUBLIC) -> Bundle:
+    """The bundle: the releases, the public inputs (``encoder_statement``: how the encoder is
+    stated, `encoder_input`), and the privacy facts the budget writes."""
     budget.declare_public(LABELS_ARE_PUBLIC)
-    budget.declare_public(ENCODER_IS_PUBLIC)
+    budget.declare_public(encoder_statement)
     exporter = {Key.NAME: "dpedge", Key.VERSION: __version__,
                 Key.CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if stand_in:

@@ -17,6 +17,7 @@ from exporter.dataset import DatasetError, ReadStats, label_digest, read_labels,
 from exporter.encoder_export import exporter_embedder
 from exporter.fidelity_texts import FIDELITY_TEXTS
 from exporter.options import BuildError, check_options
+from exporter.stages import ENCODER_IS_PUBLIC, ENCODER_STATED_BY_BUILDER
 from exporter.units import UnitBound
 from noise_hooks import ConstantNoise
 from runtime import bundle as bundle_format
@@ -177,3 +178,33 @@ def test_many_workers_on_long_texts_cannot_fail_a_build(exported_encoder, tmp_pa
                                               "label": labels[i % len(labels)]} for i in range(192)])
     report = build(build_options(tmp_path / "long.dpedge", train=train, workers=96), noise_for_tests=ConstantNoise(0))
     assert report.stats.records == 192
+
+
+# --------------------------------------------------------------------------- 5. an encoder folder is a promise
+
+
+@pytest.mark.exporter
+def test_an_encoder_folder_is_stated_as_the_builders_promise(exported_encoder, tmp_path, capsys):
+    """A folder (here an exported one, used as it is) prints one line and the bundle states the
+    builder's promise; an extension keeps that statement; a registered encoder keeps its wording."""
+    lines = (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("\n".join(lines[::2]) + "\n", encoding="utf-8")
+    second.write_text("\n".join(lines[1::2]) + "\n", encoding="utf-8")
+    folder = exported_encoder.directory
+    build(build_options(tmp_path / "f.dpedge", train=first, encoder_source=str(folder)), noise_for_tests=ConstantNoise(0))
+    err = capsys.readouterr().err
+    assert err.count(f"note: --encoder {folder}: the guarantee assumes this encoder was trained without the private "
+                     f"records (a model fine-tuned on them breaks it)") == 1
+    stated = bundle_format.load(tmp_path / "f.dpedge").privacy["public_inputs"]
+    assert ENCODER_STATED_BY_BUILDER in stated and ENCODER_IS_PUBLIC not in stated
+
+    build(build_options(tmp_path / "g.dpedge", train=second, extend=tmp_path / "f.dpedge", seed=None),
+          noise_for_tests=ConstantNoise(0))
+    stated = bundle_format.load(tmp_path / "g.dpedge").privacy["public_inputs"]
+    assert ENCODER_STATED_BY_BUILDER in stated and ENCODER_IS_PUBLIC not in stated
+
+    build(build_options(tmp_path / "r.dpedge", train=first), noise_for_tests=ConstantNoise(0))
+    assert "--encoder" not in capsys.readouterr().err
+    stated = bundle_format.load(tmp_path / "r.dpedge").privacy["public_inputs"]
+    assert ENCODER_IS_PUBLIC in stated and ENCODER_STATED_BY_BUILDER not in stated
