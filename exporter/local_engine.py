@@ -3,9 +3,16 @@
 Records are streamed in chunks of CHUNK_RECORDS and only exact aggregates are kept. A build
 with class statistics needs the released class counts before it can choose the subspace of
 the class sums (and the released sums before it can hash along them), so the embeddings of
-the first pass are spilled to an anonymous temporary file (deleted on close, also on a
-crash) and read back in chunks for the later passes: memory stays one chunk, the disk holds
-1.5 KB per record, and nothing is embedded twice.
+the first pass are spilled to a temporary file and read back in chunks for the later passes:
+memory stays one chunk, the disk holds 1.5 KB per record, and nothing is embedded twice.
+
+Where the raw embeddings of every record sit meanwhile: in an unnamed file in the temporary
+folder (tempfile.TemporaryFile: opened with O_TMPFILE, or unlinked as soon as it is created,
+so no other process can open it by a name, and no name is left behind). It is closed, and so
+gone, when the engine closes (the build's ``with``), and also as soon as the first pass fails
+or is interrupted (an exception, Ctrl-C, SIGTERM turned into SystemExit by the build); if the
+process is killed outright, the system frees an unnamed file with the process. On Windows
+the file is deleted when closed, or when the process ends.
 
 With a unit column, a first quick pass reads only the units (exporter.units plans which K
 records of each person to keep) and the records pass keeps at most K per person.
@@ -81,13 +88,19 @@ class LocalEngine(Engine):
         self.finish_pass(stats, same_records=self.bound is None or self.bound.consistent)
 
     def class_counts(self, classes: int) -> np.ndarray:
-        """Pass 1: read, embed and spill every kept record; count them per class."""
+        """Pass 1: read, embed and spill every kept record (to the unnamed file of the module
+        doc, closed here if the pass does not finish); count them per class."""
         counts = np.zeros(classes, np.int64)
+        self.close()
         self._spill = tempfile.TemporaryFile(prefix="dpedge-embeddings-")
-        for emb, y in self._embedded("embed (pass 1)", "class counts"):
-            counts += np.bincount(y, minlength=classes)
-            self._dim = emb.shape[1]
-            self._spill.write(np.concatenate([emb, y.astype(np.float32)[:, None]], axis=1).tobytes())
+        try:
+            for emb, y in self._embedded("embed (pass 1)", "class counts"):
+                counts += np.bincount(y, minlength=classes)
+                self._dim = emb.shape[1]
+                self._spill.write(np.concatenate([emb, y.astype(np.float32)[:, None]], axis=1).tobytes())
+        except BaseException:  # also KeyboardInterrupt and SystemExit: the embeddings go now
+            self.close()
+            raise
         return counts
 
     def _spilled(self, stage: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -119,6 +132,7 @@ class LocalEngine(Engine):
         return counter.counts
 
     def close(self) -> None:
+        """Close (and so delete) the spilled embeddings, if any."""
         if self._spill is not None:
             self._spill.close()
             self._spill = None

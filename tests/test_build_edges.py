@@ -5,18 +5,24 @@ no error or report line quotes a private value, and the settings a mode ignores 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import DATA, build_options
 from exporter import privacy
 from exporter.__main__ import _print_report, main
 from exporter.build import BuildReport, build
+from exporter.class_stats import ClassSumCounter
 from exporter.dataset import DatasetError, ReadStats, label_digest, read_labels, read_records
 from exporter.encoder_export import exporter_embedder
 from exporter.fidelity_texts import FIDELITY_TEXTS
+from exporter.local_engine import LocalEngine
 from exporter.options import BuildError, check_options
+from exporter.progress import Timer
 from exporter.stages import ENCODER_IS_PUBLIC, ENCODER_STATED_BY_BUILDER
 from exporter.units import UnitBound
 from noise_hooks import ConstantNoise
@@ -208,3 +214,70 @@ def test_an_encoder_folder_is_stated_as_the_builders_promise(exported_encoder, t
     assert "--encoder" not in capsys.readouterr().err
     stated = bundle_format.load(tmp_path / "r.dpedge").privacy["public_inputs"]
     assert ENCODER_IS_PUBLIC in stated and ENCODER_STATED_BY_BUILDER not in stated
+
+
+# --------------------------------------------------------------------------- 8. where raw embeddings sit
+
+
+@pytest.fixture
+def spills(tmp_path, monkeypatch):
+    """Every spill file the local engine opens, in a temporary folder of the test's own."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    opened = []
+    real = tempfile.TemporaryFile
+
+    def recorded(*args, **kwargs):
+        f = real(*args, **kwargs)
+        opened.append(f)
+        return f
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", recorded)
+    return folder, opened
+
+
+def _engine(tmp_path, embed):
+    opts = build_options(tmp_path / "x.dpedge")
+    return LocalEngine(opts, read_labels(DATA / "labels.txt"), embed, Timer())
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit, RuntimeError])
+def test_the_spilled_embeddings_are_unnamed_and_gone_when_the_first_pass_stops(tmp_path, spills, stop):
+    folder, opened = spills
+    seen = []
+
+    def embed(chunk):
+        if seen:  # the second chunk: the first one is on disk
+            assert opened and os.fstat(opened[0].fileno()).st_nlink == 0  # no name, from the start
+            assert not list(folder.iterdir())
+            raise stop()
+        seen.append(len(chunk))
+        return np.ones((len(chunk), 4), np.float32)
+
+    engine = _engine(tmp_path, embed)  # not used as a context manager: the pass closes it itself
+    with pytest.raises(stop):
+        engine.class_counts(7)
+    assert len(opened) == 1 and opened[0].closed and not list(folder.iterdir())
+
+
+@pytest.mark.exporter
+def test_the_spilled_embeddings_are_gone_after_a_build_that_fails_later(exported_encoder, tmp_path, spills,
+                                                                        monkeypatch):
+    folder, opened = spills
+
+    def fail(self, embeddings, labels):
+        raise RuntimeError("stop in pass 2")
+
+    monkeypatch.setattr(ClassSumCounter, "add", fail)
+    with pytest.raises(RuntimeError, match="stop in pass 2"):
+        build(build_options(tmp_path / "x.dpedge"), noise_for_tests=ConstantNoise(0))
+    assert len(opened) == 1 and opened[0].closed and not list(folder.iterdir())
+    assert not (tmp_path / "x.dpedge").exists()
+
+
+@pytest.mark.exporter
+def test_the_spilled_embeddings_are_gone_after_a_build(exported_encoder, tmp_path, spills):
+    folder, opened = spills
+    build(build_options(tmp_path / "x.dpedge"), noise_for_tests=ConstantNoise(0))
+    assert len(opened) == 1 and opened[0].closed and not list(folder.iterdir())
