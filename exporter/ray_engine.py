@@ -18,6 +18,12 @@ How the work is split (docs/ray.md):
 3. The driver sums the partial results into the dense totals. Nothing is noised or released
    here: the build releases each total once, on the driver, through its privacy budget.
 
+Before any of its rows count, each actor embeds PROBE_TEXTS (fixed public text) and must get
+the driver's embeddings bit for bit. int8 kernels are chosen by the CPU's instruction set, so
+on mixed hardware a record's embedding could depend on the worker that ran it, and two
+neighbouring datasets' exact statistics could differ by more than the stated sensitivity; a
+worker that embeds differently stops the build (`probe_mismatch`), naming its node.
+
 `RayEngine` runs these passes for `exporter.build` with the same interface as the local
 engine (exporter.engine), inside one Ray session. A build's first pass, the class counts,
 needs no embedding: the driver streams the file itself with the local reader.
@@ -43,6 +49,7 @@ from exporter.class_stats import ClassSumCounter
 from exporter.dataset import (DatasetError, LabelSet, ReadStats, decode_line,
                               detect_format, parse_jsonl_line, read_records, validate_row)
 from exporter.engine import Engine
+from exporter.fidelity_texts import FIDELITY_TEXTS
 from exporter.options import BuildError, BuildOptions
 from exporter.progress import Timer
 from exporter.public_basis import PublicBasis
@@ -51,6 +58,10 @@ from runtime.bundle.schema import EncoderSpec
 
 INSTALL = "pip install 'dpedge[ray]'"
 DEFAULT_LINES_PER_SHARD = 2048
+#: What every worker embeds before its rows count, to be compared with the driver's embeddings
+#: bit for bit: every eighth text of the fidelity sample (tiny texts, punctuation, requests,
+#: non-ASCII, emoji, code) and its longest (252 tokens, near the limit). Public text only.
+PROBE_TEXTS: tuple[str, ...] = (*FIDELITY_TEXTS[::8], max(FIDELITY_TEXTS, key=len))
 
 
 class RayEngineError(ValueError):
@@ -136,15 +147,55 @@ def read_shard(spec: ReadSpec, start: int, end: int, first_line: int, stats: Rea
     return texts, classes
 
 
-class _ShardActor:
-    """Ray Data actor base: loads the tokenizer and the encoder once, then turns each shard
-    into one exact partial result (`partial`) plus the shard's read statistics.
+def probe_embeddings(embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """The embeddings of PROBE_TEXTS by ``embed`` (an exporter `Embedder`'s)."""
+    return np.asarray(embed(list(PROBE_TEXTS)))
 
-    A DatasetError is returned as a row (not raised), so the driver can raise it unchanged,
-    with its file and line, instead of a Ray wrapper around it.
+
+def driver_probe(encoder: EncoderSpec) -> np.ndarray:
+    """The driver's own embeddings of PROBE_TEXTS, which every worker's must equal."""
+    from exporter.encoder_export import exporter_embedder
+
+    return probe_embeddings(exporter_embedder(encoder).embed)
+
+
+def probe_mismatch(driver: np.ndarray, worker: np.ndarray) -> str | None:
+    """Why a worker's probe embeddings are not the driver's bit for bit (None: they are).
+
+    Example:
+        >>> a = np.ones((2, 3), np.float32)
+        >>> probe_mismatch(a, a.copy()) is None
+        True
+        >>> probe_mismatch(a, a + np.float32(1e-7) * np.eye(2, 3, dtype=np.float32))
+        '2 of the 2 probe texts embed differently (largest difference 1.19e-07)'
+    """
+    if worker.shape != driver.shape or worker.dtype != driver.dtype:
+        return f"its probe embeddings are {worker.shape} {worker.dtype}, the driver's {driver.shape} {driver.dtype}"
+    differ = [i for i in range(len(driver)) if driver[i].tobytes() != worker[i].tobytes()]
+    if not differ:
+        return None
+    gap = float(np.max(np.abs(driver[differ].astype(np.float64) - worker[differ].astype(np.float64))))
+    return f"{len(differ)} of the {len(driver)} probe texts embed differently (largest difference {gap:.3g})"
+
+
+def _worker_name(ray: Any) -> str:
+    """Where an actor runs, for a message: its Ray node, host and process."""
+    import socket
+
+    return f"node {ray.get_runtime_context().get_node_id()} (host {socket.gethostname()}, pid {os.getpid()})"
+
+
+class _ShardActor:
+    """Ray Data actor base: loads the tokenizer and the encoder once, checks that it embeds the
+    public probe texts as the driver did (``probe``: the driver's embeddings), then turns each
+    shard into one exact partial result (`partial`) plus the shard's read statistics.
+
+    A DatasetError, or a probe that differs, is returned as a row (not raised), so the driver
+    can raise it with its file and line, or the worker's node, instead of a Ray wrapper around
+    it. A worker whose probe differs reads nothing: its rows are empty partial results.
     """
 
-    def __init__(self, encoder: Any, spec: ReadSpec):
+    def __init__(self, encoder: Any, spec: ReadSpec, probe: np.ndarray):
         import ray
 
         from exporter.encoder_export import exporter_embedder
@@ -154,6 +205,9 @@ class _ShardActor:
         assert isinstance(encoder, EncoderSpec)
         self.embedder = exporter_embedder(encoder)
         self.spec = spec
+        why = probe_mismatch(np.asarray(probe), probe_embeddings(self.embedder.embed))
+        self.probe_error = "" if why is None else json.dumps({"kind": "probe", "worker": _worker_name(ray),
+                                                              "why": why})
 
     def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
         """The shard's exact partial result (embeddings None: a shard without records)."""
@@ -163,16 +217,16 @@ class _ShardActor:
         out: dict[str, list[Any]] = {"stats": [], "error": []}
         for start, end, first in zip(batch["start"], batch["end"], batch["first_line"]):
             stats = ReadStats()
-            error = ""
+            error = self.probe_error
             emb, classes = None, np.zeros(0, np.int64)
             try:
-                texts, labels = read_shard(self.spec, int(start), int(end), int(first), stats)
+                texts, labels = ([], []) if error else read_shard(self.spec, int(start), int(end), int(first), stats)
                 if texts:
                     emb = self.embedder.embed(texts)
                     classes = np.asarray(labels, dtype=np.int64)
             except DatasetError as exc:
                 where = f"{self.spec.path}" + ("" if exc.line is None else f":{exc.line}")
-                error = json.dumps({"line": exc.line, "message": str(exc)[len(where) + 2:]})
+                error = json.dumps({"kind": "dataset", "line": exc.line, "message": str(exc)[len(where) + 2:]})
             for k, v in self.partial(emb, classes).items():
                 out.setdefault(k, []).append(v)
             out["stats"].append(_stats_json(stats))
@@ -185,10 +239,11 @@ class EmbedHashCount(_ShardActor):
     SimHasher with the bundle's hyperplanes (and offsets, under aligned hashing) and returns
     one exact partial count table."""
 
-    def __init__(self, encoder: Any, planes: np.ndarray, spec: ReadSpec, offsets: np.ndarray | None = None):
+    def __init__(self, encoder: Any, planes: np.ndarray, spec: ReadSpec, probe: np.ndarray,
+                 offsets: np.ndarray | None = None):
         from runtime.simhash import SimHasher
 
-        super().__init__(encoder, spec)
+        super().__init__(encoder, spec, probe)
         self.hasher = SimHasher(planes, offsets)
         self.classes = len(spec.labels)
 
@@ -203,8 +258,8 @@ class EmbedClassSums(_ShardActor):
     """Pass 1 of an aligned build: each shard's exact clipped, quantized per-class sums and
     sums (`exporter.class_stats.ClassSumCounter`, int64), never anything released."""
 
-    def __init__(self, encoder: Any, basis: PublicBasis, clip_l1: float, spec: ReadSpec):
-        super().__init__(encoder, spec)
+    def __init__(self, encoder: Any, basis: PublicBasis, clip_l1: float, spec: ReadSpec, probe: np.ndarray):
+        super().__init__(encoder, spec, probe)
         self.basis, self.clip_l1, self.classes = basis, float(clip_l1), len(spec.labels)
 
     def partial(self, embeddings: np.ndarray | None, classes: np.ndarray) -> dict[str, np.ndarray]:
@@ -261,7 +316,7 @@ def _run_shards(ray: Any, spec: ReadSpec, shards: list[dict[str, int]], actor: t
                 add: Callable[[dict[str, np.ndarray]], None], workers: int | None) -> ReadStats:
     """Run ``actor`` over the shards on an actor pool (inside a `ray_session`); ``add`` folds each
     batch of exact partial results into the driver's total. Raises the first DatasetError a
-    shard returned."""
+    shard returned, or RayEngineError for a worker whose probe differs, before that batch counts."""
     path = Path(spec.path)
     stats = ReadStats()
     pool = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -274,22 +329,33 @@ def _run_shards(ray: Any, spec: ReadSpec, shards: list[dict[str, int]], actor: t
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         for err in batch["error"]:
             if err:
-                e = json.loads(err)
-                raise DatasetError(path, e["line"], e["message"])
+                _raise(path, json.loads(err))
         add(batch)
         for s in batch["stats"]:
             _merge(stats, json.loads(s))
     return stats
 
 
+def _raise(path: Path, error: dict[str, Any]) -> None:
+    """Raise what a shard's row reported: its DatasetError, or its worker's probe mismatch."""
+    if error["kind"] == "probe":
+        raise RayEngineError(
+            f"the Ray worker on {error['worker']} embeds the public probe texts differently from the driver: "
+            f"{error['why']}. A record's embedding would depend on the machine that ran it (int8 kernels are "
+            f"chosen by the CPU's instruction set), so its statistics could move by more than the stated "
+            f"sensitivity; nothing was written. Run every worker on CPUs of the driver's kind, or use --engine local")
+    raise DatasetError(path, error["line"], error["message"])
+
+
 def count_with_ray(spec: ReadSpec, encoder: EncoderSpec, planes: np.ndarray, *, offsets: np.ndarray | None = None,
                    fmt: str | None = None, address: str | None = None, workers: int | None = None,
-                   lines_per_shard: int | None = None) -> tuple[np.ndarray, ReadStats]:
+                   lines_per_shard: int | None = None, probe: np.ndarray | None = None) -> tuple[np.ndarray, ReadStats]:
     """Exact counts (tables, 2**bits, classes) int32 and read statistics, computed on Ray.
 
     ``offsets``: the aligned hashing's per-hyperplane offsets (None: through the origin).
     ``address``: see `ray_session`. ``workers``: actors in the pool (default: the cluster's
     CPUs). ``lines_per_shard``: lines per work item (default DEFAULT_LINES_PER_SHARD).
+    ``probe``: the driver's embeddings of PROBE_TEXTS (None: `driver_probe` here).
     The counts are exact: the caller must release them only through its privacy budget.
     """
     check_format(Path(spec.path), fmt)
@@ -304,20 +370,22 @@ def count_with_ray(spec: ReadSpec, encoder: EncoderSpec, planes: np.ndarray, *, 
     def add(batch: dict[str, np.ndarray]) -> None:
         flat[:] += batch["counts"].sum(axis=0, dtype=np.int64).astype(np.int32)
 
+    probe = driver_probe(encoder) if probe is None else probe
     with ray_session(address, workers) as ray:
-        kwargs = {"encoder": ray.put(encoder), "planes": planes, "spec": spec, "offsets": offsets}
+        kwargs = {"encoder": ray.put(encoder), "planes": planes, "spec": spec, "probe": probe, "offsets": offsets}
         stats = _run_shards(ray, spec, shards, EmbedHashCount, kwargs, add, workers)
     return total, stats
 
 
 def class_sums_with_ray(spec: ReadSpec, encoder: EncoderSpec, basis: PublicBasis, clip_l1: float, *,
-                         fmt: str | None = None, address: str | None = None, workers: int | None = None,
-                        lines_per_shard: int | None = None) -> tuple[ClassSumCounter, ReadStats]:
+                        fmt: str | None = None, address: str | None = None, workers: int | None = None,
+                        lines_per_shard: int | None = None,
+                        probe: np.ndarray | None = None) -> tuple[ClassSumCounter, ReadStats]:
     """Pass 1 of an aligned build on Ray: the exact per-class sums and counts of every record,
     as a `ClassStatsCounter` (the same integers the local engine accumulates: each record's
     clipped, quantized projection is an integer vector, so partial sums add up exactly), and
     the read statistics. Nothing is released: the caller noises the total once, on the driver,
-    through its privacy budget."""
+    through its privacy budget. ``probe``: as in `count_with_ray`."""
     check_format(Path(spec.path), fmt)
     import_ray()
     shards = plan_shards(Path(spec.path), lines_per_shard or DEFAULT_LINES_PER_SHARD)
@@ -328,8 +396,9 @@ def class_sums_with_ray(spec: ReadSpec, encoder: EncoderSpec, basis: PublicBasis
     def add(batch: dict[str, np.ndarray]) -> None:
         total.sums += batch["sums"].sum(axis=0, dtype=np.int64).reshape(total.sums.shape)
 
+    probe = driver_probe(encoder) if probe is None else probe
     with ray_session(address, workers) as ray:
-        kwargs = {"encoder": ray.put(encoder), "basis": basis, "clip_l1": clip_l1, "spec": spec}
+        kwargs = {"encoder": ray.put(encoder), "basis": basis, "clip_l1": clip_l1, "spec": spec, "probe": probe}
         stats = _run_shards(ray, spec, shards, EmbedClassSums, kwargs, add, workers)
     return total, stats
 
@@ -351,6 +420,13 @@ class RayEngine(Engine):
         self.run = dict(fmt=opts.fmt, address=opts.ray_address, workers=opts.workers)
         self._session = ExitStack()
         self._started = False
+        self._probe: np.ndarray | None = None
+
+    def probe(self) -> np.ndarray:
+        """The driver's embeddings of PROBE_TEXTS (once per build; every Ray pass checks them)."""
+        if self._probe is None:
+            self._probe = driver_probe(self.encoder)
+        return self._probe
 
     def _pass(self, stage: str, work: Callable[[], tuple[Any, ReadStats]], start_ray: bool = True) -> Any:
         t = self.timer.start()
@@ -379,10 +455,12 @@ class RayEngine(Engine):
         return self._pass("driver: read+count classes", count, start_ray=False)
 
     def class_sums(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassSumCounter:
-        return self._pass("ray: read+embed+class sums", lambda: class_sums_with_ray(self.spec, self.encoder, basis, clip_l1, **self.run))
+        return self._pass("ray: read+embed+class sums", lambda: class_sums_with_ray(
+            self.spec, self.encoder, basis, clip_l1, probe=self.probe(), **self.run))
 
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
-        return self._pass("ray: read+embed+hash+count", lambda: count_with_ray(self.spec, self.encoder, planes, offsets=offsets, **self.run))
+        return self._pass("ray: read+embed+hash+count", lambda: count_with_ray(
+            self.spec, self.encoder, planes, offsets=offsets, probe=self.probe(), **self.run))
 
     def close(self) -> None:
         self._session.close()

@@ -281,3 +281,37 @@ def test_the_spilled_embeddings_are_gone_after_a_build(exported_encoder, tmp_pat
     folder, opened = spills
     build(build_options(tmp_path / "x.dpedge"), noise_for_tests=ConstantNoise(0))
     assert len(opened) == 1 and opened[0].closed and not list(folder.iterdir())
+
+
+# --------------------------------------------------------------------------- 4. Ray workers embed as the driver does
+
+
+def test_the_probe_comparison_is_bit_for_bit():
+    from exporter.ray_engine import probe_mismatch  # needs no Ray
+
+    driver = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+    assert probe_mismatch(driver, driver.copy()) is None
+    one_ulp = driver.copy()
+    one_ulp[3, 2] = np.nextafter(one_ulp[3, 2], np.float32(np.inf))
+    assert probe_mismatch(driver, one_ulp).startswith("1 of the 5 probe texts embed differently (largest difference ")
+    zeros = np.zeros((1, 2), np.float32)
+    assert probe_mismatch(zeros, -zeros) == "1 of the 1 probe texts embed differently (largest difference 0)"
+    assert probe_mismatch(driver, driver[:4]) == "its probe embeddings are (4, 8) float32, the driver's (5, 8) float32"
+    assert "float64" in probe_mismatch(driver, driver.astype(np.float64))
+
+
+def test_the_probe_texts_are_public_and_reach_the_token_limit():
+    from exporter.ray_engine import PROBE_TEXTS
+
+    assert set(PROBE_TEXTS) <= set(FIDELITY_TEXTS) and max(map(len, PROBE_TEXTS)) > 1000
+    assert len(PROBE_TEXTS) >= 5 and any(not t.isascii() for t in PROBE_TEXTS)
+
+
+@pytest.mark.exporter
+def test_the_driver_probe_is_the_exporters_embedding(exported_encoder):
+    from exporter.ray_engine import PROBE_TEXTS, driver_probe
+
+    spec = exported_encoder.to_bundle_encoder()
+    probe = driver_probe(spec)
+    assert probe.shape == (len(PROBE_TEXTS), spec.dim) and probe.dtype == np.float32
+    assert probe.tobytes() == Embedder(spec, threads=1).embed(list(PROBE_TEXTS)).tobytes()

@@ -159,3 +159,25 @@ def test_ray_not_installed_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(BuildError, match=r"pip install 'dpedge\[ray\]'"):
         build(build_options(tmp_path / "n.dpedge", engine="ray", hashing="random"))
+
+
+@pytest.mark.parametrize("hashing", ["random", "aligned"])
+def test_a_worker_that_embeds_otherwise_stops_the_build(local_ray, exported_encoder, tmp_path, monkeypatch, hashing):
+    """The driver's probe embeddings with one bit flipped stand for a worker on another CPU: every
+    worker differs from them, so the build stops naming a worker's node, and writes nothing."""
+    real = ray_engine.driver_probe
+
+    def one_bit_off(encoder):
+        probe = real(encoder).copy()
+        probe.view(np.uint32)[0, 0] ^= 1
+        return probe
+
+    monkeypatch.setattr(ray_engine, "driver_probe", one_bit_off)
+    out = tmp_path / "p.dpedge"
+    with pytest.raises(BuildError) as err:
+        build(build_options(out, engine="ray", hashing=hashing), noise_for_tests=ConstantNoise(0))
+    message = str(err.value)
+    assert message.startswith("the Ray worker on node ") and "(host " in message and ", pid " in message
+    assert (f"embeds the public probe texts differently from the driver: 1 of the {len(ray_engine.PROBE_TEXTS)} "
+            f"probe texts embed differently (largest difference ") in message
+    assert "nothing was written" in message and not out.exists()
