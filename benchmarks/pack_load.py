@@ -4,8 +4,9 @@
 
 Builds both shapes of the same records at epsilon 8 (`exporter build`, then again with
 `--encoder-pack`), then measures, each in fresh processes (medians over --runs):
-- the file that travels: its size, and the time to read and check it alone (`bundle.load`),
-  the encoder pack already loaded for the statistics bundle (an app loads its pack once);
+- the file that travels: its size, and the time to read and check it alone (`bundle.load`,
+  the last of five reads in one process), the encoder pack already loaded for the statistics
+  bundle (an app loads its pack once);
 - loading to the first answer (`Classifier.load` + one `classify`), the pack included, and the
   peak resident memory of that process (VmHWM: reset at exec, unlike ru_maxrss).
 Ratios are against the one-file bundle measured in the same run (this machine is shared). Prints
