@@ -93,9 +93,9 @@ class BuildOptions:
         return default_shares(self.hashing, self.votes_share)
 
 
-#: Options only a bundle with vote tables uses, and only aligned hashing uses: option -> (flag,
-#: the value that means "not given"). A mode that would ignore one refuses it instead, so a
-#: setting never silently does nothing.
+#: Options only some builds use, as option -> (flag, the value that means "not given"):
+#: TABLES_ONLY shape vote tables, ALIGNED_ONLY are aligned hashing's. A build that would ignore
+#: one refuses it instead, so that a setting never silently does nothing.
 TABLES_ONLY = {"tables": ("--tables", None), "bits": ("--bits", None), "public_directions": ("--public-directions", 0),
                "max_table_mib": ("--max-table-mib", None)}
 ALIGNED_ONLY = {"votes_share": ("--votes-share", 0.0), "basis_dim": ("--basis-dim", None),

@@ -46,8 +46,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from exporter.class_stats import ClassSumCounter
-from exporter.dataset import (DatasetError, LabelSet, ReadStats, decode_line,
-                              detect_format, parse_jsonl_line, read_records, validate_row)
+from exporter.dataset import (DatasetError, LabelSet, ReadStats, decode_line, detect_format, parse_jsonl_line,
+                              read_records, validate_row)
 from exporter.engine import Engine
 from exporter.fidelity_texts import FIDELITY_TEXTS
 from exporter.options import BuildError, BuildOptions
@@ -60,7 +60,7 @@ INSTALL = "pip install 'dpedge[ray]'"
 DEFAULT_LINES_PER_SHARD = 2048
 #: What every worker embeds before its rows count, to be compared with the driver's embeddings
 #: bit for bit: every eighth text of the fidelity sample (tiny texts, punctuation, requests,
-#: non-ASCII, emoji, code) and its longest (252 tokens, near the limit). Public text only.
+#: non-ASCII, emoji, code) and its longest (near the default encoder's 256-token limit). Public text only.
 PROBE_TEXTS: tuple[str, ...] = (*FIDELITY_TEXTS[::8], max(FIDELITY_TEXTS, key=len))
 
 

@@ -144,7 +144,8 @@ def test_random_hashing_refuses_the_flags_it_would_ignore(tmp_path, overrides, f
 
 
 def test_a_bundle_without_vote_tables_refuses_their_size_limit(tmp_path):
-    with pytest.raises(BuildError, match="only a bundle with vote tables uses --max-table-mib, and this bundle has none"):
+    with pytest.raises(BuildError, match="only a bundle with vote tables uses --max-table-mib, and this bundle has "
+                                         "none"):
         check_options(build_options(tmp_path / "a.dpedge", max_table_mib=8.0), classes=7)
     check_options(build_options(tmp_path / "a.dpedge", max_table_mib=8.0, votes_share=0.1), classes=7)
     check_options(build_options(tmp_path / "a.dpedge", max_table_mib=8.0, hashing="random"), classes=7)
@@ -198,7 +199,8 @@ def test_an_encoder_folder_is_stated_as_the_builders_promise(exported_encoder, t
     first.write_text("\n".join(lines[::2]) + "\n", encoding="utf-8")
     second.write_text("\n".join(lines[1::2]) + "\n", encoding="utf-8")
     folder = exported_encoder.directory
-    build(build_options(tmp_path / "f.dpedge", train=first, encoder_source=str(folder)), noise_for_tests=ConstantNoise(0))
+    build(build_options(tmp_path / "f.dpedge", train=first, encoder_source=str(folder)),
+          noise_for_tests=ConstantNoise(0))
     err = capsys.readouterr().err
     assert err.count(f"note: --encoder {folder}: the guarantee assumes this encoder was trained without the private "
                      f"records (a model fine-tuned on them breaks it)") == 1
