@@ -99,6 +99,98 @@ def test_the_build_report_counts_unknown_labels_without_naming_them(capsys):
     assert "unknown labels: 3 records, 2 distinct values" in out and "secret" not in out
 
 
+# --------------------------------------------------------------------------- 3. the engine's arena per session
+
+
+def test_the_exporters_encoder_has_its_own_arena_and_the_runtimes_the_shared_cap(exported_encoder):
+    spec = exported_encoder.to_bundle_encoder()
+    exporter_side, runtime_side = exporter_embedder(spec, workers=2), Embedder(spec, threads=1)
+    assert runtime_side.encoder.shared_arena is True  # the runtime's default is unchanged
+    assert exporter_side.encoder.shared_arena is False
+    session = exporter_side.encoder._runner()._session  # what onnxruntime itself was told
+    assert not uses_shared_arena(session.get_session_options())
+    assert uses_shared_arena(runtime_side.encoder._runner()._session.get_session_options())
+    texts = ["wake me at six", FIDELITY_TEXTS[-1]]
+    assert exporter_side.embed(texts).tobytes() == runtime_side.embed(texts).tobytes()  # same embeddings
+
+
+@pytest.mark.exporter
+def test_many_workers_on_long_texts_cannot_fail_a_build(exported_encoder, tmp_path):
+    """96 long texts at once need more than the runtime's shared 128 MiB (measured: a shared
+    arena fails this build); the exporter's sessions have their own arenas, so it succeeds."""
+    labels = read_labels(DATA / "labels.txt").names
+    long_texts = [t for t in FIDELITY_TEXTS if len(t) > 500]
+    train = _jsonl(tmp_path / "long.jsonl", [{"text": f"{i}: {long_texts[i % len(long_texts)]}",
+                                              "label": labels[i % len(labels)]} for i in range(192)])
+    report = build(build_options(tmp_path / "long.dpedge", train=train, workers=96), noise_for_tests=ConstantNoise(0))
+    assert report.stats.records == 192
+
+
+# --------------------------------------------------------------------------- 4. Ray workers embed as the driver does
+
+
+def test_the_probe_comparison_is_bit_for_bit():
+    from exporter.ray_engine import probe_mismatch  # needs no Ray
+
+    driver = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+    assert probe_mismatch(driver, driver.copy()) is None
+    one_ulp = driver.copy()
+    one_ulp[3, 2] = np.nextafter(one_ulp[3, 2], np.float32(np.inf))
+    assert probe_mismatch(driver, one_ulp).startswith("1 of the 5 probe texts embed differently (largest difference ")
+    zeros = np.zeros((1, 2), np.float32)
+    assert probe_mismatch(zeros, -zeros) == "1 of the 1 probe texts embed differently (largest difference 0)"
+    assert probe_mismatch(driver, driver[:4]) == "its probe embeddings are (4, 8) float32, the driver's (5, 8) float32"
+    assert "float64" in probe_mismatch(driver, driver.astype(np.float64))
+
+
+def test_the_probe_texts_are_public_and_reach_the_token_limit():
+    from exporter.ray_engine import PROBE_TEXTS
+
+    assert set(PROBE_TEXTS) <= set(FIDELITY_TEXTS) and max(map(len, PROBE_TEXTS)) > 1000
+    assert len(PROBE_TEXTS) >= 5 and any(not t.isascii() for t in PROBE_TEXTS)
+
+
+@pytest.mark.exporter
+def test_the_driver_probe_is_the_exporters_embedding(exported_encoder):
+    from exporter.ray_engine import PROBE_TEXTS, driver_probe
+
+    spec = exported_encoder.to_bundle_encoder()
+    probe = driver_probe(spec)
+    assert probe.shape == (len(PROBE_TEXTS), spec.dim) and probe.dtype == np.float32
+    assert probe.tobytes() == Embedder(spec, threads=1).embed(list(PROBE_TEXTS)).tobytes()
+
+
+# --------------------------------------------------------------------------- 5. an encoder folder is a promise
+
+
+@pytest.mark.exporter
+def test_an_encoder_folder_is_stated_as_the_builders_promise(exported_encoder, tmp_path, capsys):
+    """A folder (here an exported one, used as it is) prints one line and the bundle states the
+    builder's promise; an extension keeps that statement; a registered encoder keeps its wording."""
+    lines = (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("\n".join(lines[::2]) + "\n", encoding="utf-8")
+    second.write_text("\n".join(lines[1::2]) + "\n", encoding="utf-8")
+    folder = exported_encoder.directory
+    build(build_options(tmp_path / "f.dpedge", train=first, encoder_source=str(folder)),
+          noise_for_tests=ConstantNoise(0))
+    err = capsys.readouterr().err
+    assert err.count(f"note: --encoder {folder}: the guarantee assumes this encoder was trained without the private "
+                     f"records (a model fine-tuned on them breaks it)") == 1
+    stated = bundle_format.load(tmp_path / "f.dpedge").privacy["public_inputs"]
+    assert ENCODER_STATED_BY_BUILDER in stated and ENCODER_IS_PUBLIC not in stated
+
+    build(build_options(tmp_path / "g.dpedge", train=second, extend=tmp_path / "f.dpedge", seed=None),
+          noise_for_tests=ConstantNoise(0))
+    stated = bundle_format.load(tmp_path / "g.dpedge").privacy["public_inputs"]
+    assert ENCODER_STATED_BY_BUILDER in stated and ENCODER_IS_PUBLIC not in stated
+
+    build(build_options(tmp_path / "r.dpedge", train=first), noise_for_tests=ConstantNoise(0))
+    assert "--encoder" not in capsys.readouterr().err
+    stated = bundle_format.load(tmp_path / "r.dpedge").privacy["public_inputs"]
+    assert ENCODER_IS_PUBLIC in stated and ENCODER_STATED_BY_BUILDER not in stated
+
+
 # --------------------------------------------------------------------------- 6. the unit options' help
 
 
@@ -158,64 +250,6 @@ def test_the_cli_leaves_unset_flags_unset(tmp_path, capsys):
     rc = main(["build", "--train", str(tmp_path / "missing.jsonl"), "--labels", str(DATA / "labels.txt"),
                "--epsilon", "1", "--hashing", "random", "--out", str(tmp_path / "x.dpedge"), "--quiet"])
     assert rc == 2 and "only aligned hashing" not in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------- 3. the engine's arena per session
-
-
-def test_the_exporters_encoder_has_its_own_arena_and_the_runtimes_the_shared_cap(exported_encoder):
-    spec = exported_encoder.to_bundle_encoder()
-    exporter_side, runtime_side = exporter_embedder(spec, workers=2), Embedder(spec, threads=1)
-    assert runtime_side.encoder.shared_arena is True  # the runtime's default is unchanged
-    assert exporter_side.encoder.shared_arena is False
-    session = exporter_side.encoder._runner()._session  # what onnxruntime itself was told
-    assert not uses_shared_arena(session.get_session_options())
-    assert uses_shared_arena(runtime_side.encoder._runner()._session.get_session_options())
-    texts = ["wake me at six", FIDELITY_TEXTS[-1]]
-    assert exporter_side.embed(texts).tobytes() == runtime_side.embed(texts).tobytes()  # same embeddings
-
-
-@pytest.mark.exporter
-def test_many_workers_on_long_texts_cannot_fail_a_build(exported_encoder, tmp_path):
-    """96 long texts at once need more than the runtime's shared 128 MiB (measured: a shared
-    arena fails this build); the exporter's sessions have their own arenas, so it succeeds."""
-    labels = read_labels(DATA / "labels.txt").names
-    long_texts = [t for t in FIDELITY_TEXTS if len(t) > 500]
-    train = _jsonl(tmp_path / "long.jsonl", [{"text": f"{i}: {long_texts[i % len(long_texts)]}",
-                                              "label": labels[i % len(labels)]} for i in range(192)])
-    report = build(build_options(tmp_path / "long.dpedge", train=train, workers=96), noise_for_tests=ConstantNoise(0))
-    assert report.stats.records == 192
-
-
-# --------------------------------------------------------------------------- 5. an encoder folder is a promise
-
-
-@pytest.mark.exporter
-def test_an_encoder_folder_is_stated_as_the_builders_promise(exported_encoder, tmp_path, capsys):
-    """A folder (here an exported one, used as it is) prints one line and the bundle states the
-    builder's promise; an extension keeps that statement; a registered encoder keeps its wording."""
-    lines = (DATA / "train.jsonl").read_text(encoding="utf-8").splitlines()
-    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    first.write_text("\n".join(lines[::2]) + "\n", encoding="utf-8")
-    second.write_text("\n".join(lines[1::2]) + "\n", encoding="utf-8")
-    folder = exported_encoder.directory
-    build(build_options(tmp_path / "f.dpedge", train=first, encoder_source=str(folder)),
-          noise_for_tests=ConstantNoise(0))
-    err = capsys.readouterr().err
-    assert err.count(f"note: --encoder {folder}: the guarantee assumes this encoder was trained without the private "
-                     f"records (a model fine-tuned on them breaks it)") == 1
-    stated = bundle_format.load(tmp_path / "f.dpedge").privacy["public_inputs"]
-    assert ENCODER_STATED_BY_BUILDER in stated and ENCODER_IS_PUBLIC not in stated
-
-    build(build_options(tmp_path / "g.dpedge", train=second, extend=tmp_path / "f.dpedge", seed=None),
-          noise_for_tests=ConstantNoise(0))
-    stated = bundle_format.load(tmp_path / "g.dpedge").privacy["public_inputs"]
-    assert ENCODER_STATED_BY_BUILDER in stated and ENCODER_IS_PUBLIC not in stated
-
-    build(build_options(tmp_path / "r.dpedge", train=first), noise_for_tests=ConstantNoise(0))
-    assert "--encoder" not in capsys.readouterr().err
-    stated = bundle_format.load(tmp_path / "r.dpedge").privacy["public_inputs"]
-    assert ENCODER_IS_PUBLIC in stated and ENCODER_STATED_BY_BUILDER not in stated
 
 
 # --------------------------------------------------------------------------- 8. where raw embeddings sit
@@ -283,37 +317,3 @@ def test_the_spilled_embeddings_are_gone_after_a_build(exported_encoder, tmp_pat
     folder, opened = spills
     build(build_options(tmp_path / "x.dpedge"), noise_for_tests=ConstantNoise(0))
     assert len(opened) == 1 and opened[0].closed and not list(folder.iterdir())
-
-
-# --------------------------------------------------------------------------- 4. Ray workers embed as the driver does
-
-
-def test_the_probe_comparison_is_bit_for_bit():
-    from exporter.ray_engine import probe_mismatch  # needs no Ray
-
-    driver = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
-    assert probe_mismatch(driver, driver.copy()) is None
-    one_ulp = driver.copy()
-    one_ulp[3, 2] = np.nextafter(one_ulp[3, 2], np.float32(np.inf))
-    assert probe_mismatch(driver, one_ulp).startswith("1 of the 5 probe texts embed differently (largest difference ")
-    zeros = np.zeros((1, 2), np.float32)
-    assert probe_mismatch(zeros, -zeros) == "1 of the 1 probe texts embed differently (largest difference 0)"
-    assert probe_mismatch(driver, driver[:4]) == "its probe embeddings are (4, 8) float32, the driver's (5, 8) float32"
-    assert "float64" in probe_mismatch(driver, driver.astype(np.float64))
-
-
-def test_the_probe_texts_are_public_and_reach_the_token_limit():
-    from exporter.ray_engine import PROBE_TEXTS
-
-    assert set(PROBE_TEXTS) <= set(FIDELITY_TEXTS) and max(map(len, PROBE_TEXTS)) > 1000
-    assert len(PROBE_TEXTS) >= 5 and any(not t.isascii() for t in PROBE_TEXTS)
-
-
-@pytest.mark.exporter
-def test_the_driver_probe_is_the_exporters_embedding(exported_encoder):
-    from exporter.ray_engine import PROBE_TEXTS, driver_probe
-
-    spec = exported_encoder.to_bundle_encoder()
-    probe = driver_probe(spec)
-    assert probe.shape == (len(PROBE_TEXTS), spec.dim) and probe.dtype == np.float32
-    assert probe.tobytes() == Embedder(spec, threads=1).embed(list(PROBE_TEXTS)).tobytes()
