@@ -108,9 +108,8 @@ def merged(old: Bundle, new: Bundle) -> Bundle:
     within = new.privacy[Key.COMPOSITION]
     privacy = {**new.privacy, Key.BATCHES: batches, Key.COMPOSITION: COMPOSITION.format(batches=batches, within=within),
                Key.PUBLIC_INPUTS: list(dict.fromkeys([*old.privacy[Key.PUBLIC_INPUTS], *new.privacy[Key.PUBLIC_INPUTS]]))}
-    requires = list(dict.fromkeys([*(old.requires or ()), "privacy.batches"]))
-    return dataclasses.replace(
-        new, privacy=privacy, requires=tuple(requires),
+    return dataclasses.replace(  # the writer lists privacy.batches (and encoder_pack) in requires
+        new, privacy=privacy, requires=old.requires,
         class_counts=add(old.class_counts, new.class_counts, i32.min, i32.max, np.int32),
         class_sums=add(old.class_sums, new.class_sums, i32.min, i32.max, np.int32),
         votes=add(old.votes, new.votes, INT16_MIN, INT16_MAX, np.int16),

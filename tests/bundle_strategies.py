@@ -46,6 +46,7 @@ from hypothesis.extra import numpy as hnp
 
 from runtime.bundle import schema
 from runtime.bundle import model_family
+from runtime.bundle.reader import has_path
 from runtime.bundle.schema import DIGEST_TAIL, FIELDS, FIELDS_BY_PATH, TAIL_BYTES, Key
 from runtime.bundle import wording
 from runtime.text import label_key, shows_something, unassigned, unprintable
@@ -380,7 +381,20 @@ def build_document(p: Params) -> dict[str, Any]:
         for key in f.parent.split(".") if f.parent else ():
             node = node[key]
         node[f.key] = value
-    return _within_value_budget(doc)
+    return _within_value_budget(_versioned(doc))
+
+
+def _versioned(doc: dict[str, Any]) -> dict[str, Any]:
+    """The version and ``requires`` the writer gives a document (runtime.bundle.writer): the
+    newest minor of its fields, and every present listed field in requires."""
+    present = [f for f in FIELDS if has_path(doc, f.path)]
+    doc[Key.VERSION] = [1, max([0, *(f.since[1] for f in present if f.since is not None)])]
+    missing = [f.path for f in present if f.listed and f.path not in doc.get(Key.REQUIRES, [])]
+    if not missing:
+        return doc
+    drawn = doc.get(Key.REQUIRES, [])[:int(FIELDS_BY_PATH[Key.REQUIRES].high) - len(missing)]
+    items = [(k, v) for k, v in doc.items() if k != Key.REQUIRES]
+    return dict(items[:2] + [(Key.REQUIRES, [*drawn, *missing])] + items[2:])
 
 
 def _within_value_budget(doc: dict[str, Any]) -> dict[str, Any]:

@@ -36,13 +36,10 @@ def array_record(a: np.ndarray, dtype: str) -> dict[str, Any]:
 def document(b: Bundle) -> dict[str, Any]:
     """The bundle's map without its digest, keys in the table's order (before encoding). A
     bundle that names an encoder pack holds the pack's digest instead of the encoder."""
-    requires = list(b.requires or ())
-    if b.encoder_pack is not None and Key.ENCODER_PACK not in requires:
-        requires.append(Key.ENCODER_PACK)
     flat: dict[str, Any] = {
         "format": FORMAT_NAME, "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
-        "requires": requires or None, "encoder_pack": b.encoder_pack, "privacy": dict(b.privacy), "releases": {},
+        "requires": None if b.requires is None else list(b.requires), "encoder_pack": b.encoder_pack, "privacy": dict(b.privacy), "releases": {},
         "hashing.seed": b.seed, "exporter": b.exporter,
         **({} if b.encoder_pack is not None else _encoder_values(b.encoder)),
         "releases.class_counts.values": b.class_counts, "releases.class_sums.values": b.class_sums,
@@ -85,6 +82,12 @@ def _document(flat: dict[str, Any], rows: tuple[Field, ...], least_minor: int = 
         node[f.key] = dict(value) if f.kind == "map" and not f.open else value
     newest = [f.since[1] for f in rows if f.since is not None and has_path(doc, f.path)]
     doc["version"] = [1, max([least_minor, *newest])]
+    listed = [f.path for f in rows if f.listed and has_path(doc, f.path)]
+    missing = [path for path in listed if path not in doc.get(Key.REQUIRES, [])]
+    if missing:  # relation "listed": a reader that does not know them must refuse, not ignore them
+        requires = [*doc.get(Key.REQUIRES, []), *missing]
+        items = [(k, v) for k, v in doc.items() if k != Key.REQUIRES]
+        doc = dict(items[:2] + [(Key.REQUIRES, requires)] + items[2:])  # after format and version
     return doc
 
 
