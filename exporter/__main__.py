@@ -76,6 +76,10 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                         "is your statement that the model was trained without the private records, and the bundle "
                         "says so")
     _add_encoder_format(p)
+    p.add_argument("--planned-records", type=int, default=None, metavar="N",
+                   help="choose the class sums' subspace for N records instead of the released noisy count: for the "
+                        "first bundle of an --extend series, the total you plan to add up (a public plan, never "
+                        "the data's own count)")
     p.add_argument("--extend", type=Path, default=None, metavar="OLD",
                    help="release these records (none of them, or with --unit-column none of their persons, in an "
                         "earlier batch: your promise) with OLD's public choices, and write the sum of both releases: "
@@ -181,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine=args.engine, ray_address=args.ray_address, hashing=args.hashing,
                 votes_share=args.votes_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
                 public_directions=args.public_directions, extend=args.extend,
+                planned_records=args.planned_records,
             )
             if args.encoder_pack is not None and args.encoder_format is not None:
                 raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder-format")

@@ -130,7 +130,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
             public = public_inputs(embedder.embed, exported.vocabulary_embeddings(embedder.embed), labels, budget)
             t = timer.add("public basis", t)
             stats = release_class_stats(engine, public, len(labels), budget, basis_dim=opts.basis_dim,
-                                        clip_l1=opts.clip_l1)
+                                        clip_l1=opts.clip_l1, planned_records=opts.planned_records)
             t = timer.start()
             if opts.has_tables:
                 hashing = aligned_hashing(stats, seed, opts.table_count, opts.bits, opts.public_directions, budget)

@@ -30,7 +30,8 @@ from runtime.bundle.schema import PRIVACY_RTOL, Bundle, Key
 
 #: The options that choose what an extension takes from the earlier bundle.
 FIXED_BY_EARLIER = {"hashing": "aligned", "votes_share": 0.0, "basis_dim": None, "clip_l1": None, "tables": None,
-                    "bits": None, "seed": None, "public_directions": 0, "encoder_source": None, "encoder_format": "onnx"}
+                    "bits": None, "seed": None, "public_directions": 0, "encoder_source": None, "encoder_format": "onnx",
+                    "planned_records": None}
 
 COMPOSITION = ("parallel over {batches} disjoint batches whose noisy releases are summed (each record, or each "
                "person, is in one batch: the builder's promise); within a batch, {within}")
@@ -41,7 +42,8 @@ def check_extension(opts: BuildOptions, old: Bundle, labels: LabelSet) -> None:
     """Refuse an extension whose settings would not add up with ``old`` (naming what to change)."""
     flags = {"hashing": "--hashing", "votes_share": "--votes-share", "basis_dim": "--basis-dim", "clip_l1": "--clip-l1",
              "tables": "--tables", "bits": "--bits", "seed": "--seed", "public_directions": "--public-directions",
-             "encoder_source": "--encoder", "encoder_format": "--encoder-format"}
+             "encoder_source": "--encoder", "encoder_format": "--encoder-format",
+             "planned_records": "--planned-records"}
     given = [flags[k] for k, default in FIXED_BY_EARLIER.items() if getattr(opts, k) != default]
     if given:
         raise BuildError(f"--extend takes these from the earlier bundle: leave out {', '.join(given)}")

@@ -48,6 +48,9 @@ class BuildOptions:
     #: An earlier bundle: release these records (disjoint from its) with its public choices and
     #: write the sum of both releases (exporter.extend).
     extend: Path | None = None
+    #: The first bundle of an --extend series: the class sums' subspace is chosen for this many
+    #: records (the builder's public plan) instead of the first batch's released noisy count.
+    planned_records: int | None = None
     models_dir: Path = Path("models")
     fmt: str | None = None
     text_field: str = "text"
@@ -99,7 +102,8 @@ class BuildOptions:
 TABLES_ONLY = {"tables": ("--tables", None), "bits": ("--bits", None), "public_directions": ("--public-directions", 0),
                "max_table_mib": ("--max-table-mib", None)}
 ALIGNED_ONLY = {"votes_share": ("--votes-share", 0.0), "basis_dim": ("--basis-dim", None),
-                "clip_l1": ("--clip-l1", None), "public_directions": ("--public-directions", 0)}
+                "clip_l1": ("--clip-l1", None), "public_directions": ("--public-directions", 0),
+                "planned_records": ("--planned-records", None)}
 
 
 def _given(opts: BuildOptions, options: dict[str, tuple[str, object]]) -> list[str]:
@@ -161,6 +165,9 @@ def _check_hashing(opts: BuildOptions) -> None:
         raise BuildError(f"--votes-share must be between 0 and {MAX_VOTES_SHARE}, got {opts.votes_share}") from None
     if opts.basis_dim is not None and not 1 <= opts.basis_dim <= 384:
         raise BuildError(f"--basis-dim must be between 1 and 384, got {opts.basis_dim}")
+    if opts.planned_records is not None and (opts.planned_records < 1 or opts.basis_dim is not None):
+        raise BuildError("--planned-records is a number of records (at least 1) the subspace is chosen for; "
+                         "--basis-dim chooses it outright: give one of them")
     if opts.clip_l1 is not None:
         try:
             clip_steps(opts.clip_l1)

@@ -72,14 +72,18 @@ def public_inputs(embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet, b
 
 
 def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budget: PrivacyBudget, *,
-                        basis_dim: int | None = None, clip_l1: float | None = None) -> ClassStatsRelease:
+                        basis_dim: int | None = None, clip_l1: float | None = None,
+                        planned_records: int | None = None) -> ClassStatsRelease:
     """The class counts, then the rule, then the class sums: the two releases of the class
     statistics, with the subspace chosen between them from the released counts."""
     counts = release_class_counts(engine.class_counts(classes), budget)
-    k, clip = choose_subspace(budget.share(Key.CLASS_SUMS), counts, budget.relation.max_records, public.basis)
+    planned = None if planned_records is None else np.full(classes, planned_records / classes)
+    k, clip = choose_subspace(budget.share(Key.CLASS_SUMS), counts if planned is None else planned,
+                              budget.relation.max_records, public.basis)
     if basis_dim is not None:  # an operator's override, chosen without the data
         k, clip = basis_dim, public.basis.clip_for(basis_dim)
-    budget.declare_public("subspace dimension and clip (from the released noisy class counts, or given)")
+    budget.declare_public("subspace dimension and clip (from the released noisy class counts, or from a number of "
+                          "records or a dimension the builder gave)")
     return _release_sums(engine, public.basis.first(k), clip if clip_l1 is None else clip_l1, classes, counts, budget)
 
 

@@ -106,3 +106,20 @@ def test_a_statistics_bundle_extends_with_its_pack(batches, exported_encoder, tm
     b = fmt.load(second, pack=fmt.load_pack(pack))
     assert b.encoder_pack == fmt.load_pack(pack).digest and b.batches == 2
     assert set(b.requires) == {"encoder_pack", "privacy.batches"} and second.stat().st_size < 2**20
+
+
+def test_a_series_planned_for_its_total_gets_the_subspace_of_one_build(batches, tmp_path):
+    """--planned-records N chooses k and the clip as a build of N records would, from the number
+    the builder gives (the zero noise of the hook makes the released count the exact one)."""
+    total = sum(1 for p in batches for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
+    first, whole = tmp_path / "first.dpedge", tmp_path / "whole.dpedge"
+    build(build_options(first, train=batches[0], planned_records=total), noise_for_tests=ConstantNoise(0))
+    build(build_options(whole), noise_for_tests=ConstantNoise(0))
+    planned, one = fmt.load(first), fmt.load(whole)
+    assert planned.projection.shape == one.projection.shape
+    assert planned.releases["class_sums"].clip_l1 == one.releases["class_sums"].clip_l1
+    alone = tmp_path / "alone.dpedge"
+    build(build_options(alone, train=batches[0]), noise_for_tests=ConstantNoise(0))
+    assert fmt.load(alone).projection.shape[0] < planned.projection.shape[0]  # the plan changed the choice
+    with pytest.raises(BuildError, match="give one of them"):
+        build(build_options(tmp_path / "x.dpedge", planned_records=total, basis_dim=16), noise_for_tests=ConstantNoise(0))
