@@ -245,6 +245,7 @@ def test_a_bundle_without_vote_tables_refuses_their_size_limit(tmp_path):
         check_options(build_options(tmp_path / "a.dpedge", max_table_mib=0.001, hashing="random"), classes=7)
 
 
+@pytest.mark.exporter  # the build gets as far as its privacy budget (OpenDP)
 def test_the_cli_leaves_unset_flags_unset(tmp_path, capsys):
     """Defaults in the CLI are the options' "not given", so a default build refuses nothing."""
     rc = main(["build", "--train", str(tmp_path / "missing.jsonl"), "--labels", str(DATA / "labels.txt"),

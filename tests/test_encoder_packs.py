@@ -101,6 +101,7 @@ def test_cli_encoder_pack_and_its_environment_variable(pair, pack):
     assert info["encoder"]["pack_sha256"] == fmt.load_pack(pack).sha256 and "encoder_pack" in info["sizes_bytes"]
 
 
+@pytest.mark.exporter  # the CLI's build draws OpenDP's noise
 def test_exporter_writes_a_pack_and_a_statistics_bundle(tmp_path, exported_encoder):
     pack = tmp_path / "minilm.dpedge-encoder"
     r = subprocess.run([sys.executable, "-m", "exporter", "encoder", "--pack", str(pack)],
