@@ -17,6 +17,8 @@ from runtime.bundle import wording
 from runtime.bundle.schema import Bundle, Key
 from runtime.text import escape
 
+#: The head's arrays (the rest of it is privacy facts `bundle_info` shows).
+HEAD_ARRAYS = ("origin", "weights", "bias")
 #: Privacy facts `format_info` lists one per line, in this order.
 PRIVACY_LINES = (Key.EPSILON, Key.DELTA, Key.NEIGHBOUR_RELATION, Key.PRIVACY_UNIT, Key.MAX_RECORDS_PER_UNIT,
                  Key.NOISE_SOURCE, Key.NOISE_LIBRARY, Key.NOISE_LIBRARY_VERSION, Key.COMPOSITION,
@@ -65,9 +67,13 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
                     ("vote_tables", (b.votes, b.hyperplanes, b.offsets)), ("prior", (b.prior,))):
         if a[0] is not None:
             sizes[name] = sum(x.nbytes for x in a if x is not None)
+    if b.head is not None:
+        sizes["head"] = sum(x.nbytes for x in (b.head.origin, b.head.weights, b.head.bias))
     if path is not None:
         sizes["file"] = path.stat().st_size
     releases = {name: plain({k: v for k, v in vars(r).items() if v is not None}) for name, r in b.releases.items()}
+    if b.head is not None:
+        releases[Key.HEAD] = plain({k: v for k, v in vars(b.head).items() if k not in HEAD_ARRAYS})
     return {
         "bundle": None if path is None else escape(str(path)),
         "format_version": ".".join(map(str, b.version)),
@@ -83,19 +89,26 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
                     "pack_sha256": None if b.encoder_pack is None else b.encoder_pack.hex(), **plain(e.facts or {})},
         "exporter": plain(b.exporter),
         "components": [n for n, there in (("centroids", b.class_sums is not None), ("votes", b.votes is not None),
-                                          ("prior", b.prior is not None)) if there],
+                                          ("prior", b.prior is not None), ("head", b.head is not None)) if there],
         "sizes_bytes": sizes,
     }
 
 
 def privacy_summary(b: Bundle) -> str:
-    """One line: the guarantee in the bundle's own words (numbers to 10 significant digits)."""
+    """One line: the guarantee in the bundle's own words (numbers to 10 significant digits). A
+    bundle with a head says delta in words and never "pure"."""
     parts = ", ".join(f"{name} eps {r.epsilon:.10g} (scale {r.noise_scale:.10g})" for name, r in b.releases.items())
     person = b.privacy[Key.PRIVACY_UNIT] != wording.privacy_unit(None)  # the reader checked the words against K
     unit = wording.privacy_unit(b.records_per_unit if person else None)
     batches = f" in each of {b.batches} disjoint batches, summed" if b.batches > 1 else ""
-    return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {unit}, spent on "
-            f"{parts}{batches}; discrete Laplace noise")
+    h = b.head
+    if h is None:
+        return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {unit}, spent on "
+                f"{parts}{batches}; discrete Laplace noise")
+    return (f"epsilon = {b.epsilon:.10g}, delta = {b.delta:.10g} (approximate DP, not pure: the epsilon bound may fail "
+            f"with probability up to delta) per {unit}, spent on {parts}, head eps {h.epsilon:.10g} delta "
+            f"{h.delta:.10g} (DP-SGD, {h.steps} steps, sample rate {h.sample_rate:.10g}, noise multiplier "
+            f"{h.noise_multiplier:.10g}); discrete Laplace and Gaussian noise")
 
 
 def _mib(n: int) -> str:
@@ -119,6 +132,13 @@ def format_info(info: dict[str, Any], summary: str) -> str:
             value = "; ".join(map(str, p[key])) if isinstance(p[key], list) else _num(p[key])
             lines.append(f"  {key:<21} {value}")
     for i, (name, r) in enumerate(info["releases"].items()):
+        if name == Key.HEAD:
+            lines.append(f"  release {i + 1}             head: epsilon {_num(r[Key.EPSILON])}, delta {_num(r[Key.DELTA])}, "
+                         f"L2 sensitivity {r['sensitivity_l2']}, noise scale {_num(r[Key.NOISE_SCALE])} (noise "
+                         f"multiplier {_num(r['noise_multiplier'])}), {r['steps']} steps at sample rate "
+                         f"{_num(r['sample_rate'])}, clip L2 {_num(r['clip_l2'])} on a grid of 1/{r[Key.GRID]}; "
+                         f"{r[Key.MECHANISM]}; accountant: {r['accountant']}")
+            continue
         clip = (f", clip L1 {_num(r[Key.CLIP_L1])} on a grid of 1/{r[Key.GRID]} in a {info['subspace_dim']}-d "
                 f"public subspace" if Key.CLIP_L1 in r else "")
         lines.append(f"  release {i + 1}             {name}: epsilon {_num(r[Key.EPSILON])}, L1 sensitivity "

@@ -19,7 +19,9 @@ post-processing and costs no privacy budget however often it runs. docs/bundle-f
   = min(R C K / (epsilon N), 1e6), N the released record count (at least 1); pos the query's
   per-class vote sums with negative cells read as 0 (the term only with vote tables; uniform
   when every cell is 0); W = 1 + boost + [1 with vote tables], so that the scores are a
-  distribution over the labels. The label is the argmax, ties to the lower class index.
+  distribution over the labels. The label is the argmax, ties to the lower class index;
+- a bundle with a head (1.1) is scored by it alone: softmax(W (x - origin) + b), each logit
+  summed over d in index order.
 
 Example:
     >>> scorer = Scorer(bundle)                                     # doctest: +SKIP
@@ -38,7 +40,7 @@ from runtime.rowwise import row_products
 from runtime.simhash import SimHasher
 
 #: What `Scorer` can return: the blend, or one component alone (`python -m runtime.classify --score`).
-MODES = ("blend", "votes", "centroids", "prior")
+MODES = ("blend", "votes", "centroids", "prior", "head")
 
 
 def vote_sums(buckets: np.ndarray, votes: np.ndarray) -> np.ndarray:
@@ -107,11 +109,16 @@ class Scorer:
     def __init__(self, b: Bundle, mode: str = "blend"):
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r} (one of {', '.join(MODES)})")
-        has = {"votes": b.votes is not None, "centroids": b.class_sums is not None, "prior": b.prior is not None}
+        has = {"votes": b.votes is not None, "centroids": b.class_sums is not None, "prior": b.prior is not None,
+               "head": b.head is not None}
         if mode != "blend" and not has[mode]:
-            raise ValueError(f"this bundle has no {dict(votes='vote tables', centroids='class statistics', prior='label descriptions')[mode]} "
-                             f"to score with {mode} alone")
+            what = dict(votes="vote tables", centroids="class statistics", prior="label descriptions", head="head")
+            raise ValueError(f"this bundle has no {what[mode]} to score with {mode} alone")
         self.mode, self.classes = mode, len(b.labels)
+        #: A head (1.1) scores alone: (W^T, origin, bias) in float64.
+        self._head = None if b.head is None else (np.ascontiguousarray(np.asarray(b.head.weights, np.float64).T),
+                                                  np.asarray(b.head.origin, np.float64),
+                                                  np.asarray(b.head.bias, np.float64))
         self._has_centroids, self._has_prior = has["centroids"], has["prior"]
         self.hasher = None if b.hyperplanes is None else SimHasher(b.hyperplanes, b.offsets)
         self.votes = b.votes
@@ -154,6 +161,9 @@ class Scorer:
         """Per-class scores, shape (n, classes), float64: each row a distribution over the
         labels (non-negative, summing to 1); the label is the argmax."""
         x = np.asarray(embeddings, np.float64)
+        if self._head is not None:
+            weights_t, origin, bias = self._head
+            return _softmax(row_products(x - origin, weights_t) + bias)
         if self.plain_votes:
             return _shares(np.maximum(vote_sums(self.hasher.buckets(x), self.votes), 0))
         parts = self._components(x)

@@ -49,6 +49,7 @@ from runtime.bundle import model_family
 from runtime.bundle.reader import has_path
 from runtime.bundle.schema import DIGEST_TAIL, FIELDS, FIELDS_BY_PATH, TAIL_BYTES, Key
 from runtime.bundle import wording
+from runtime.bundle.accounting import head_epsilon
 from runtime.text import label_key, shows_something, unassigned, unprintable
 
 # --------------------------------------------------------------------------- known findings
@@ -502,7 +503,9 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
     would write for its bundle (no ``requires``, no empty open maps, float64 floats), for the
     round trip."""
     enc = draw(st.sampled_from(list(encoders)))
-    has_stats, has_votes = draw(st.sampled_from([(True, False), (False, True), (True, True)]))
+    # Class statistics, vote tables or both (1.0); or class counts and a head (1.1).
+    has_stats, has_votes, has_head = draw(st.sampled_from([(True, False, False), (False, True, False),
+                                                           (True, True, False), (False, False, True)]))
     # The symbols of DIMS, each within its bounds, the arrays' bytes within the budget.
     _, c_lo, c_hi = schema.DIMS["C"]
     # Mostly a few classes, now and then up to the bound (4096 labels cost the reader a second).
@@ -515,10 +518,13 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
         t = draw(bounded_ints(1, max(1, min(schema.DIMS["T"][2], budget // (4 * c), budget // (4 * d)))))
         h_cap = min(schema.DIMS["H"][2], int(math.log2(max(2, budget // (2 * t * c)))), max(1, budget // (4 * t * d)))
         h = draw(bounded_ints(1, max(1, h_cap)))
-    per_unit = draw(bounded_ints(1, schema.MAX_RECORDS_PER_UNIT))
+    # A head protects one record (relation "head").
+    per_unit = 1 if has_head else draw(bounded_ints(1, schema.MAX_RECORDS_PER_UNIT))
+    head = draw(head_facts()) if has_head else None
     # Epsilon: each release's share in bounds, the shares adding up to privacy.epsilon.
-    names = [n for n, on in ((Key.CLASS_COUNTS, has_stats), (Key.CLASS_SUMS, has_stats), (Key.VOTES, has_votes)) if on]
-    total = draw(bounded_floats(schema.EPSILON_MIN * len(names), schema.EPSILON_MAX))
+    names = [n for n, on in ((Key.CLASS_COUNTS, has_stats or has_head), (Key.CLASS_SUMS, has_stats),
+                             (Key.VOTES, has_votes)) if on]
+    total = draw(bounded_floats(schema.EPSILON_MIN * len(names), schema.EPSILON_MAX - (head or {}).get("epsilon", 0.0)))
     weights = [draw(st.floats(0.0, 1.0)) for _ in names]
     spare = total - schema.EPSILON_MIN * len(names)
     shares = {n: schema.EPSILON_MIN + spare * (w / sum(weights) if sum(weights) > 0 else 1 / len(names))
@@ -545,7 +551,9 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
         described = draw(st.lists(visible(1, schema.MAX_DESCRIPTION_CHARS), min_size=min(c, 3), max_size=min(c, 3)))
         descriptions = described + [f"the class numbered {i}" for i in range(len(described), c)]
     # fsum of the shares (one ulp past the bound is rounding: the relation's tolerance covers it)
-    privacy: dict[str, Any] = {Key.EPSILON: min(math.fsum(shares.values()), schema.EPSILON_MAX), Key.DELTA: draw(st.sampled_from([0.0, -0.0])),
+    spent = math.fsum([*shares.values(), *([head["epsilon"]] if head else [])])
+    delta = head["delta"] if head else draw(st.sampled_from([0.0, -0.0]))
+    privacy: dict[str, Any] = {Key.EPSILON: min(spent, schema.EPSILON_MAX), Key.DELTA: delta,
                                Key.MAX_RECORDS_PER_UNIT: per_unit}
     # The unit's words follow from K (relation "wording"): record words only with K = 1.
     person = per_unit > 1 or draw(st.booleans())
@@ -575,6 +583,12 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
         p.scoring = {f.key: draw(field_values(f.path)) for f in FIELDS if f.parent == Key.SCORING}
         if descriptions is not None:
             p.prior = f4(c, d)
+    if has_head:
+        releases[Key.CLASS_COUNTS][Key.VALUES] = ints(np.int32, c)
+        head[Key.MECHANISM] = draw(field_values("releases.head.mechanism"))
+        head["accountant"] = draw(field_values("releases.head.accountant"))
+        head.update(origin=f4(d), weights=f4(c, d), bias=f4(c))
+        releases["head"] = head
     if has_votes:
         releases[Key.VOTES][Key.VALUES] = ints(np.int16, t, 2**h, c)
         p.hyperplanes = f4(t, h, d)
@@ -588,6 +602,28 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
     if not canonical:
         p.requires = draw(st.one_of(st.none(), st.lists(st.sampled_from([f.path for f in FIELDS]), max_size=64)))
     return build_document(p)
+
+
+@st.composite
+def head_facts(draw) -> dict[str, Any]:
+    """A head's privacy facts that hold together (1.1): sensitivity round(grid x clip_l2), noise
+    scale multiplier x sensitivity, and an epsilon at or above the contract's bound for them."""
+    steps_count = draw(bounded_ints(1, schema.MAX_SENSITIVITY))
+    grid = draw(bounded_ints(1, 2**31))
+    clip = steps_count / grid
+    while round(grid * clip) != steps_count:  # one ulp either way
+        clip = math.nextafter(clip, math.inf if round(grid * clip) < steps_count else -math.inf)
+    z = draw(st.one_of(st.sampled_from([0.01, 1e6]), st.floats(0.3, 100.0)))
+    q = draw(st.one_of(st.sampled_from([1e-9, 1.0]), st.floats(1e-4, 1.0)))
+    steps = draw(st.one_of(st.sampled_from([1, 1_000_000]), st.integers(1, 3000)))
+    delta = draw(st.one_of(st.sampled_from([1e-12, 1e-3]), st.floats(1e-12, 1e-3)))
+    bound = head_epsilon(z, q, steps, delta)
+    if bound * 10 >= schema.EPSILON_MAX / 2:  # more than any epsilon in bounds pays for: more noise
+        z = 1e6
+        bound = head_epsilon(z, q, steps, delta)
+    eps = max(schema.EPSILON_MIN, bound * draw(st.floats(1.0, 10.0)))
+    return {Key.EPSILON: eps, Key.DELTA: delta, "sensitivity_l2": steps_count, Key.NOISE_SCALE: z * steps_count,
+            "noise_multiplier": z, "sample_rate": q, "steps": steps, Key.GRID: grid, "clip_l2": clip}
 
 
 # --------------------------------------------------------------------------- mutations

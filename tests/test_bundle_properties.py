@@ -133,7 +133,7 @@ def assert_scores_finite(b: bundle.Bundle, x: np.ndarray) -> None:
     in (no statistics for it) is refused with ValueError and only then."""
     for mode in MODES:
         has = {"blend": True, "votes": b.votes is not None, "centroids": b.class_sums is not None,
-               "prior": b.prior is not None}[mode]
+               "prior": b.prior is not None, "head": b.head is not None}[mode]
         if not has:
             with pytest.raises(ValueError, match="to score with"):
                 Scorer(b, mode)

@@ -226,7 +226,7 @@ def _refused(base: hb.Base, change, code: str, path: str) -> None:
     (hb.set_path("encoder.facts", "int8"), "field.type", "encoder.facts"),
     (lambda d: d.__delitem__("scoring"), "field.missing", "scoring"),
     (hb._unknown_release, "field.release", "releases.histogram"),
-    (hb._counts_without_sums, "field.missing", "releases.class_sums"),
+    (hb._counts_without_sums, "field.not_allowed", "releases.class_counts"),
     (hb._repeated("privacy", "epsilon", 1.0), "container.repeated_key", ""),
     (hb._repeated("", "labels", ["a", "b"]), "container.repeated_key", ""),
     (hb._repeated("encoder", "weights", b""), "container.repeated_key", ""),

@@ -24,9 +24,9 @@ def test_the_spec_tables_are_generated_from_the_contract():
 
 
 @pytest.mark.check
-def test_the_spec_is_at_most_32_kb_and_the_readme_14_kb():
+def test_the_spec_is_at_most_36_kb_and_the_readme_14_kb():
     # The spec holds every normative rule a fourth reader needs (tokenizer, text, error codes).
-    assert gen_spec.SPEC.stat().st_size <= 32_000  # 1.1's encoder packs added a section
+    assert gen_spec.SPEC.stat().st_size <= 36_000  # 1.1's encoder packs and head added sections
     assert (ROOT / "README.md").stat().st_size <= 14_000
 
 

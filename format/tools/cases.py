@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 import numpy as np
 
+from runtime.bundle.accounting import head_epsilon
 from runtime.bundle.reader import CONDITION_HOLDS, has_path
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH, NUMBER_DIGITS,
                                    PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field)
@@ -270,6 +271,8 @@ def falsify(doc: dict[str, Any], condition: str, keep: str) -> None:
     without its condition (so that the first field the reader refuses is ``keep``)."""
     if condition in ("class statistics", "blend"):
         drop(doc, "releases.class_counts", "releases.class_sums")
+    elif condition == "counted":
+        drop(doc, "releases.class_sums", HEAD)
     elif condition == "votes":
         drop(doc, "releases.votes")
     elif condition == "prior":
@@ -418,14 +421,20 @@ def _field_mutations(f: Field, value: Any, index: int, defined: list[str]) -> It
 _PLACEHOLDER = {"str": "x", "int": 0, "float": 0.0, "strings": ["labels"], "map": {}, "bin": b"x"}
 
 
+def _in_head(path: str) -> bool:
+    return path == HEAD or path.startswith(HEAD + ".")
+
+
 def field_cases(base: dict[str, Any]) -> Iterator[Case]:
-    """The cases of every row of the table (see the module doc)."""
+    """The cases of every row of the table (see the module doc): the head's rows (1.1) on a
+    base with a head (`head_base`), the others on a base without."""
     dims = _dims(base)
+    with_head = has(base, HEAD)
     # Each row's samples are chosen by its index among the 1.0 rows (rows a later minor added come
     # after them), so that adding a row leaves every earlier case as it was.
     rows = [f for f in FIELDS if f.since is None] + [f for f in FIELDS if f.since is not None]
     for index, f in enumerate(rows):
-        if f.path in CONTAINER_FIELDS:
+        if f.path in CONTAINER_FIELDS or _in_head(f.path) != with_head:
             continue
         if f.need == "required":
             doc = copy.deepcopy(base)
@@ -435,7 +444,8 @@ def field_cases(base: dict[str, Any]) -> Iterator[Case]:
             condition = f.need[4:]
             doc = copy.deepcopy(base)
             drop(doc, f.path)
-            yield Case(f"{f.path}-absent-while-{condition.replace(' ', '-')}", seal(doc), "field.missing", f.path)
+            if CONDITION_HOLDS[condition](doc):  # not when the field is itself what makes its condition hold
+                yield Case(f"{f.path}-absent-while-{condition.replace(' ', '-')}", seal(doc), "field.missing", f.path)
             doc = copy.deepcopy(base)
             try:
                 falsify(doc, condition, keep=f.path)
@@ -449,6 +459,8 @@ def field_cases(base: dict[str, Any]) -> Iterator[Case]:
             doc = copy.deepcopy(base)
             put(doc, f.path, bad)
             yield Case(f"{f.path}-{name}", seal(doc), code, path)
+    if with_head:
+        return
     doc = copy.deepcopy(base)
     put(doc, "future", 1, before="encoder")
     yield Case("unknown-top-level-key", seal(doc), "field.unknown", "future")
@@ -491,6 +503,8 @@ def per_unit(k: int, doc: dict[str, Any], column: str = "'user_id'") -> tuple[tu
                                     ("privacy.privacy_unit", wording.privacy_unit(k)),
                                     ("privacy.neighbour_relation", wording.neighbour_relation(k, column))]
     for name, r in doc["releases"].items():
+        if name == "head":  # a head protects one record (relation "head"): its facts stay
+            continue
         sens = k * r["sensitivity_l1"] // doc["privacy"]["max_records_per_unit"]
         edits += [(f"releases.{name}.sensitivity_l1", sens), (f"releases.{name}.noise_scale", sens / r["epsilon"])]
     return tuple(edits)
@@ -787,13 +801,106 @@ def container_cases(base: dict[str, Any]) -> Iterator[Case]:
 # --------------------------------------------------------------------------- all of it
 
 
+HEAD = "releases.head"
+#: The head of `head_base`: its epsilon, delta, sampling, steps, grid and clip (the noise
+#: multiplier is the least the contract's bound allows at these).
+HEAD_FACTS = {"epsilon": 4.0, "delta": 1e-5, "sample_rate": 0.25, "steps": 400, "grid": 2**20, "clip_l2": 0.5}
+
+
+def head_multiplier(epsilon: float, sample_rate: float, steps: int, delta: float) -> float:
+    """The least noise multiplier (to 1e-6, rounded up) whose contract bound is at most ``epsilon``."""
+    lo, hi = 0.01, 1000.0
+    while hi - lo > 1e-7:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if head_epsilon(mid, sample_rate, steps, delta) <= epsilon else (mid, hi)
+    return math.ceil(hi * 1e6) / 1e6
+
+
+def head_release(classes: int, dim: int, **facts: Any) -> dict[str, Any]:
+    """A head release whose facts hold (`HEAD_FACTS`, overridden by ``facts``) and whose arrays
+    are a fixed public pattern: logits of either sign, every class the argmax somewhere."""
+    f = {**HEAD_FACTS, **facts}
+    z = head_multiplier(f["epsilon"], f["sample_rate"], f["steps"], f["delta"])
+    sens = round(f["grid"] * f["clip_l2"])
+    i = np.arange(classes * dim, dtype=np.float64).reshape(classes, dim)
+    return {"epsilon": f["epsilon"], "delta": f["delta"], "sensitivity_l2": sens, "noise_scale": z * sens,
+            "noise_multiplier": z, "sample_rate": f["sample_rate"], "steps": f["steps"], "grid": f["grid"],
+            "clip_l2": f["clip_l2"],
+            "accountant": "dp-accounting 0.6.0 RdpAccountant, Poisson-sampled Gaussian, orders 2..256",
+            "mechanism": "DP-SGD: discrete Gaussian noise on each step's sum of clipped per-record gradients",
+            "origin": _f4(0.01 * np.sin(np.arange(dim, dtype=np.float64))),
+            "weights": _f4(3.0 * np.sin(1.7 * i + 0.3)), "bias": _f4(0.5 * np.cos(np.arange(classes, dtype=np.float64)))}
+
+
+def with_head(doc: dict[str, Any], head: dict[str, Any]) -> None:
+    """Give ``doc`` ``head`` (1.1): version, requires, and the privacy facts' epsilon and delta."""
+    put(doc, "version", [1, 1])
+    put(doc, "requires", [*doc.get("requires", []), HEAD])
+    put(doc, HEAD, head)
+    doc["privacy"]["epsilon"] = sum(r["epsilon"] for r in doc["releases"].values())
+    doc["privacy"]["delta"] = head["delta"]
+    if "composition" in doc["privacy"]:
+        doc["privacy"]["composition"] = ("sequential: " + ", then ".join(doc["releases"]) + "; their epsilons add up "
+                                         "to epsilon, and the head's delta is the bundle's")
+
+
+def head_base(base: dict[str, Any]) -> dict[str, Any]:
+    """``base`` (`small_base`) as a head bundle (1.1): class_counts and a head, nothing else to score with."""
+    doc = copy.deepcopy(base)
+    drop(doc, "releases.class_sums", "releases.votes", "subspace", "hashing", "prior", "scoring")
+    with_head(doc, head_release(len(doc["labels"]), doc["encoder"]["dim"]))
+    return doc
+
+
+def head_cases(base: dict[str, Any]) -> Iterator[Case]:
+    """The head's rows and relations (1.1), on `head_base`, and a pure bundle that states a delta."""
+    hb = head_base(base)
+    yield from field_cases(hb)
+    head = hb["releases"]["head"]
+    both = copy.deepcopy(base)
+    with_head(both, copy.deepcopy(head))
+    yield Case("head-with-class-sums", seal(both), "relation.head", HEAD)
+    yield Case("head-for-three-records-per-person", _edit(hb, *per_unit(3, hb)), "relation.head", HEAD)
+    yield Case("head-shares-do-not-add-up", _edit(hb, ("privacy.epsilon", lambda e: e + 1.0)), "relation.shares",
+               "privacy.epsilon")
+    yield Case("head-delta-contradicts", _edit(hb, ("privacy.delta", 2e-5)), "relation.delta", "privacy.delta")
+    yield Case("head-delta-zero", _edit(hb, ("privacy.delta", 0.0)), "relation.delta", "privacy.delta")
+    yield Case("pure-bundle-states-a-delta", _edit(base, ("privacy.delta", 1e-5)), "relation.delta", "privacy.delta")
+    yield Case("head-noise-scale-contradicts", _edit(hb, (f"{HEAD}.noise_scale", lambda v: v * 1.5)),
+               "relation.noise_scale", f"{HEAD}.noise_scale")
+    z = head["noise_multiplier"]
+    yield Case("head-grid-times-clip-below-one", _edit(hb, (f"{HEAD}.clip_l2", 0.4 / head["grid"])),
+               "relation.clip", f"{HEAD}.clip_l2")
+    yield Case("head-sensitivity-contradicts-clip", _edit(hb, (f"{HEAD}.clip_l2", 1.0)), "relation.sensitivity",
+               f"{HEAD}.sensitivity_l2")
+    # Half to even: grid 2 x clip 1.25 is 2.5, one step per record is 2.
+    yield Case("head-sensitivity-rounds-half-to-even", _edit(
+        hb, (f"{HEAD}.grid", 2), (f"{HEAD}.clip_l2", 1.25), (f"{HEAD}.sensitivity_l2", 3),
+        (f"{HEAD}.noise_scale", 3 * z)), "relation.sensitivity", f"{HEAD}.sensitivity_l2")
+    claimed = head["epsilon"] / 2
+    yield Case("head-claims-less-epsilon-than-its-noise", _edit(
+        hb, (f"{HEAD}.epsilon", claimed), ("privacy.epsilon", lambda e: e - claimed)), "relation.accountant",
+        f"{HEAD}.epsilon")
+    yield Case("head-more-steps-than-its-epsilon", _edit(hb, (f"{HEAD}.steps", 4000)), "relation.accountant",
+               f"{HEAD}.epsilon")
+    yield Case("head-larger-sample-rate-than-its-epsilon", _edit(hb, (f"{HEAD}.sample_rate", 1.0)),
+               "relation.accountant", f"{HEAD}.epsilon")
+    yield Case("head-noise-multiplier-halved", _edit(
+        hb, (f"{HEAD}.noise_multiplier", z / 2), (f"{HEAD}.noise_scale", z / 2 * head["sensitivity_l2"])),
+        "relation.accountant", f"{HEAD}.epsilon")
+    yield Case("head-larger-delta-does-not-pay", _edit(
+        hb, (f"{HEAD}.delta", 1e-3), ("privacy.delta", 1e-3), (f"{HEAD}.steps", 40000)), "relation.accountant",
+        f"{HEAD}.epsilon")
+    yield Case("head-not-in-requires", _edit(hb, ("requires", _DROP)), "relation.requires", "requires")
+
+
 def malformed(base: dict[str, Any]) -> list[Case]:
     """Every malformed case made from ``base`` (`small_base` of a bundle with every field)."""
     missing = [p for p in ("releases.class_counts", "releases.class_sums", "releases.votes", "hashing.offsets",
                            "prior", "scoring", "label_descriptions", "encoder.weights") if not has(base, p)]
     if missing:
         raise ValueError(f"the base bundle lacks {missing}: build it with --votes-share")
-    cases = [*field_cases(base), *relation_cases(base), *container_cases(base)]
+    cases = [*field_cases(base), *relation_cases(base), *head_cases(base), *container_cases(base)]
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise AssertionError(f"case names repeat: {sorted({n for n in names if names.count(n) > 1})}")

@@ -283,6 +283,26 @@ def _batches(n: int) -> Edit:
     return edit
 
 
+def _as_head(**facts: Any) -> Edit:
+    """The base as a head bundle (1.1, cases.head_base), the head's facts overridden by ``facts``
+    and its arrays by ``arrays`` (float32 patterns)."""
+    arrays = facts.pop("arrays", {})
+
+    def edit(d: dict[str, Any]) -> None:
+        cases.drop(d, "releases.class_sums", "releases.votes", "subspace", "hashing", "prior", "scoring")
+        head = cases.head_release(len(d["labels"]), d["encoder"]["dim"], **facts)
+        for key, make in arrays.items():
+            shape = np.frombuffer(head[key]["data"], "<f4").reshape(head[key]["shape"]).shape
+            head[key] = cases._f4(make(shape))
+        cases.with_head(d, head)
+    return edit
+
+
+def _extremes(shape: tuple[int, ...]) -> np.ndarray:
+    """float32's largest magnitudes, alternating in sign: logits near 1e42, finite in float64."""
+    return np.where(np.arange(int(np.prod(shape))).reshape(shape) % 3 == 0, -3.4e38, 3.4e38)
+
+
 _CLASS_STATISTICS = ("releases.class_counts", "releases.class_sums", "subspace", "prior", "scoring")
 #: name -> the edits that make it from the base with vote tables: each branch of the scoring
 #: rule (docs/bundle-format.md section 7) taken at least once.
@@ -306,6 +326,10 @@ SCORED: dict[str, list[Edit]] = {
     "votes-all-negative": [_values("releases.votes.values", lambda a: a.fill(-3))],
     "three-batches": [_batches(3)],
     "three-batches-pull-below-one": [_batches(3), _set("scoring.description_pull", 0.1)],
+    "head": [_as_head()],
+    "head-full-batches-small-delta": [_as_head(sample_rate=1.0, steps=20, delta=1e-12, epsilon=50.0)],
+    "head-logits-at-float32-bounds": [_as_head(arrays={"weights": _extremes, "bias": _extremes})],
+    "head-tied-logits": [_as_head(arrays={"weights": np.zeros, "bias": np.zeros})],
 }
 
 

@@ -28,12 +28,13 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from runtime.bundle import wording
+from runtime.bundle.accounting import ACCOUNTANT_RTOL, head_epsilon
 from runtime.bundle.container import Bin, Source, read_document
 from runtime.bundle.model_family import check_model
 from runtime.bundle.schema import (CHECK_NORM, DIMS, FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION,
                                    MAX_BUNDLE_BYTES, MAX_WORK, PACK_FIELDS, PACK_FORMAT_NAME, PRIVACY_RTOL,
-                                   STATISTICS, TEXT_KINDS, Bundle, EncoderPack, EncoderSpec, Field, Key, ReleaseFacts,
-                                   Scoring, WeightsFile, _S)
+                                   STATISTICS, TEXT_KINDS, Bundle, EncoderPack, EncoderSpec, Field, HeadRelease, Key,
+                                   ReleaseFacts, Scoring, WeightsFile, _S)
 from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.errors import BundleError
 from runtime.text import label_key, shows_something, u_plus, unassigned, unprintable
@@ -430,18 +431,29 @@ def _array(f: Field, v: Any, dims: dict[str, int], src: Source) -> np.ndarray:
 
 def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, ReleaseFacts], doc: dict[str, Any]) -> None:
     """format/1/schema.json "relations", in order (requires is checked before)."""
-    if Key.CLASS_SUMS not in releases and Key.VOTES not in releases:
-        raise BundleError("relation.nothing", Key.RELEASES, "field 'releases' holds neither class_sums nor votes: "
+    head = _head(v) if "releases.head" in v else None
+    if Key.CLASS_SUMS not in releases and Key.VOTES not in releases and head is None:
+        raise BundleError("relation.nothing", Key.RELEASES, "field 'releases' holds neither class_sums, votes nor head: "
                                                             "nothing to classify with")
+    per_unit = v["privacy.max_records_per_unit"]
+    if head is not None and (Key.CLASS_SUMS in releases or Key.VOTES in releases or per_unit != 1):
+        raise _fail("relation.head", "releases.head", "must come with class_counts alone, for one record per unit "
+                                                      "(K = 1)")
     eps = v["privacy.epsilon"]
     total = 0.0
-    for r in releases.values():  # in release order, left to right: every reader adds alike
+    for r in releases.values():  # in release order, left to right, the head last: every reader adds alike
         total += r.epsilon
+    if head is not None:
+        total += head.epsilon
     if not abs(total - eps) <= PRIVACY_RTOL * max(abs(total), abs(eps)):
         raise BundleError("relation.shares", "privacy.epsilon", f"the releases spend epsilon {total!r}, but field "
                                                                 f"'privacy.epsilon' is {eps!r}: their shares must add "
                                                                 f"up to it")
-    per_unit = v["privacy.max_records_per_unit"]
+    delta = v["privacy.delta"]
+    if head is None and delta != 0 or head is not None and not abs(delta - head.delta) <= PRIVACY_RTOL * max(
+            abs(delta), abs(head.delta)):
+        raise BundleError("relation.delta", "privacy.delta", f"is {delta!r}, but the releases' deltas add up to "
+                                                             f"{0.0 if head is None else head.delta!r}")
     for r in releases.values():
         where = f"releases.{r.statistic}"
         need = r.sensitivity_l1 / r.epsilon
@@ -459,6 +471,8 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
             raise _fail("relation.sensitivity", f"{where}.sensitivity_l1",
                         f"is {r.sensitivity_l1}, but a {r.statistic} release with at most {per_unit} record(s) per unit "
                         f"has {per_unit} x {one}: the privacy facts contradict each other")
+    if head is not None:
+        _head_relations(head)
     wording.check(v["privacy.privacy_unit"], v["privacy.neighbour_relation"], per_unit)
     labels = v[Key.LABELS]
     descriptions = v.get(Key.LABEL_DESCRIPTIONS)
@@ -478,6 +492,28 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
         if dims["C"] * dims["k"] * dims["D"] > MAX_WORK:
             raise _fail("relation.work", "subspace.projection", f"makes C x k x D = {dims['C'] * dims['k'] * dims['D']}, "
                                                                 f"more than {MAX_WORK}")
+
+
+def _head_relations(h: HeadRelease) -> None:
+    """The head's own relations, after the pure releases': its noise scale, clip and sensitivity,
+    then the contract's bound on its epsilon (runtime.bundle.accounting)."""
+    need = h.noise_multiplier * h.sensitivity_l2
+    if not abs(h.noise_scale - need) <= PRIVACY_RTOL * max(abs(h.noise_scale), abs(need)):
+        raise _fail("relation.noise_scale", "releases.head.noise_scale",
+                    f"is {h.noise_scale!r}, but noise multiplier {h.noise_multiplier!r} at sensitivity "
+                    f"{h.sensitivity_l2} needs {need!r}: the privacy facts contradict each other")
+    one = round(float(h.grid) * h.clip_l2)  # half to even
+    if one < 1:
+        raise _fail("relation.clip", "releases.head.clip_l2", f"is {h.clip_l2!r}: less than one grid step of 1/{h.grid}")
+    if h.sensitivity_l2 != one:
+        raise _fail("relation.sensitivity", "releases.head.sensitivity_l2",
+                    f"is {h.sensitivity_l2}, but a head clipped at {h.clip_l2!r} on a grid of {h.grid} has {one}: "
+                    "the privacy facts contradict each other")
+    bound = head_epsilon(h.noise_multiplier, h.sample_rate, h.steps, h.delta)
+    if bound > h.epsilon * (1.0 + ACCOUNTANT_RTOL):
+        raise _fail("relation.accountant", "releases.head.epsilon",
+                    f"is {h.epsilon!r}, but {h.steps} steps at noise multiplier {h.noise_multiplier!r} and sample rate "
+                    f"{h.sample_rate!r} are only ({bound!r}, {h.delta!r})-DP: the privacy facts contradict each other")
 
 
 def _encoder_relations(v: dict[str, Any], doc: dict[str, Any]) -> None:
@@ -525,7 +561,15 @@ def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
         votes=v.get("releases.votes.values"), hyperplanes=v.get("hashing.hyperplanes"),
         offsets=v.get("hashing.offsets"), seed=v.get("hashing.seed"), prior=v.get(Key.PRIOR), scoring=scoring,
         exporter=v.get(Key.EXPORTER), requires=None if Key.REQUIRES not in v else tuple(v[Key.REQUIRES]),
-        version=version, encoder_pack=None if pack is None else pack.digest)
+        version=version, encoder_pack=None if pack is None else pack.digest,
+        head=_head(v) if "releases.head" in v else None)
+
+
+def _head(v: dict[str, Any]) -> HeadRelease:
+    p = "releases.head."
+    return HeadRelease(**{k: v[p + k] for k in (
+        "epsilon", "delta", "sensitivity_l2", "noise_scale", "noise_multiplier", "sample_rate", "steps", "grid",
+        "clip_l2", "accountant", "mechanism", "origin", "weights", "bias")})
 
 
 def _release(v: dict[str, Any], name: str) -> ReleaseFacts:

@@ -263,6 +263,33 @@ class ReleaseFacts:
 
 
 @dataclass(frozen=True)
+class HeadRelease:
+    """The linear head (1.1): a softmax layer trained by DP-SGD on the frozen embeddings, with
+    the facts of its (epsilon, delta) guarantee. Its weights are post-processing of the noisy
+    gradient sums; ``origin`` is the public centre its inputs are measured from. A text's
+    scores are softmax(weights (x - origin) + bias)."""
+
+    epsilon: float
+    delta: float
+    #: K x round(grid x clip_l2): how far one unit moves one step's gradient sum (L2, grid units).
+    sensitivity_l2: int
+    #: The Gaussian's standard deviation in grid units: noise_multiplier x sensitivity_l2.
+    noise_scale: float
+    noise_multiplier: float
+    #: Poisson sampling: each record is in a step's batch with this probability.
+    sample_rate: float
+    steps: int
+    grid: int
+    clip_l2: float
+    #: The accountant that bounds (epsilon, delta): library, version and method, in words.
+    accountant: str
+    mechanism: str
+    origin: np.ndarray
+    weights: np.ndarray
+    bias: np.ndarray
+
+
+@dataclass(frozen=True)
 class Scoring:
     """The blend's constants (section "Scoring" of docs/bundle-format.md)."""
 
@@ -305,6 +332,13 @@ class Bundle:
     #: The digest of the encoder pack the bundle names (a statistics bundle), else None: the
     #: bundle carries its encoder. Either way ``encoder`` is the encoder it is scored with.
     encoder_pack: bytes | None = None
+    #: The linear head (1.1, an approximate (epsilon, delta) release), else None.
+    head: HeadRelease | None = None
+
+    @property
+    def delta(self) -> float:
+        """The bundle's delta: 0.0 for pure epsilon-DP; the head's delta with a head (1.1)."""
+        return float(self.privacy[Key.DELTA])
 
     @property
     def epsilon(self) -> float:

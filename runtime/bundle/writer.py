@@ -39,7 +39,8 @@ def document(b: Bundle) -> dict[str, Any]:
     flat: dict[str, Any] = {
         "format": FORMAT_NAME, "labels": list(b.labels),
         "label_descriptions": None if b.label_descriptions is None else list(b.label_descriptions),
-        "requires": None if b.requires is None else list(b.requires), "encoder_pack": b.encoder_pack, "privacy": dict(b.privacy), "releases": {},
+        "requires": None if b.requires is None else list(b.requires), "encoder_pack": b.encoder_pack,
+        "privacy": dict(b.privacy), "releases": {},
         "hashing.seed": b.seed, "exporter": b.exporter,
         **({} if b.encoder_pack is not None else _encoder_values(b.encoder)),
         "releases.class_counts.values": b.class_counts, "releases.class_sums.values": b.class_sums,
@@ -50,6 +51,8 @@ def document(b: Bundle) -> dict[str, Any]:
         flat.update({f"releases.{name}.{k}": getattr(r, k) for k in (Key.EPSILON, Key.SENSITIVITY_L1,
                                                                      Key.NOISE_SCALE, Key.MECHANISM, Key.GRID,
                                                                      Key.CLIP_L1)})
+    if b.head is not None:
+        flat.update({f"releases.head.{k}": v for k, v in vars(b.head).items()})
     if b.scoring is not None:
         flat.update({f"scoring.{k}": v for k, v in vars(b.scoring).items()})
     return _document(flat, FIELDS)
