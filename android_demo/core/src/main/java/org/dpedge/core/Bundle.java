@@ -1,5 +1,8 @@
 package org.dpedge.core;
 
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -17,7 +20,8 @@ import java.util.Map;
  *
  * <p>Arrays are flat, in C order, as released: {@code classCounts} [C], {@code classSums}
  * [C][k] in grid units, {@code origin} [D], {@code projection} [k][D], {@code votes}
- * [T][2^H][C], {@code hyperplanes} [T][H][D], {@code offsets} [T][H], {@code prior} [C][D];
+ * [T][2^H][C], {@code hyperplanes} [T][H][D], {@code offsets} [T][H], {@code prior} [C][D],
+ * the head's (1.1) {@code headOrigin} [D], {@code headWeights} [C][D], {@code headBias} [C];
  * absent ones are null. The public accessors return copies.
  */
 public final class Bundle {
@@ -25,6 +29,7 @@ public final class Bundle {
     final List<String> labelDescriptions;
     final Map<String, Object> privacy;
     final Map<String, PrivacyFacts> releases;
+    final HeadFacts head;
     final int[] version;
     final int[] classCounts;
     final int[] classSums;
@@ -34,6 +39,9 @@ public final class Bundle {
     final float[] hyperplanes;
     final float[] offsets;
     final float[] prior;
+    final float[] headOrigin;
+    final float[] headWeights;
+    final float[] headBias;
     final int k;
     final int tables;
     final int bits;
@@ -43,12 +51,13 @@ public final class Bundle {
 
     final byte[] encoderPack;
 
-    Bundle(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases, int[] version,
-            Encoder encoder, byte[] encoderPack) {
+    Bundle(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases, HeadFacts head,
+            int[] version, Encoder encoder, byte[] encoderPack) {
         labels = Contract.cast(publicCopy(v.get("labels")));
         labelDescriptions = Contract.cast(publicCopy(v.get("label_descriptions")));
         privacy = Contract.cast(publicCopy(v.get("privacy")));
         this.releases = Collections.unmodifiableMap(releases);
+        this.head = head;
         this.version = version;
         classCounts = (int[]) v.get("releases.class_counts.values");
         classSums = (int[]) v.get("releases.class_sums.values");
@@ -58,6 +67,9 @@ public final class Bundle {
         hyperplanes = (float[]) v.get("hashing.hyperplanes");
         offsets = (float[]) v.get("hashing.offsets");
         prior = (float[]) v.get("prior");
+        headOrigin = (float[]) v.get("releases.head.origin");
+        headWeights = (float[]) v.get("releases.head.weights");
+        headBias = (float[]) v.get("releases.head.bias");
         k = classSums == null ? 0 : dims.get("k");
         tables = votes == null ? 0 : dims.get("T");
         bits = votes == null ? 0 : dims.get("H");
@@ -100,14 +112,70 @@ public final class Bundle {
         return privacy;
     }
 
-    /** Each release's privacy facts by statistic, in release order. */
+    /** Each pure release's privacy facts by statistic, in release order (the head is {@link #head()}). */
     public Map<String, PrivacyFacts> releases() {
         return releases;
     }
 
-    /** The bundle's epsilon (pure epsilon-DP); the releases' shares add up to it. */
+    /** The head release's facts (1.1: a linear softmax layer, an (epsilon, delta) release), or null. */
+    public HeadFacts head() {
+        return head;
+    }
+
+    /** The bundle's epsilon; the releases' shares (the head's included) add up to it. */
     public double epsilon() {
         return (Double) privacy.get("epsilon");
+    }
+
+    /**
+     * The bundle's delta: 0.0 for pure epsilon-DP; with a head (1.1) the head's delta, above 0,
+     * and the guarantee is approximate: the epsilon bound may fail with probability up to delta.
+     */
+    public double delta() {
+        return (Double) privacy.get("delta");
+    }
+
+    /**
+     * One line: the guarantee in the bundle's own words, numbers to 10 significant digits, as the
+     * reference says it (runtime/describe.py privacy_summary). A bundle with a head states delta in
+     * words and never says pure.
+     */
+    public String privacySummary() {
+        StringBuilder parts = new StringBuilder();
+        for (PrivacyFacts r : releases.values()) {
+            parts.append(parts.length() == 0 ? "" : ", ").append(r.statistic()).append(" eps ").append(g10(r.epsilon()))
+                    .append(" (scale ").append(g10(r.noiseScale())).append(')');
+        }
+        Map<?, ?> wording = Contract.map("wording");
+        String record = (String) ((Map<?, ?>) wording.get("record")).get("privacy_unit");
+        String unit = record.equals(privacy.get("privacy_unit")) ? record  // the reader checked the words against K
+                : ((String) ((Map<?, ?>) wording.get("person")).get("privacy_unit")).replace("{K}",
+                        Long.toString(recordsPerUnit()));
+        if (head == null) {
+            String batches = batches() > 1 ? " in each of " + batches() + " disjoint batches, summed" : "";
+            return "epsilon = " + g10(epsilon()) + ", delta = 0 (pure DP) per " + unit + ", spent on " + parts + batches
+                    + "; discrete Laplace noise";
+        }
+        return "epsilon = " + g10(epsilon()) + ", delta = " + g10(delta()) + " (approximate DP, not pure: the epsilon "
+                + "bound may fail with probability up to delta) per " + unit + ", spent on " + parts + ", head eps "
+                + g10(head.epsilon()) + " delta " + g10(head.delta()) + " (DP-SGD, " + head.steps() + " steps, sample "
+                + "rate " + g10(head.sampleRate()) + ", noise multiplier " + g10(head.noiseMultiplier())
+                + "); discrete Laplace and Gaussian noise";
+    }
+
+    /** Python's {@code format(x, ".10g")} of a finite double: 10 significant digits, half to even, zeros stripped. */
+    static String g10(double x) {
+        if (x == 0) {
+            return 1 / x < 0 ? "-0" : "0";
+        }
+        BigDecimal d = new BigDecimal(x).round(new MathContext(10, RoundingMode.HALF_EVEN)).stripTrailingZeros();
+        int exp = d.precision() - d.scale() - 1;
+        if (exp >= -4 && exp < 10) {
+            return d.toPlainString();
+        }
+        String digits = d.unscaledValue().abs().toString();
+        return (d.signum() < 0 ? "-" : "") + digits.charAt(0) + (digits.length() > 1 ? "." + digits.substring(1) : "")
+                + (exp < 0 ? "e-" : "e+") + (Math.abs(exp) < 10 ? "0" : "") + Math.abs(exp);
     }
 
     /** B, the disjoint batches whose releases the statistics sum (1.1; 1 when privacy.batches is absent). */

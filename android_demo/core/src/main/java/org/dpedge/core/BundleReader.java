@@ -147,10 +147,13 @@ public final class BundleReader {
                 releases.put((String) name, new PrivacyFacts((String) name, r));
             }
         }
-        relations(values, dims, releases);
+        // The head (1.1) is no statistic of schema.json "statistics": an (epsilon, delta) release beside them.
+        Map<?, ?> h = (Map<?, ?>) values.get("releases.head");
+        HeadFacts head = h == null ? null : new HeadFacts(h);
+        relations(values, dims, releases, head);
         // A statistics bundle's encoder is its pack's, checked when the pack was read.
         Bundle.Encoder encoder = pack != null ? pack.encoder : encoder(doc, values);
-        return new Bundle(values, dims, releases, version, encoder, pack == null ? null : pack.digest);
+        return new Bundle(values, dims, releases, head, version, encoder, pack == null ? null : pack.digest);
     }
 
     /** Reads and validates an encoder pack file of any digest; see {@link #readPack(File, Collection)}. */
@@ -659,20 +662,34 @@ public final class BundleReader {
     }
 
     /** schema.json "relations", in order, up to the encoder's ("requires" and "pack" are checked before). */
-    private static void relations(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases)
-            throws BundleException {
-        if (!releases.containsKey("class_sums") && !releases.containsKey("votes")) {
-            throw fail("relation.nothing", "releases", "holds neither class_sums nor votes: nothing to classify with");
+    private static void relations(Map<String, Object> v, Map<String, Integer> dims, Map<String, PrivacyFacts> releases,
+            HeadFacts head) throws BundleException {
+        boolean statistics = releases.containsKey("class_sums") || releases.containsKey("votes");
+        if (!statistics && head == null) {
+            throw fail("relation.nothing", "releases", "holds neither class_sums, votes nor head: nothing to classify "
+                    + "with");
+        }
+        long perUnit = (Long) v.get("privacy.max_records_per_unit");
+        if (head != null && (statistics || perUnit != 1)) {
+            throw fail("relation.head", "releases.head", "must come with class_counts alone, for one record per unit "
+                    + "(K = 1)");
         }
         double eps = (Double) v.get("privacy.epsilon");
         double total = 0;
-        for (PrivacyFacts r : releases.values()) {  // in release order, left to right: every reader adds alike
+        for (PrivacyFacts r : releases.values()) {  // in release order, left to right, the head last: every reader adds alike
             total += r.epsilon();
+        }
+        if (head != null) {
+            total += head.epsilon();
         }
         if (!close(total, eps)) {
             throw fail("relation.shares", "privacy.epsilon", "is " + eps + ", but the releases spend " + total);
         }
-        long perUnit = (Long) v.get("privacy.max_records_per_unit");
+        double delta = (Double) v.get("privacy.delta");
+        if (head == null ? delta != 0 : !close(delta, head.delta())) {  // -0.0 is 0
+            throw fail("relation.delta", "privacy.delta", "is " + delta + ", but the releases' deltas add up to "
+                    + (head == null ? 0.0 : head.delta()));
+        }
         for (PrivacyFacts r : releases.values()) {
             String where = "releases." + r.statistic();
             double need = r.sensitivityL1() / r.epsilon();
@@ -692,6 +709,9 @@ public final class BundleReader {
                 throw fail("relation.sensitivity", where + ".sensitivity_l1", "is " + r.sensitivityL1() + ", but "
                         + perUnit + " record(s) per unit give " + perUnit + " x " + one);
             }
+        }
+        if (head != null) {
+            headRelations(head);
         }
         wording((String) v.get("privacy.privacy_unit"), (String) v.get("privacy.neighbour_relation"), perUnit);
         List<?> labels = (List<?>) v.get("labels");
@@ -719,6 +739,33 @@ public final class BundleReader {
                 throw fail("relation.work", "subspace.projection", "makes C x k x D = " + c * k * d + ", more than "
                         + Contract.integer("max_work"));
             }
+        }
+    }
+
+    /**
+     * The head's own relations (1.1), after the pure releases': its noise scale, clip and
+     * sensitivity, then the contract's bound on its epsilon ({@link Accountant}).
+     */
+    private static void headRelations(HeadFacts h) throws BundleException {
+        double need = h.noiseMultiplier() * h.sensitivityL2();
+        if (!close(h.noiseScale(), need)) {
+            throw fail("relation.noise_scale", "releases.head.noise_scale", "is " + h.noiseScale() + ", but noise "
+                    + "multiplier " + h.noiseMultiplier() + " at sensitivity " + h.sensitivityL2() + " needs " + need);
+        }
+        long one = (long) Math.rint((double) h.grid() * h.clipL2());  // half to even, as the reference's round()
+        if (one < 1) {
+            throw fail("relation.clip", "releases.head.clip_l2", "is " + h.clipL2() + ": less than one grid step of 1/"
+                    + h.grid());
+        }
+        if (h.sensitivityL2() != one) {
+            throw fail("relation.sensitivity", "releases.head.sensitivity_l2", "is " + h.sensitivityL2() + ", but a head "
+                    + "clipped at " + h.clipL2() + " on a grid of " + h.grid() + " has " + one);
+        }
+        double bound = Accountant.headEpsilon(h.noiseMultiplier(), h.sampleRate(), h.steps(), h.delta());
+        if (bound > h.epsilon() * (1.0 + Accountant.RTOL)) {
+            throw fail("relation.accountant", "releases.head.epsilon", "is " + h.epsilon() + ", but " + h.steps()
+                    + " steps at noise multiplier " + h.noiseMultiplier() + " and sample rate " + h.sampleRate()
+                    + " are only (" + bound + ", " + h.delta() + ")-DP");
         }
     }
 

@@ -2,10 +2,11 @@ package org.dpedge.core;
 
 /**
  * Scores from the released statistics, docs/bundle-format.md section 7 (runtime/scoring.py):
- * vote tables without class statistics by Algorithm 2 (each table's SimHash bucket, the votes'
- * positive shares); otherwise the blend of the centroids' softmax (the class sums pulled toward
- * their descriptions), the prior's softmax times its boost and, with vote tables, the votes'
- * shares, over their total weight. The scores are a distribution over the labels; the label is
+ * a bundle with a head (1.1) by the head alone, softmax(W (x - origin) + b); vote tables without
+ * class statistics by Algorithm 2 (each table's SimHash bucket, the votes' positive shares);
+ * otherwise the blend of the centroids' softmax (the class sums pulled toward their
+ * descriptions), the prior's softmax times its boost and, with vote tables, the votes' shares,
+ * over their total weight. The scores are a distribution over the labels; the label is
  * the argmax, ties to the lower index. In float64 from the stored float32 values, every dot
  * product summed in ascending index order, as every reader sums. Post-processing: any number of
  * queries costs no privacy.
@@ -20,6 +21,8 @@ public final class Scorer {
     private final int k;
     private final Bundle b;
     private final boolean plainVotes;
+    /** A head (1.1): it scores alone; false otherwise. */
+    private final boolean head;
     private final double boost;
     /** P [k][D], P o [k], the pulled class directions over tau_c [C][k]; null without class statistics. */
     private final double[] projection;
@@ -34,6 +37,7 @@ public final class Scorer {
         dim = b.dim();
         k = b.k;
         plainVotes = b.votes != null && b.classSums == null;
+        head = b.headWeights != null;
         if (b.classSums == null) {
             boost = 0;
             projection = shift = directions = prior = null;
@@ -79,6 +83,9 @@ public final class Scorer {
     public double[] scores(float[] x) {
         if (x.length != dim) {
             throw new IllegalArgumentException("an embedding of " + x.length + " values, expected " + dim);
+        }
+        if (head) {
+            return head(x);
         }
         if (plainVotes) {
             return shares(votes(x, false));
@@ -142,6 +149,23 @@ public final class Scorer {
             sums[c] = Math.max(sums[c], 0);
         }
         return sums;
+    }
+
+    /**
+     * The head's scores: logit_c = sum over d in index order of (x_d - origin_d) W[c][d], plus
+     * b[c], in float64 from the stored float32 values; their softmax, the largest subtracted
+     * before exp (finite at every bound of the contract).
+     */
+    private double[] head(float[] x) {
+        double[] logits = new double[classes];
+        for (int c = 0; c < classes; c++) {
+            double s = 0;
+            for (int d = 0; d < dim; d++) {
+                s += ((double) x[d] - (double) b.headOrigin[d]) * (double) b.headWeights[c * dim + d];
+            }
+            logits[c] = s + (double) b.headBias[c];
+        }
+        return softmax(logits);
     }
 
     /** Non-negative sums over their total; all zeros is uniform (no votes say nothing). */
