@@ -13,6 +13,13 @@ Shares add up to epsilon by sequential composition, so the bundle is epsilon-DP 
 else the build does with the released values (post-processing). At the end the budget alone
 writes the bundle's ``privacy`` map from what was actually spent.
 
+The opt-in head (``--delta``, exporter.head) is the one (epsilon, delta) release: its share of
+epsilon buys T noisy gradient sums (`PrivacyBudget.noisy_steps`), issued only once both the
+accountant and the contract bound their epsilon by the share at the budget's delta, and once
+OpenDP's privacy map for one step equals the accountant's model of it (exporter.accountant). A
+head bundle is then (epsilon, delta)-DP by basic composition: the pure releases' epsilons and
+the head's add up to epsilon, and delta is the head's.
+
 Example:
     >>> budget = PrivacyBudget(1.0, shares={"class_sums": 0.8, "votes": 0.2})
     >>> noisy = budget.release("class_sums", np.zeros(5, np.int32), sensitivity=4, mechanism="noise on every sum")
@@ -28,7 +35,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from exporter.noise import NoiseSource, OpenDPDiscreteLaplace
+from exporter import accountant
+from exporter.noise import GaussianNoiseSource, NoiseSource, OpenDPDiscreteGaussian, OpenDPDiscreteLaplace
 from runtime.bundle import wording
 from runtime.bundle.schema import PRIVACY_RTOL, Key, ReleaseFacts
 
@@ -42,6 +50,9 @@ MAX_VOTES_SHARE = 0.85
 MAX_EXACT_VALUE = (2**31 - 1) // 2
 
 TEST_HOOK = "NOT differentially private"
+#: The largest delta a head may have (the format's bound on privacy.delta); it must also be
+#: below 1 / N, N the released noisy record count (exporter.head).
+MAX_DELTA = 1e-3
 
 
 class BudgetError(ValueError):
@@ -116,6 +127,73 @@ class NeighbourRelation:
                 Key.PRIVACY_UNIT: wording.privacy_unit(k)}
 
 
+def check_delta(delta: float) -> float:
+    """Delta as a float in (0, MAX_DELTA], or ValueError naming the bad value.
+
+    Example:
+        >>> check_delta(1e-5)
+        1e-05
+        >>> check_delta(0.01)
+        Traceback (most recent call last):
+        ...
+        ValueError: delta must be above 0 and at most 0.001, got 0.01
+    """
+    d = float(delta)
+    if not (0 < d <= MAX_DELTA):
+        raise ValueError(f"delta must be above 0 and at most {MAX_DELTA:g}, got {delta}")
+    return d
+
+
+def head_shares() -> dict[str, float]:
+    """The plan of a head build (``--delta``): the class counts (their share, released first:
+    their noisy total gives the head's rule its public inputs), then the head with the rest.
+
+    Example:
+        >>> head_shares()
+        {'class_counts': 0.05, 'head': 0.95}
+    """
+    return {Key.CLASS_COUNTS: COUNTS_SHARE, Key.HEAD: round(1.0 - COUNTS_SHARE, 12)}
+
+
+@dataclass(frozen=True)
+class GaussianFacts:
+    """What the head's noisy steps were issued at (the bundle's releases.head facts, without
+    the trained values)."""
+
+    statistic: str
+    epsilon: float
+    delta: float
+    sensitivity_l2: int
+    noise_scale: float
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+    accountant: str
+    mechanism: str
+
+
+class NoisySteps:
+    """The T noisy sums the budget issued for the head: each call adds the discrete Gaussian of
+    the accounted scale to one step's exact integer gradient sum; a call beyond T is refused
+    (it would spend more than was accounted)."""
+
+    def __init__(self, facts: GaussianFacts, source: GaussianNoiseSource):
+        self.facts, self._source, self.used = facts, source, 0
+
+    def __call__(self, sums: np.ndarray) -> np.ndarray:
+        if self.used >= self.facts.steps:
+            raise BudgetError(f"{self.facts.statistic}: all {self.facts.steps} accounted noisy steps were used")
+        sums = np.asarray(sums)
+        if sums.dtype.kind not in "iu":
+            raise BudgetError(f"{self.facts.statistic}: noise is added to integers only, got {sums.dtype}")
+        self.used += 1
+        try:
+            return np.asarray(self._source.add_noise(sums.astype(np.int64), self.facts.noise_scale), dtype=np.int64)
+        except Exception as exc:  # the library's message may quote the exact (private) values
+            raise BudgetError(f"{self.facts.statistic}: the noise library failed ({type(exc).__name__}); its message "
+                              "is not shown because it may quote exact private values") from None
+
+
 def default_shares(hashing: str, votes_share: float = 0.0) -> dict[str, float]:
     """The plan of a build, in release order: the class counts, the class sums, and vote
     tables hashed along them when ``votes_share`` > 0; random hashing releases only the vote
@@ -144,12 +222,15 @@ class PrivacyBudget:
     must be positive and add up to 1. The last planned release gets exactly what is left, so
     the shares add up to epsilon without float drift.
     ``noise_for_tests`` is the test-only hook that pins the noise: every fact the budget
-    writes then says the release is not differentially private.
+    writes then says the release is not differentially private; ``gaussian_for_tests`` is the
+    same hook for the head's Gaussian noise.
+    ``delta`` (default 0: pure epsilon-DP) is the head's delta, for a plan with a head only.
     """
 
     def __init__(self, epsilon: float, relation: NeighbourRelation | None = None, *,
                  shares: Mapping[str, float] | None = None,
-                 noise_for_tests: NoiseSource | None = None):
+                 noise_for_tests: NoiseSource | None = None, delta: float = 0.0,
+                 gaussian_for_tests: GaussianNoiseSource | None = None):
         self.epsilon = check_epsilon(epsilon)
         self.relation = relation or NeighbourRelation.record()
         plan = dict(shares or {Key.VOTES: 1.0})
@@ -158,9 +239,16 @@ class PrivacyBudget:
         if abs(sum(plan.values()) - 1.0) > 1e-9:
             raise BudgetError(f"the planned shares must add up to the whole epsilon (1.0), got {sum(plan.values())}")
         self.plan = plan
+        if (Key.HEAD in plan) != (delta != 0):
+            raise BudgetError("a delta above 0 goes with a planned head, and a head needs one (the head is the only "
+                              f"(epsilon, delta) release), got delta {delta} for {', '.join(plan)}")
+        self.delta = 0.0 if delta == 0 else check_delta(delta)
         self._source: NoiseSource = noise_for_tests if noise_for_tests is not None else OpenDPDiscreteLaplace()
-        self._pinned = noise_for_tests is not None
+        self._gaussian_source: GaussianNoiseSource = (gaussian_for_tests if gaussian_for_tests is not None
+                                                      else OpenDPDiscreteGaussian())
+        self._pinned = noise_for_tests is not None or gaussian_for_tests is not None
         self._releases: list[ReleaseFacts] = []
+        self._head: GaussianFacts | None = None
         #: Exact values clamped into the noise domain, by statistic: for the builder's console
         #: only (a data-dependent count; never written into the bundle).
         self.clamped: dict[str, int] = {}
@@ -169,7 +257,7 @@ class PrivacyBudget:
 
     @property
     def spent(self) -> float:
-        return float(sum(r.epsilon for r in self._releases))
+        return float(sum(r.epsilon for r in self._releases)) + (0.0 if self._head is None else self._head.epsilon)
 
     @property
     def remaining(self) -> float:
@@ -180,16 +268,24 @@ class PrivacyBudget:
         release, all that is left."""
         if statistic not in self.plan:
             raise BudgetError(f"no share of the budget is planned for {statistic!r} (planned: {', '.join(self.plan)})")
-        done = {r.statistic for r in self._releases}
+        done = self._done()
         if statistic in done:
             raise BudgetError(f"{statistic!r} was already released: a second release would spend its share twice")
         if set(self.plan) - done == {statistic}:
             return self.epsilon - self.spent
         return self.epsilon * self.plan[statistic]
 
+    def _done(self) -> set[str]:
+        return {r.statistic for r in self._releases} | (set() if self._head is None else {self._head.statistic})
+
     def noise_facts(self) -> dict[str, Any]:
-        """What the noise is: library, version and source (marked when the test hook pins it)."""
+        """What the noise is: library, version and source (marked when a test hook pins it); a
+        plan with a head names the discrete Laplace of the pure releases and the head's Gaussian."""
         facts = dict(self._source.facts())
+        if Key.HEAD in self.plan:
+            gauss = self._gaussian_source.facts()
+            facts[Key.NOISE_SOURCE] = (f"{facts.get(Key.NOISE_SOURCE, type(self._source).__name__)} (class counts); "
+                                       f"{gauss.get(Key.NOISE_SOURCE, type(self._gaussian_source).__name__)} (head)")
         if self._pinned:
             facts[Key.NOISE_SOURCE] = f"TEST HOOK ({facts.get(Key.NOISE_SOURCE, type(self._source).__name__)}): {TEST_HOOK}"
         return facts
@@ -229,6 +325,49 @@ class PrivacyBudget:
             self.clamped[statistic] = clamped
         return noisy
 
+    def noisy_steps(self, statistic: str, *, sensitivity_l2: int, noise_multiplier: float, sample_rate: float,
+                    steps: int, mechanism: str) -> NoisySteps:
+        """Issue the head's ``steps`` noisy gradient sums for its share of epsilon at the
+        budget's delta (exporter.accountant), after three checks: the accountant's epsilon and
+        the contract's (runtime.bundle.accounting.head_epsilon, which readers recompute) are at
+        most the share, and the noise library's privacy map of one step (zCDP rho at L2
+        sensitivity ``sensitivity_l2``) is the accountant's model of it, Delta^2 / (2 sigma^2).
+
+        ``sample_rate`` is the Poisson sampling probability accounted for: the sampler must
+        include each record with at most this probability. The noise's standard deviation is
+        noise_multiplier x sensitivity_l2, in the sums' integer units.
+        """
+        if self.relation.max_records != 1:
+            raise BudgetError(f"{statistic}: the head protects one record; a person-level head (K records per "
+                              "person) is not built yet")
+        if isinstance(sensitivity_l2, bool) or not isinstance(sensitivity_l2, (int, np.integer)) or sensitivity_l2 < 1:
+            raise BudgetError(f"{statistic}: the L2 sensitivity must be a positive integer, got {sensitivity_l2!r}")
+        if not (0 < sample_rate <= 1) or int(steps) < 1 or not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
+            raise BudgetError(f"{statistic}: needs 0 < sample rate <= 1, steps >= 1 and a positive noise multiplier, "
+                              f"got {sample_rate}, {steps}, {noise_multiplier}")
+        if self.delta == 0:
+            raise BudgetError(f"{statistic}: an (epsilon, delta) release needs the budget's delta")
+        eps = self.share(statistic)
+        if not (eps > 0 and eps <= self.remaining * (1 + PRIVACY_RTOL)):
+            raise BudgetError(f"{statistic}: epsilon {eps} is more than the {self.remaining} left of {self.epsilon}")
+        spent = accountant.epsilon_bound(noise_multiplier, sample_rate, int(steps), self.delta)
+        if spent > eps:
+            raise BudgetError(f"{statistic}: noise multiplier {noise_multiplier} over {steps} steps at sample rate "
+                              f"{sample_rate} costs epsilon {spent} at delta {self.delta}, more than its share {eps}")
+        sigma = float(noise_multiplier) * int(sensitivity_l2)
+        try:
+            accountant.check_step_map(self._gaussian_source.rho(sigma, int(sensitivity_l2)), int(sensitivity_l2), sigma)
+        except accountant.AccountingError as exc:
+            raise BudgetError(f"{statistic}: {exc}") from None
+        self._head = GaussianFacts(statistic, eps, self.delta, int(sensitivity_l2), sigma, float(noise_multiplier),
+                                   float(sample_rate), int(steps), accountant.accountant_name(), mechanism)
+        return NoisySteps(self._head, self._gaussian_source)
+
+    @property
+    def head(self) -> GaussianFacts | None:
+        """The head's facts once its steps were issued (None without a head)."""
+        return self._head
+
     def declare_public(self, description: str) -> None:
         """Name an input the release used that costs no budget (public, or post-processing of
         a release)."""
@@ -240,10 +379,11 @@ class PrivacyBudget:
 
     @property
     def releases(self) -> dict[str, ReleaseFacts]:
-        """What was released, by statistic, in release order; refuses while a planned release
-        is missing (the bundle would state an epsilon that was not spent as planned)."""
+        """What was released with pure epsilon-DP, by statistic, in release order (the head's
+        facts are `head`); refuses while a planned release is missing (the bundle would state an
+        epsilon that was not spent as planned)."""
         done = {r.statistic: r for r in self._releases}
-        missing = [s for s in self.plan if s not in done]
+        missing = [s for s in self.plan if s not in self._done()]
         if missing:
             raise BudgetError(f"planned releases not made: {', '.join(missing)}")
         return done
@@ -251,12 +391,17 @@ class PrivacyBudget:
     def privacy_facts(self) -> dict[str, Any]:
         """The bundle's ``privacy`` map (each release's own facts are in `releases`)."""
         names = list(self.releases)
+        composition = f"sequential: {', then '.join(names)}; their epsilons add up to epsilon"
+        if self._head is not None:
+            composition = (f"sequential, by basic composition: {', then '.join(names)} (pure epsilon-DP), then "
+                           f"{self._head.statistic} ((epsilon, delta)-DP, DP-SGD); their epsilons add up to epsilon, "
+                           "and delta is the head's (the only release with a delta)")
         return {
             Key.EPSILON: self.epsilon,
-            Key.DELTA: 0.0,
+            Key.DELTA: 0.0 if self._head is None else self._head.delta,
             **self.relation.facts(),
             **self.noise_facts(),
-            Key.COMPOSITION: f"sequential: {', then '.join(names)}; their epsilons add up to epsilon",
+            Key.COMPOSITION: composition,
             Key.POST_PROCESSING: "; ".join(self._post_processing) or "none",
             Key.PUBLIC_INPUTS: list(self._public),
         }
