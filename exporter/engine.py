@@ -54,6 +54,12 @@ class Engine(ABC):
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
         """Exact counts (tables, 2**bits, classes) of every record hashed with ``planes``."""
 
+    def embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every kept record's embedding (n, dim) float32 and class index (n,), in memory, after
+        `class_counts`: the head's DP-SGD (exporter.head) reads them all in every step."""
+        raise BuildError(f"the {type(self).__name__} cannot hand its embeddings over in one place; the head "
+                         "(--delta) needs --engine local")
+
     def finish_pass(self, stats: ReadStats, *, same_records: bool = True) -> None:
         """End of a pass: refuse an empty dataset, or a pass that read other records than the
         first (``same_records`` False: the engine saw the data change within its passes)."""
@@ -81,7 +87,7 @@ class MemoryEngine(Engine):
 
     def __init__(self, embeddings: np.ndarray, labels: np.ndarray, name: str = "<memory>"):
         super().__init__(Path(name))
-        self.embeddings, self.labels = np.asarray(embeddings, np.float32), np.asarray(labels, np.int64)
+        self._embeddings, self.labels = np.asarray(embeddings, np.float32), np.asarray(labels, np.int64)
 
     def _pass(self) -> None:
         self.finish_pass(ReadStats(records=len(self.labels)))
@@ -92,12 +98,15 @@ class MemoryEngine(Engine):
 
     def class_sums(self, basis: PublicBasis, classes: int, clip_l1: float) -> ClassSumCounter:
         counter = ClassSumCounter(basis, classes, clip_l1)
-        counter.add(self.embeddings, self.labels)
+        counter.add(self._embeddings, self.labels)
         self._pass()
         return counter
 
+    def embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._embeddings, self.labels
+
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
         counter = VoteCounter(planes.shape[0], planes.shape[1], classes)
-        counter.add(SimHasher(planes, offsets).buckets(self.embeddings), self.labels)
+        counter.add(SimHasher(planes, offsets).buckets(self._embeddings), self.labels)
         self._pass()
         return counter.counts
