@@ -74,6 +74,8 @@ export interface Schema {
     readonly kinds: Readonly<Record<string, { readonly max_chars: number; readonly rules: readonly string[] }>>;
     readonly unprintable: readonly number[];
   };
+  /** The contract's bound on a head's epsilon (1.1): the integer Renyi orders [low, high] and the relation's tolerance. */
+  readonly accountant: { readonly orders: readonly [number, number]; readonly rtol: number };
   readonly privacy_rtol: number;
   readonly check_norm: readonly [number, number];
   readonly max_work: number;

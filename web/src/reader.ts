@@ -12,6 +12,7 @@
  * bundle's encoder is; a statistics bundle names its pack by digest instead of carrying an
  * encoder, and is read with it: `readBundle(bytes, { pack })`.
  */
+import { ACCOUNTANT_RTOL, headEpsilon } from "./accounting.js";
 import { Bin, checkDigest, readContainer, readSealed, type Value, type ValueMap } from "./container.js";
 import { SCHEMA, UNICODE, type FieldRow } from "./contract.js";
 import { BundleError } from "./errors.js";
@@ -29,6 +30,32 @@ export interface ReleaseFacts {
   readonly mechanism: string;
   readonly grid?: number;
   readonly clip_l1?: number;
+}
+
+/**
+ * The head release (1.1): a linear softmax layer trained by DP-SGD on the frozen embeddings,
+ * with the facts of its (epsilon, delta) guarantee. A text's scores are
+ * softmax(weights (x - origin) + bias); weights are [C, D], C order.
+ */
+export interface HeadRelease {
+  readonly epsilon: number;
+  readonly delta: number;
+  /** round(grid x clip_l2): how far one record moves one step's gradient sum (L2, grid units). */
+  readonly sensitivity_l2: number;
+  /** The Gaussian's standard deviation in grid units: noise_multiplier x sensitivity_l2. */
+  readonly noise_scale: number;
+  readonly noise_multiplier: number;
+  /** Poisson sampling: each record is in a step's batch with this probability. */
+  readonly sample_rate: number;
+  readonly steps: number;
+  readonly grid: number;
+  readonly clip_l2: number;
+  /** The accountant the exporter calibrated with, in words (informational). */
+  readonly accountant: string;
+  readonly mechanism: string;
+  readonly origin: Float32Array;
+  readonly weights: Float32Array;
+  readonly bias: Float32Array;
 }
 
 export type EncoderFormat = "onnx" | "tflite";
@@ -71,6 +98,8 @@ export interface Bundle {
   readonly labelDescriptions: readonly string[] | null;
   readonly privacy: ValueMap;
   readonly epsilon: number;
+  /** The bundle's delta: 0 for pure epsilon-DP; the head's delta with a head (1.1). */
+  readonly delta: number;
   /** K: records one privacy unit may contribute. */
   readonly recordsPerUnit: number;
   /** B: the disjoint batches whose releases the statistics sum (1.1; absent: 1). */
@@ -92,6 +121,8 @@ export interface Bundle {
   readonly requires: readonly string[] | null;
   /** The digest of the encoder pack the bundle names (a statistics bundle), else null: the bundle carries its encoder. */
   readonly encoderPack: Uint8Array | null;
+  /** The linear head (1.1, an approximate (epsilon, delta) release), else null: a bundle with one is scored by it alone. */
+  readonly head: HeadRelease | null;
 }
 
 /**
@@ -414,14 +445,24 @@ function wording(unit: string, relation: string, k: bigint): void {
   }
 }
 
-function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[], doc: ValueMap): void {
+function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[], head: HeadRelease | null, doc: ValueMap): void {
   const has = (name: string): boolean => releases.some((r) => r.statistic === name);
-  if (!has("class_sums") && !has("votes")) throw fail("relation.nothing", "releases", "holds neither class_sums nor votes");
+  if (!has("class_sums") && !has("votes") && head === null) {
+    throw fail("relation.nothing", "releases", "holds neither class_sums, votes nor head: nothing to classify with");
+  }
+  const perUnit = v.get("privacy.max_records_per_unit") as bigint;
+  if (head !== null && (has("class_sums") || has("votes") || perUnit !== 1n)) {
+    throw fail("relation.head", "releases.head", "must come with class_counts alone, for one record per unit (K = 1)");
+  }
   const eps = v.get("privacy.epsilon") as number;
   let total = 0;
-  for (const r of releases) total += r.epsilon; // in release order, left to right: every reader adds alike
+  for (const r of releases) total += r.epsilon; // in release order, left to right, the head last: every reader adds alike
+  if (head !== null) total += head.epsilon;
   if (!isClose(total, eps)) throw fail("relation.shares", "privacy.epsilon", `is ${eps}, but the releases spend ${total}`);
-  const perUnit = v.get("privacy.max_records_per_unit") as bigint;
+  const delta = v.get("privacy.delta") as number;
+  if (head === null ? delta !== 0 : !isClose(delta, head.delta)) { // -0 is 0
+    throw fail("relation.delta", "privacy.delta", `is ${delta}, but the releases' deltas add up to ${head === null ? 0 : head.delta}`);
+  }
   for (const r of releases) {
     const where = `releases.${r.statistic}`;
     const needs = r.sensitivity_l1 / r.epsilon;
@@ -437,6 +478,7 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
       throw fail("relation.sensitivity", `${where}.sensitivity_l1`, `is ${r.sensitivity_l1}, but K = ${perUnit} gives ${perUnit * one}`);
     }
   }
+  if (head !== null) headRelations(head);
   wording(v.get("privacy.privacy_unit") as string, v.get("privacy.neighbour_relation") as string, perUnit);
   const labels = v.get("labels") as string[];
   const descriptions = v.get("label_descriptions") as string[] | undefined;
@@ -454,6 +496,29 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
     const { C, k, D } = dims as Required<Dims>;
     if (k! > D!) throw fail("relation.subspace", "subspace.projection", `has ${k} rows, more than the embedding size ${D}`);
     if (C! * k! * D! > SCHEMA.max_work) throw fail("relation.work", "subspace.projection", `makes C x k x D = ${C! * k! * D!}, over 2^30`);
+  }
+}
+
+/**
+ * The head's own relations, after the pure releases': its noise scale, clip and sensitivity,
+ * then the contract's bound on its epsilon (relation "accountant", src/accounting.ts).
+ */
+function headRelations(h: HeadRelease): void {
+  const needs = h.noise_multiplier * h.sensitivity_l2;
+  if (!isClose(h.noise_scale, needs)) {
+    throw fail("relation.noise_scale", "releases.head.noise_scale",
+      `is ${h.noise_scale}, but noise multiplier ${h.noise_multiplier} at sensitivity ${h.sensitivity_l2} needs ${needs}`);
+  }
+  const one = roundHalfEven(h.grid * h.clip_l2);
+  if (one < 1n) throw fail("relation.clip", "releases.head.clip_l2", `is ${h.clip_l2}: less than one grid step of 1/${h.grid}`);
+  if (BigInt(h.sensitivity_l2) !== one) {
+    throw fail("relation.sensitivity", "releases.head.sensitivity_l2",
+      `is ${h.sensitivity_l2}, but a head clipped at ${h.clip_l2} on a grid of ${h.grid} has ${one}`);
+  }
+  const bound = headEpsilon(h.noise_multiplier, h.sample_rate, h.steps, h.delta);
+  if (bound > h.epsilon * (1.0 + ACCOUNTANT_RTOL)) {
+    throw fail("relation.accountant", "releases.head.epsilon", `is ${h.epsilon}, but ${h.steps} steps at noise multiplier ` +
+      `${h.noise_multiplier} and sample rate ${h.sample_rate} are only (${bound}, ${h.delta})-DP`);
   }
 }
 
@@ -508,7 +573,8 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array, pack: En
       ...(grid === null ? {} : { grid: Number(grid), clip_l1: v.get(p + "clip_l1") as number }),
     };
   });
-  relations(v, dims, releases, doc);
+  const head = v.has("releases.head") ? headOf(v) : null;
+  relations(v, dims, releases, head, doc);
   if (pack === undefined) encoderRelations(v, doc);
   const scoring = v.has("scoring") ? Object.fromEntries(["centroid_temperature", "prior_temperature",
     "prior_records_per_class", "description_pull"].map((k) => [k, v.get(`scoring.${k}`) as number])) as unknown as Scoring : null;
@@ -518,6 +584,7 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array, pack: En
     labelDescriptions: get<string[]>("label_descriptions"),
     privacy: v.get("privacy") as ValueMap,
     epsilon: v.get("privacy.epsilon") as number,
+    delta: v.get("privacy.delta") as number,
     recordsPerUnit: Number(v.get("privacy.max_records_per_unit")),
     batches: Number(get<bigint>("privacy.batches") ?? 1n),
     releases: Object.fromEntries(releases.map((r) => [r.statistic, r])),
@@ -536,6 +603,19 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array, pack: En
     exporter: get("exporter"),
     requires: get<string[]>("requires"),
     encoderPack: pack?.digest ?? null,
+    head,
+  };
+}
+
+/** The head release's checked values (1.1; the reader has read every field of releases.head). */
+function headOf(v: Map<string, Decoded>): HeadRelease {
+  const at = <T>(key: string): T => v.get(`releases.head.${key}`) as T;
+  return {
+    epsilon: at("epsilon"), delta: at("delta"), sensitivity_l2: Number(at<bigint>("sensitivity_l2")),
+    noise_scale: at("noise_scale"), noise_multiplier: at("noise_multiplier"), sample_rate: at("sample_rate"),
+    steps: Number(at<bigint>("steps")), grid: Number(at<bigint>("grid")), clip_l2: at("clip_l2"),
+    accountant: at("accountant"), mechanism: at("mechanism"),
+    origin: at("origin"), weights: at("weights"), bias: at("bias"),
   };
 }
 

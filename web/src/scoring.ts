@@ -12,6 +12,10 @@
  *   the class sums first pulled toward their descriptions, a query whose |z| (or |x|) is at
  *   most NEAR_ZERO scoring 0 on that component (a uniform softmax).
  *
+ * - A bundle with a head (format 1.1) is scored by it alone: logit_c = sum over d, in ascending
+ *   order, of (x_d - origin_d) weights[c, d], plus bias[c]; the scores are softmax(logits), the
+ *   largest logit subtracted before exp.
+ *
  * Either way the scores are a distribution over the labels: non-negative, summing to 1.
  *
  * Everything that depends only on the bundle is prepared once; a query costs a few products.
@@ -98,7 +102,7 @@ export class Scorer {
     this.hasPrior = b.prior !== null;
     this.hasher = b.hyperplanes === null ? null : new SimHasher(b.hyperplanes, b.offsets, b.dims.T, b.dims.H, D);
     this.plainVotes = b.votes !== null && b.classSums === null;
-    if (b.classSums === null) return;
+    if (b.classSums === null || b.head !== null) return;
     this.boost = this.hasPrior ? priorBoost(b) : 0;
     this.k = k;
     const proj = b.projection!;
@@ -167,6 +171,7 @@ export class Scorer {
   /** Per-class scores of one embedding (D floats), float64; the label is the argmax. */
   scores(embedding: ArrayLike<number>): Float64Array {
     const x = Float64Array.from(embedding);
+    if (this.b.head !== null) return headScores(this.b.head, x, this.classes, this.dim);
     if (this.plainVotes) return shares(this.voteSums(x, false).map((v) => Math.max(v, 0)));
     const C = this.classes;
     const k = this.k;
@@ -202,6 +207,18 @@ export class Scorer {
     }
     return out.map((v) => v / weight);
   }
+}
+
+/** A head's scores (1.1): softmax(W (x - origin) + b), each logit summed over d in ascending order, in float64. */
+function headScores(h: { origin: Float32Array; weights: Float32Array; bias: Float32Array }, x: Float64Array, C: number,
+                    D: number): Float64Array {
+  const logits = new Float64Array(C);
+  for (let c = 0; c < C; c++) {
+    let s = 0;
+    for (let d = 0; d < D; d++) s += (x[d]! - h.origin[d]!) * h.weights[c * D + d]!;
+    logits[c] = s + h.bias[c]!;
+  }
+  return softmax(logits);
 }
 
 /** Non-negative vote sums over their total; all zeros is uniform (no votes say nothing). */

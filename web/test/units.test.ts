@@ -2,12 +2,14 @@
  * Unit tests that add what the corpus does not: properties of escape, fold and the tokenizer on
  * any string, the strict JSON rules case by case (answers of the Python reference's parser,
  * runtime/bundle/tokenizer_family.py, recorded below), the privacy summary (the Python
- * reference's, recorded), and the rule that no platform Unicode function decides anything in
+ * reference's, recorded), the head's accountant (runtime/bundle/accounting.py's answers,
+ * recorded), and the rule that no platform Unicode function decides anything in
  * the reader, tokenizer or text rules.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { headEpsilon, logMoment } from "../src/accounting.js";
 import { privacySummary } from "../src/describe.js";
 import { BundleError } from "../src/errors.js";
 import { readBundle } from "../src/reader.js";
@@ -128,6 +130,27 @@ describe("the privacy summary", () => {
     expect(await summary("accept/scoring/three-batches.dpedge")).toBe("epsilon = 8, delta = 0 (pure DP) per one record, " +
       "spent on class_counts eps 0.4 (scale 2.5), class_sums eps 6.8 (scale 20.14705882), votes eps 0.8 (scale 2.5) " +
       "in each of 3 disjoint batches, summed; discrete Laplace noise");
+  });
+});
+
+describe("the head's accountant (runtime/bundle/accounting.py)", () => {
+  // head_epsilon(z, q, T, delta) and log_moment in Python, recorded (repr). The readers' logarithms may
+  // differ in the last bits (the relation's tolerance is 1e-6): these agree within 1e-13.
+  const points: [number, number, number, number, number][] = [
+    [1.1, 0.1, 1000, 1e-5, 22.89658105071254], [5.893434, 0.25, 400, 1e-5, 3.9999992826802746],
+    [0.898761, 1.0, 20, 1e-12, 49.99996261740913], [0.01, 1e-9, 1, 1e-3, 9964.074929243969],
+    [1e6, 1.0, 1000000, 1e-12, 0.08282525233160477], [0.5, 1.0, 1, 1e-5, 10.801691480042894],
+    [2.0, 0.001, 3000, 1e-6, 0.19011501122140798], [0.3, 0.7, 7, 1e-9, 92.12140892508155],
+    [100.0, 1e-4, 1, 1e-3, 0], [1.0, 0.5, 1000000, 1e-12, 357400.2642355434],
+  ];
+  it.each(points)("head_epsilon(%s, %s, %s, %s) = %s", (z, q, steps, delta, want) => {
+    const got = headEpsilon(z, q, steps, delta);
+    expect(Math.abs(got - want)).toBeLessThanOrEqual(1e-13 * Math.abs(want));
+  });
+
+  it("log_moment, sampled and with q = 1", () => {
+    expect(Math.abs(logMoment(1.1, 0.1, 32) - 336.2346323982433)).toBeLessThanOrEqual(1e-13 * 336.2346323982433);
+    expect(logMoment(0.898761, 1.0, 256)).toBe(40407.474963333145);
   });
 });
 
