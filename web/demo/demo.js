@@ -44,6 +44,12 @@ function showFacts(info) {
   const rows = [["epsilon", p.epsilon], ["delta", p.delta], ["protects", p.neighbour_relation], ["privacy unit", p.privacy_unit],
     ["noise", p.noise_source]];
   for (const [name, r] of Object.entries(info.releases)) {
+    if (name === "head") { // format 1.1: an (epsilon, delta) release, never pure
+      rows.push(["release head", `epsilon ${r.epsilon}, delta ${r.delta} (the epsilon bound may fail with probability up to ` +
+        `delta), L2 sensitivity ${r.sensitivity_l2}, noise scale ${r.noise_scale} (noise multiplier ${r.noise_multiplier}), ` +
+        `${r.steps} steps at sample rate ${r.sample_rate}; ${r.mechanism}; accountant: ${r.accountant}`]);
+      continue;
+    }
     rows.push([`release ${name}`, `epsilon ${r.epsilon}, L1 sensitivity ${r.sensitivity_l1}, noise scale ${r.noise_scale}; ${r.mechanism}`]);
   }
   for (const [k, v] of rows) {

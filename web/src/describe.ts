@@ -19,15 +19,38 @@ export function plain(v: Value, depth = 0): unknown {
   return Object.fromEntries([...v].map(([k, x]) => [escape(k), plain(x, depth + 1)]));
 }
 
-/** A number with at most 10 significant digits (1.6, not 1.5999999999999996). */
-const short = (x: number): string => String(Number(x.toPrecision(10)));
+/**
+ * A number as Python's format spec ".10g" writes it (the reference's describe): at most 10
+ * significant digits (1.6, not 1.5999999999999996), trailing zeros dropped, and an exponent
+ * ("1e-05") below 1e-4 or from 1e10 on.
+ */
+export function short(x: number): string {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
+  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+  const trim = (m: string): string => (m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m);
+  const [mantissa, e] = x.toExponential(9).split("e") as [string, string];
+  const exp = Number(e);
+  if (exp < -4 || exp >= 10) return `${trim(mantissa)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+  return trim(x.toFixed(9 - exp));
+}
 
-/** One line: the guarantee in the bundle's own words. */
+/**
+ * One line: the guarantee in the bundle's own words (runtime/describe.py privacy_summary). A
+ * bundle with a head (1.1) states delta in words and is never called pure.
+ */
 export function privacySummary(b: Bundle): string {
   const parts = Object.values(b.releases).map((r) => `${r.statistic} eps ${short(r.epsilon)} (scale ${short(r.noise_scale)})`);
-  const batches = b.batches > 1 ? ` in each of ${b.batches} disjoint batches, summed` : "";
-  return `epsilon = ${short(b.epsilon)}, delta = 0 (pure DP) per ${escape(String(b.privacy.get("privacy_unit")))}, spent on ` +
-    `${parts.join(", ")}${batches}; discrete Laplace noise`;
+  const unit = escape(String(b.privacy.get("privacy_unit")));
+  const h = b.head;
+  if (h === null) {
+    const batches = b.batches > 1 ? ` in each of ${b.batches} disjoint batches, summed` : "";
+    return `epsilon = ${short(b.epsilon)}, delta = 0 (pure DP) per ${unit}, spent on ${parts.join(", ")}${batches}; ` +
+      "discrete Laplace noise";
+  }
+  return `epsilon = ${short(b.epsilon)}, delta = ${short(b.delta)} (approximate DP, not pure: the epsilon bound may fail ` +
+    `with probability up to delta) per ${unit}, spent on ${parts.join(", ")}, head eps ${short(h.epsilon)} delta ` +
+    `${short(h.delta)} (DP-SGD, ${h.steps} steps, sample rate ${short(h.sample_rate)}, noise multiplier ` +
+    `${short(h.noise_multiplier)}); discrete Laplace and Gaussian noise`;
 }
 
 /** What the bundle is (sizes in bytes). */
@@ -41,13 +64,18 @@ export function bundleInfo(b: Bundle, fileBytes?: number): Record<string, unknow
   if (b.classCounts) sizes["class_statistics"] = bytes(b.classCounts, b.classSums, b.origin, b.projection);
   if (b.votes) sizes["vote_tables"] = bytes(b.votes, b.hyperplanes, b.offsets);
   if (b.prior) sizes["prior"] = bytes(b.prior);
+  if (b.head) sizes["head"] = bytes(b.head.origin, b.head.weights, b.head.bias);
   if (fileBytes !== undefined) sizes["file"] = fileBytes;
   return {
     format_version: b.version.join("."),
     labels: b.labels.map(escape),
     label_descriptions: b.labelDescriptions?.map(escape) ?? null,
     privacy: plain(b.privacy),
-    releases: Object.fromEntries(Object.values(b.releases).map((r) => [r.statistic, { ...r, mechanism: escape(r.mechanism) }])),
+    releases: {
+      ...Object.fromEntries(Object.values(b.releases).map((r) => [r.statistic, { ...r, mechanism: escape(r.mechanism) }])),
+      // The head's privacy facts (1.1), not its arrays.
+      ...(b.head === null ? {} : { head: headFacts(b.head) }),
+    },
     hashing: b.hyperplanes === null ? null : { tables: b.dims.T, bits: b.dims.H, seed: b.seed === null ? null : plain(b.seed),
       offsets: b.offsets !== null },
     subspace_dim: b.projection === null ? null : b.dims.k,
@@ -56,7 +84,13 @@ export function bundleInfo(b: Bundle, fileBytes?: number): Record<string, unknow
       pack_sha256: b.encoderPack === null ? null : Array.from(b.encoderPack, (x) => x.toString(16).padStart(2, "0")).join(""),
       ...(e.facts === null ? {} : plain(e.facts) as object) },
     exporter: b.exporter === null ? null : plain(b.exporter),
-    components: [["centroids", b.classSums], ["votes", b.votes], ["prior", b.prior]].filter(([, x]) => x !== null).map(([n]) => n),
+    components: [["centroids", b.classSums], ["votes", b.votes], ["prior", b.prior], ["head", b.head]].filter(([, x]) => x !== null).map(([n]) => n),
     sizes_bytes: sizes,
   };
+}
+
+/** A head's facts for people: everything but its arrays, text escaped. */
+function headFacts(h: NonNullable<Bundle["head"]>): Record<string, unknown> {
+  const { origin: _o, weights: _w, bias: _b, ...facts } = h;
+  return { ...facts, accountant: escape(h.accountant), mechanism: escape(h.mechanism) };
 }

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { headEpsilon, logMoment } from "../src/accounting.js";
-import { privacySummary } from "../src/describe.js";
+import { bundleInfo, privacySummary, short } from "../src/describe.js";
 import { BundleError } from "../src/errors.js";
 import { readBundle } from "../src/reader.js";
 import { escape, escapeJson, fold, unprintable } from "../src/text.js";
@@ -130,6 +130,32 @@ describe("the privacy summary", () => {
     expect(await summary("accept/scoring/three-batches.dpedge")).toBe("epsilon = 8, delta = 0 (pure DP) per one record, " +
       "spent on class_counts eps 0.4 (scale 2.5), class_sums eps 6.8 (scale 20.14705882), votes eps 0.8 (scale 2.5) " +
       "in each of 3 disjoint batches, summed; discrete Laplace noise");
+  });
+});
+
+describe("the privacy summary of a bundle with a head (1.1)", () => {
+  // runtime/describe.py privacy_summary on the same file, recorded.
+  it("states delta in words and never says pure", async () => {
+    const b = await readBundle(corpora[0]!.read("accept/scoring/head.dpedge"));
+    const s = privacySummary(b);
+    expect(s).toBe("epsilon = 4.4, delta = 1e-05 (approximate DP, not pure: the epsilon bound may fail with probability " +
+      "up to delta) per one record, spent on class_counts eps 0.4 (scale 2.5), head eps 4 delta 1e-05 (DP-SGD, 400 steps, " +
+      "sample rate 0.25, noise multiplier 5.893434); discrete Laplace and Gaussian noise");
+    expect(s).not.toMatch(/pure DP/);
+    expect(b.delta).toBe(1e-5);
+    const info = bundleInfo(b) as { components: string[]; releases: Record<string, Record<string, unknown>>; sizes_bytes: Record<string, number> };
+    expect(info.components).toEqual(["head"]);
+    expect(info.releases["head"]).toMatchObject({ epsilon: 4, delta: 1e-5, sensitivity_l2: 524288, steps: 400, sample_rate: 0.25 });
+    expect(info.releases["head"]).not.toHaveProperty("weights");
+    expect(info.sizes_bytes["head"]).toBe(76);
+  });
+
+  it("writes numbers as Python's .10g does", () => {
+    // format(x, ".10g") in Python, recorded.
+    const cases: [number, string][] = [[1e-5, "1e-05"], [1e-12, "1e-12"], [0.25, "0.25"], [18.026315789473685, "18.02631579"],
+      [1e-4, "0.0001"], [0.00012345678901, "0.000123456789"], [1234567890, "1234567890"], [12345678901, "1.23456789e+10"],
+      [9999999999.5, "1e+10"], [0.1 + 0.2, "0.3"], [-0, "-0"], [2147483647000000, "2.147483647e+15"], [3, "3"]];
+    for (const [x, want] of cases) expect(short(x), String(x)).toBe(want);
   });
 });
 
