@@ -15,6 +15,7 @@ import org.dpedge.core.BundleReader;
 import org.dpedge.core.Classifier;
 import org.dpedge.core.DpedgeException;
 import org.dpedge.core.EncoderPack;
+import org.dpedge.core.HeadFacts;
 import org.dpedge.core.Prediction;
 import org.dpedge.core.PrivacyFacts;
 import org.dpedge.core.QueryException;
@@ -100,16 +101,19 @@ public final class MainActivity extends Activity {
             // Embeds the check text at load: refuses an engine that computes other embeddings than
             // the exporter's (engine.check), fails on it (engine.load) or is too slow (engine.budget).
             classifier = new Classifier(bundle, encoder);
-            Map<String, Object> p = bundle.privacy();
+            // The guarantee in the core's words: epsilon, delta (with a head, 1.1, in words and never
+            // "pure"), the unit, each release's share and B when it is over 1 (section 5).
             StringBuilder facts = new StringBuilder().append(bundle.labels().size()).append(" labels, ").append(format)
-                    .append(" encoder\nepsilon = ").append(bundle.epsilon()).append(", delta = 0 (pure DP) per ")
-                    .append(Text.escape((String) p.get("privacy_unit")));
-            if (bundle.batches() > 1) {  // section 5: the statistics are sums over B disjoint batches
-                facts.append(", in each of ").append(bundle.batches()).append(" disjoint batches, summed");
-            }
+                    .append(" encoder\n").append(Text.escape(bundle.privacySummary()));
             for (PrivacyFacts r : bundle.releases().values()) {
                 facts.append(String.format(java.util.Locale.ROOT, "%n%s: epsilon %.4g, sensitivity %d, noise scale %.4g",
                         r.statistic(), r.epsilon(), r.sensitivityL1(), r.noiseScale()));
+            }
+            HeadFacts h = bundle.head();
+            if (h != null) {  // an (epsilon, delta) release: it alone scores
+                facts.append(String.format(java.util.Locale.ROOT, "%nhead: epsilon %.4g, delta %.3g, L2 sensitivity %d, "
+                        + "noise scale %.4g, %d steps at sample rate %.4g", h.epsilon(), h.delta(), h.sensitivityL2(),
+                        h.noiseScale(), h.steps(), h.sampleRate()));
             }
             ui.post(() -> {
                 status.setText(facts);
