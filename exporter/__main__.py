@@ -4,6 +4,7 @@
                              --encoder DIR --encoder-format onnx|tflite --out BUNDLE
                              --engine local|ray --ray-address ADDRESS ...]
     python -m exporter build ... --encoder-pack PACK        # a statistics bundle naming PACK
+    python -m exporter build ... --delta 1e-5               # opt-in (epsilon, delta): a DP-SGD head
     python -m exporter inspect BUNDLE [--encoder-pack PACK] [--json]
     python -m exporter encoder [--encoder NAME|FOLDER] [--encoder-format onnx|tflite] [--pack OUT]
     python -m exporter encoders
@@ -50,7 +51,14 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
     p.add_argument("--labels", required=True, type=Path,
                    help="public label list: one label a line, optionally label<TAB>description")
-    p.add_argument("--epsilon", required=True, type=float, help="total privacy budget (pure epsilon-DP)")
+    p.add_argument("--epsilon", required=True, type=float,
+                   help="total privacy budget (pure epsilon-DP unless you opt in to --delta)")
+    p.add_argument("--delta", type=float, default=None, metavar="D",
+                   help="OPT-IN, off by default: make the bundle (epsilon, delta)-DP instead of pure epsilon-DP: the "
+                        "noisy class counts and a linear softmax head trained by DP-SGD on the embeddings "
+                        "(Gaussian noise; docs/head.md); the guarantee may fail with probability up to delta, so "
+                        "D must be at most 1e-3 and below 1/N (N: the noisy record count), e.g. 1e-5 or less; "
+                        "one record is the unit (no --unit-column), local engine only")
     p.add_argument("--hashing", choices=HASHINGS, default="aligned",
                    help="aligned (default): release noisy class counts and class sums in a public subspace, plus "
                         "vote tables hashed along the noisy class directions if --votes-share > 0; "
@@ -121,6 +129,8 @@ def _print_report(r: BuildReport) -> None:
     s = r.stats
     print(f"wrote {r.out} ({r.bundle_bytes / 2**20:.1f} MiB)")
     print(f"  privacy: {r.summary}")
+    if r.privacy.get("delta"):
+        print(f"  note: (epsilon, delta)-DP, opted in with --delta {r.privacy['delta']:g}: not pure epsilon-DP")
     dropped = r.units.records_dropped if r.units else 0
     print(f"  records counted: {s.records - dropped}" + (f", skipped (unknown label): {s.skipped_unknown_label}"
                                               if s.skipped_unknown_label else "")
@@ -185,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine=args.engine, ray_address=args.ray_address, hashing=args.hashing,
                 votes_share=args.votes_share, basis_dim=args.basis_dim, clip_l1=args.clip_l1,
                 public_directions=args.public_directions, extend=args.extend,
-                planned_records=args.planned_records,
+                planned_records=args.planned_records, delta=args.delta,
             )
             if args.encoder_pack is not None and args.encoder_format is not None:
                 raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder-format")

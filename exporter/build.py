@@ -1,5 +1,6 @@
 """Build a bundle: read -> embed -> release class counts -> release class sums -> [hash, count
-and release votes] -> write.
+and release votes] -> write; with the opt-in ``--delta``: read -> embed -> release class counts
+-> train the head by DP-SGD (exporter.head, an (epsilon, delta) release) -> write.
 
 One `PrivacyBudget` owns the build's epsilon: the releases (exporter.class_stats and, when the
 bundle has vote tables, exporter.votes) take their shares from it and get their noise through
@@ -32,13 +33,13 @@ from exporter.extend import (BATCH_INPUT, check_extension, earlier_basis, earlie
 from exporter.engine import Engine
 from exporter.hyperplanes import new_seed
 from exporter.local_engine import EmbedChunk, LocalEngine
-from exporter.noise import NoiseSource
+from exporter.noise import GaussianNoiseSource, NoiseSource
 from exporter.options import DEFAULT_BITS, BuildError, BuildOptions, check_options
 from exporter.privacy import PrivacyBudget
 from exporter.progress import Timer
-from exporter.stages import (ENCODER_STATED_BY_BUILDER, FOLDER_NOTICE, Hashing, PublicInputs, aligned_hashing,
-                             assemble_bundle, encoder_input, public_inputs, release_class_stats_in,
-                             random_hashing, release_class_stats)
+from exporter.stages import (ENCODER_STATED_BY_BUILDER, FOLDER_NOTICE, HEAD_NOTICE, Hashing, PublicInputs,
+                             aligned_hashing, assemble_bundle, encoder_input, public_inputs, release_class_stats_in,
+                             random_hashing, release_class_stats, release_head_stats)
 from exporter.units import UnitStats
 from exporter.votes import VoteRelease, release_votes
 from runtime.bundle import load, load_pack, save
@@ -66,11 +67,13 @@ class BuildReport:
 
 
 def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
-          embed_for_benchmarks: EmbedChunk | None = None) -> BuildReport:
+          embed_for_benchmarks: EmbedChunk | None = None,
+          gaussian_for_tests: GaussianNoiseSource | None = None) -> BuildReport:
     """Export (or reuse) the encoder, release the statistics, write the bundle.
 
     ``noise_for_tests`` is the test-only hook of `exporter.privacy.PrivacyBudget`: it pins the
-    noise, and the bundle then says it is not differentially private. ``embed_for_benchmarks``
+    noise, and the bundle then says it is not differentially private (``gaussian_for_tests``:
+    the same for a head's Gaussian noise). ``embed_for_benchmarks``
     replaces the tokenizer and encoder for the records (benchmarks/export_scale.py streams a
     million records with precomputed embeddings through this same code); the bundle still
     ships the real encoder, which did not make its counts, so its exporter facts say not to
@@ -81,13 +84,17 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
         ...                    epsilon=8, out=Path("models/quickstart.dpedge")))   # doctest: +SKIP
     """
     with _sigterm_as_exit():
-        return _build(opts, noise_for_tests, embed_for_benchmarks)
+        return _build(opts, noise_for_tests, embed_for_benchmarks, gaussian_for_tests)
 
 
-def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None) -> BuildReport:
+def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None,
+           gaussian_for_tests: GaussianNoiseSource | None = None) -> BuildReport:
     labels = read_labels(opts.labels)
     timer = Timer()
     t = timer.start()
+    if opts.has_head:  # before an --extend is read: a head bundle refuses it
+        check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
+        print(HEAD_NOTICE.format(delta=opts.delta), file=sys.stderr)
     pack = None if opts.encoder_pack is None else load_pack(opts.encoder_pack)
     earlier = None
     if opts.extend is not None:  # a batch on the earlier bundle's public choices (exporter.extend)
@@ -110,15 +117,22 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     if opts.engine == "local" or opts.aligned:  # the Ray driver embeds only public text
         embedder = exporter_embedder(encoder, workers=opts.workers or os.cpu_count() or 1)
     seed = new_seed() if opts.seed is None else int(opts.seed)
-    budget = PrivacyBudget(opts.epsilon, opts.relation(), shares=opts.shares(), noise_for_tests=noise_for_tests)
+    budget = PrivacyBudget(opts.epsilon, opts.relation(), shares=opts.shares(), noise_for_tests=noise_for_tests,
+                           delta=opts.delta or 0.0, gaussian_for_tests=gaussian_for_tests)
     t = timer.add("load encoder", t)
 
     stats: ClassStatsRelease | None = None
     public: PublicInputs | None = None
     hashing: Hashing | None = None
     votes: VoteRelease | None = None
+    head = head_counts = None
     with _engine(opts, labels, encoder, embedder, embed_for_benchmarks, timer) as engine:
-        if earlier is not None:
+        if opts.has_head:
+            vocabulary = exported.vocabulary_embeddings(embedder.embed)
+            t = timer.add("public basis", t)
+            head_counts, head = release_head_stats(engine, embedder.embed, vocabulary, labels, budget, timer)
+            t = timer.start()
+        elif earlier is not None:
             budget.declare_public(BATCH_INPUT)
             if earlier.class_sums is not None:
                 basis, clip = earlier_basis(earlier)
@@ -145,7 +159,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         read_stats, units = engine.stats, engine.units
 
     bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public,
-                             stand_in=embed_for_benchmarks is not None, encoder_statement=encoder_statement)
+                             stand_in=embed_for_benchmarks is not None, encoder_statement=encoder_statement,
+                             head=head, counts=head_counts)
     if pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
         bundle = dataclasses.replace(bundle, encoder_pack=pack.digest)
     if earlier is not None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from exporter.class_stats import clip_steps
 from exporter.hyperplanes import AUTO_BITS
-from exporter.privacy import MAX_VOTES_SHARE, BudgetError, NeighbourRelation, check_epsilon, default_shares
+from exporter.privacy import (MAX_VOTES_SHARE, BudgetError, NeighbourRelation, check_delta, check_epsilon,
+                              default_shares, head_shares)
 
 __all__ = ["BuildError", "BuildOptions", "check_options"]
 
@@ -72,6 +73,14 @@ class BuildOptions:
     clip_l1: float | None = None  # None: the public clip of the chosen dimension
     public_directions: int = 0  # with vote tables: public basis directions hashed besides the class directions
     ray_address: str | None = None  # with engine "ray": None starts a local Ray; "auto" / "ray://HOST:10001" joins
+    #: Opt-in (epsilon, delta): release the class counts and a linear head trained by DP-SGD
+    #: (exporter.head) instead of the class sums; None (the default): pure epsilon-DP.
+    delta: float | None = None
+
+    @property
+    def has_head(self) -> bool:
+        """Whether the bundle is a head bundle (``--delta``: (epsilon, delta)-DP)."""
+        return self.delta is not None
 
     @property
     def aligned(self) -> bool:
@@ -80,7 +89,7 @@ class BuildOptions:
     @property
     def has_tables(self) -> bool:
         """Whether the bundle releases vote tables."""
-        return not self.aligned or self.votes_share > 0
+        return not self.has_head and (not self.aligned or self.votes_share > 0)
 
     @property
     def table_count(self) -> int:
@@ -93,7 +102,7 @@ class BuildOptions:
         return NeighbourRelation.record()
 
     def shares(self) -> dict[str, float]:
-        return default_shares(self.hashing, self.votes_share)
+        return head_shares() if self.has_head else default_shares(self.hashing, self.votes_share)
 
 
 #: Options only some builds use, as option -> (flag, the value that means "not given"):
@@ -103,6 +112,13 @@ TABLES_ONLY = {"tables": ("--tables", None), "bits": ("--bits", None), "public_d
                "max_table_mib": ("--max-table-mib", None)}
 ALIGNED_ONLY = {"votes_share": ("--votes-share", 0.0), "basis_dim": ("--basis-dim", None),
                 "clip_l1": ("--clip-l1", None), "public_directions": ("--public-directions", 0),
+                "planned_records": ("--planned-records", None)}
+#: Options a head build (--delta) would ignore: it has no class sums, subspace, vote tables,
+#: hyperplanes or series of batches. It refuses them, as the other modes do theirs.
+HEAD_IGNORES = {"hashing": ("--hashing random", "aligned"), "votes_share": ("--votes-share", 0.0),
+                "basis_dim": ("--basis-dim", None), "clip_l1": ("--clip-l1", None), "tables": ("--tables", None),
+                "bits": ("--bits", None), "seed": ("--seed", None), "public_directions": ("--public-directions", 0),
+                "max_table_mib": ("--max-table-mib", None), "extend": ("--extend", None),
                 "planned_records": ("--planned-records", None)}
 
 
@@ -121,15 +137,18 @@ def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool 
         check_epsilon(opts.epsilon)
     except ValueError as exc:
         raise BuildError(str(exc)) from None
-    _check_hashing(opts)
-    if opts.has_tables:
-        check_shape(opts.table_count, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes,
-                    DEFAULT_MAX_TABLE_MIB if opts.max_table_mib is None else opts.max_table_mib)
-    elif given := _given(opts, TABLES_ONLY):
-        raise BuildError(f"only a bundle with vote tables uses {', '.join(given)}, and this bundle has none: add "
-                         f"--votes-share (or --hashing random), or leave them out")
-    _check_unit(opts)
-    _check_engine(opts, benchmark_stand_in)
+    if opts.has_head:
+        _check_head(opts)
+    else:
+        _check_hashing(opts)
+        if opts.has_tables:
+            check_shape(opts.table_count, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes,
+                        DEFAULT_MAX_TABLE_MIB if opts.max_table_mib is None else opts.max_table_mib)
+        elif given := _given(opts, TABLES_ONLY):
+            raise BuildError(f"only a bundle with vote tables uses {', '.join(given)}, and this bundle has none: add "
+                             f"--votes-share (or --hashing random), or leave them out")
+        _check_unit(opts)
+        _check_engine(opts, benchmark_stand_in)
     if opts.encoder_pack is not None and opts.extend is None and (opts.encoder_source is not None
                                                                   or opts.encoder_format != "onnx"):
         raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder and "
@@ -173,6 +192,26 @@ def _check_hashing(opts: BuildOptions) -> None:
             clip_steps(opts.clip_l1)
         except ValueError as exc:
             raise BuildError(f"--clip-l1: {exc}") from None
+
+
+def _check_head(opts: BuildOptions) -> None:
+    """A head build (--delta): delta in range, and none of the options it would ignore."""
+    try:
+        check_delta(opts.delta)
+    except ValueError as exc:
+        raise BuildError(f"--delta: {exc} (it is opt-in: leave --delta out for the default pure epsilon-DP "
+                         "bundle)") from None
+    if given := _given(opts, HEAD_IGNORES):
+        raise BuildError(f"a head bundle (--delta) has no class sums, vote tables or hyperplanes and does not extend a "
+                         f"series, so it would ignore {', '.join(given)}: leave them out, or leave out --delta")
+    if opts.unit_field or opts.max_records_per_unit not in (None, 1):
+        raise BuildError("--delta protects one record: a person-level head (--unit-column, --max-records-per-unit) "
+                         "is not built yet; leave out --delta for a person-level bundle")
+    if opts.engine != "local":
+        raise BuildError("--delta needs --engine local: DP-SGD reads every embedding in every step, so they must be "
+                         "in one place (the Ray engine spreads them over its workers)")
+    if opts.ray_address is not None:
+        raise BuildError("--ray-address needs --engine ray, which --delta does not support")
 
 
 def _check_unit(opts: BuildOptions) -> None:

@@ -22,12 +22,14 @@ from exporter.class_stats import (ClassStatsRelease, ClassSumCounter, choose_sub
                                   release_class_sums)
 from exporter.dataset import LabelSet
 from exporter.engine import Engine
+from exporter.head import release_head
 from exporter.hyperplanes import aligned_hyperplanes, bits_for, draw_hyperplanes
 from exporter.privacy import PrivacyBudget
+from exporter.progress import Timer
 from exporter.public_basis import PublicBasis, task_basis
 from exporter.votes import VoteRelease
 from runtime import __version__
-from runtime.bundle.schema import Bundle, EncoderSpec, Key, Scoring
+from runtime.bundle.schema import Bundle, EncoderSpec, HeadRelease, Key, Scoring
 
 #: Turns texts into unit embeddings, shape (n, dim), float32 (an `Embedder`'s `embed`).
 EmbedTexts = Callable[[list[str]], np.ndarray]
@@ -41,6 +43,10 @@ ENCODER_STATED_BY_BUILDER = ("encoder (a model folder the builder states was tra
 #: The line a build with `--encoder FOLDER` prints on stderr.
 FOLDER_NOTICE = ("note: --encoder {folder}: the guarantee assumes this encoder was trained without the private "
                  "records (a model fine-tuned on them breaks it); the bundle states that you say so")
+#: The line a head build (--delta) prints on stderr: the guarantee is not the default's.
+HEAD_NOTICE = ("note: --delta {delta:g} is opt-in: this bundle is (epsilon, delta)-DP, not pure epsilon-DP: the "
+               "class counts and a linear head trained by DP-SGD, whose guarantee may fail with probability up to "
+               "delta; leave out --delta for the default pure epsilon-DP bundle")
 STAND_IN = "BENCHMARK STAND-IN: the counts were not made by this encoder; do not classify with this bundle"
 #: The blend's constants the exporter ships (docs/accuracy.md has the measurements): the
 #: cosine at temperature 0.04, the prior at 0.05 with R = 100 records per class, the class sums
@@ -85,6 +91,24 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
     budget.declare_public("subspace dimension and clip (from the released noisy class counts, or from a number of "
                           "records or a dimension the builder gave)")
     return _release_sums(engine, public.basis.first(k), clip if clip_l1 is None else clip_l1, classes, counts, budget)
+
+
+def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet,
+                       budget: PrivacyBudget, timer: Timer | None = None) -> tuple[np.ndarray, HeadRelease]:
+    """A head build's releases: the class counts, then the head (exporter.head) trained on
+    every record's embedding, centred on the public origin (the mean embedding of the
+    encoder's vocabulary words and the label descriptions: `task_basis`'s origin)."""
+    from exporter.class_stats import release_class_counts
+
+    counts = release_class_counts(engine.class_counts(len(labels)), budget)
+    prior = None if labels.descriptions is None else np.asarray(embed(list(labels.descriptions)), np.float64)
+    origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
+    embeddings, classes = engine.embeddings()
+    t = Timer.start()
+    head = release_head(embeddings, classes, origin, counts, budget)
+    if timer is not None:
+        timer.add("head (DP-SGD)", t)
+    return counts, head
 
 
 def release_class_stats_in(engine: Engine, basis: PublicBasis, clip_l1: float, classes: int,
@@ -145,9 +169,11 @@ def encoder_input(source: str | Path | None) -> str:
 def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudget, hashing: Hashing | None,
                     votes: VoteRelease | None, *, stats: ClassStatsRelease | None = None,
                     public: PublicInputs | None = None, stand_in: bool = False,
-                    encoder_statement: str = ENCODER_IS_PUBLIC) -> Bundle:
+                    encoder_statement: str = ENCODER_IS_PUBLIC, head: HeadRelease | None = None,
+                    counts: np.ndarray | None = None) -> Bundle:
     """The bundle: the releases, the public inputs (``encoder_statement``: how the encoder is
-    stated, `encoder_input`), and the privacy facts the budget writes."""
+    stated, `encoder_input`), and the privacy facts the budget writes. A head bundle
+    (``head``, with the released ``counts``) holds the class counts and the head alone."""
     budget.declare_public(LABELS_ARE_PUBLIC)
     budget.declare_public(encoder_statement)
     exporter = {Key.NAME: "dpedge", Key.VERSION: __version__,
@@ -160,6 +186,8 @@ def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudge
                      projection=stats.basis.projection, scoring=SCORING)
         if labels.descriptions is not None:
             parts["prior"] = public.prior
+    if head is not None:
+        parts.update(class_counts=counts, head=head)
     if hashing is not None and votes is not None:
         parts.update(votes=votes.votes, hyperplanes=hashing.planes, offsets=hashing.offsets, seed=hashing.seed)
     return Bundle(labels=labels.names, label_descriptions=labels.descriptions, privacy=budget.privacy_facts(),
