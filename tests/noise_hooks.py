@@ -137,3 +137,64 @@ class CountsOnlyWhereRecords(HalvedScaleNoise):
 
     def add_noise(self, counts: np.ndarray, scale: float) -> np.ndarray:
         return np.where(counts > 0, self._real.add_noise(counts, scale), 0)
+
+
+# --------------------------------------------------------------------------- the head (--delta)
+# A test-only Gaussian source (the `gaussian_for_tests` hook) and planted bugs of the head's
+# step for the audit in tests/test_head.py; none of them is reachable from exporter/.
+
+
+class ConstantGaussian:
+    """The Gaussian hook pinned: adds the same integer to every cell (0: the exact sums); its
+    map states the continuous Gaussian's rho, as OpenDP's does."""
+
+    def __init__(self, value: int = 0):
+        self.value = value
+
+    def facts(self) -> dict:
+        return {"noise_library": "tests", "noise_library_version": "0", "noise_source": f"constant {self.value}"}
+
+    def rho(self, sigma: float, sensitivity_l2: int) -> float:
+        return sensitivity_l2 ** 2 / (2 * sigma ** 2)
+
+    def add_noise(self, values: np.ndarray, sigma: float) -> np.ndarray:
+        return np.asarray(values, np.int64) + self.value
+
+
+class MisstatedGaussian(ConstantGaussian):
+    """A Gaussian whose privacy map states another rho than the accountant's model: the budget
+    must refuse to issue steps with it."""
+
+    def rho(self, sigma: float, sensitivity_l2: int) -> float:
+        return 1.5 * super().rho(sigma, sensitivity_l2)
+
+
+class HalvedGaussianNoise:
+    """Real OpenDP discrete Gaussian at half the accounted standard deviation, while its map
+    states the full one: the bug of noise_multiplier x clip in the wrong units, or of a stray 2."""
+
+    def __init__(self) -> None:
+        from exporter.noise import OpenDPDiscreteGaussian
+
+        self._real = OpenDPDiscreteGaussian()
+
+    def facts(self) -> dict:
+        return self._real.facts()
+
+    def rho(self, sigma: float, sensitivity_l2: int) -> float:
+        return self._real.rho(sigma, sensitivity_l2)  # the claim; the noise below does not honour it
+
+    def add_noise(self, values: np.ndarray, sigma: float) -> np.ndarray:
+        return self._real.add_noise(values, sigma / 2)
+
+
+def unclipped_integer_gradients(features, labels, weights, bias, *, clip_l2, grid):
+    """The head's integer gradients without the clip (and without the integer bound): the bug
+    of clipping the batch's mean instead of each record, or of clipping after the noise."""
+    f = np.asarray(features, np.float64)
+    logits = f @ np.asarray(weights, np.float64).T + bias
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    r = p / p.sum(axis=1, keepdims=True)
+    r[np.arange(len(f)), labels] -= 1.0
+    a = np.concatenate([f, np.ones((len(f), 1))], axis=1)
+    return np.trunc(grid * r[:, :, None] * a[:, None, :]).astype(np.int64)
