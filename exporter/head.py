@@ -48,7 +48,7 @@ import numpy as np
 from exporter.accountant import AccountingError, calibrate_noise_multiplier
 from exporter.options import BuildError
 from exporter.privacy import NoisySteps, PrivacyBudget
-from runtime.bundle.schema import HeadRelease, Key
+from runtime.bundle.schema import FIELDS_BY_PATH, HeadRelease, Key
 from runtime.rowwise import row_products
 
 #: Grid steps per unit of gradient: GRID x CLIP_L2 is an exact integer (Delta = 2^19).
@@ -63,6 +63,8 @@ LR_AT_1, LR_AT_5 = 3.2, 12.8
 #: The bias's input: the head's gradient is r (f, BIAS_FEATURE), so the bias is trained on the
 #: same clipped, noisy steps as the weights (0: the bias stays where the noisy counts put it).
 BIAS_FEATURE = 1.0
+#: The most steps a head may state (the format's bound on releases.head.steps).
+MAX_STEPS = int(FIELDS_BY_PATH["releases.head.steps"].high)
 #: At most this many gradient cells (rows x C x (D + 1)) are formed at once.
 CHUNK_CELLS = 1 << 22
 
@@ -120,6 +122,10 @@ def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delt
     n = max(float(noisy_records), 1.0)
     q = min(1.0, EXPECTED_BATCH / n)
     steps = math.ceil(EPOCHS / q)
+    if steps > MAX_STEPS:
+        raise BuildError(f"--delta: the head's rule would take {steps:,} steps for N = {n:,.0f} records, more than the "
+                         f"format's {MAX_STEPS:,}; a head is built for up to about {MAX_STEPS * EXPECTED_BATCH // EPOCHS:,}"
+                         f" records (nothing was written)")
     try:
         z = calibrate_noise_multiplier(head_epsilon, sample_rate=q, steps=steps, delta=delta)
     except AccountingError as exc:

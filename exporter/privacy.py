@@ -38,7 +38,7 @@ import numpy as np
 from exporter import accountant
 from exporter.noise import GaussianNoiseSource, NoiseSource, OpenDPDiscreteGaussian, OpenDPDiscreteLaplace
 from runtime.bundle import wording
-from runtime.bundle.schema import PRIVACY_RTOL, Key, ReleaseFacts
+from runtime.bundle.schema import FIELDS_BY_PATH, PRIVACY_RTOL, Key, ReleaseFacts
 
 #: Share of epsilon the class counts get; the class sums get the rest, less the vote tables'
 #: share when a bundle has them (docs/accuracy.md measures the split).
@@ -51,8 +51,9 @@ MAX_EXACT_VALUE = (2**31 - 1) // 2
 
 TEST_HOOK = "NOT differentially private"
 #: The largest delta a head may have (the format's bound on privacy.delta); it must also be
-#: below 1 / N, N the released noisy record count (exporter.head).
+#: below 1 / N, N the released noisy record count (exporter.head). The smallest is the format's.
 MAX_DELTA = 1e-3
+MIN_DELTA = FIELDS_BY_PATH["releases.head.delta"].low
 
 
 class BudgetError(ValueError):
@@ -141,6 +142,8 @@ def check_delta(delta: float) -> float:
     d = float(delta)
     if not (0 < d <= MAX_DELTA):
         raise ValueError(f"delta must be above 0 and at most {MAX_DELTA:g}, got {delta}")
+    if d < MIN_DELTA:
+        raise ValueError(f"delta must be at least {MIN_DELTA:g} (the format's least), got {delta}")
     return d
 
 

@@ -174,6 +174,13 @@ def test_a_delta_outside_the_range_is_refused_before_any_record(tmp_path, delta)
         check_options(opts, classes=7)
 
 
+def test_a_delta_below_the_formats_least_and_a_rule_beyond_its_steps_are_refused(tmp_path):
+    with pytest.raises(BuildError, match="at least 1e-12"):
+        check_options(build_options(tmp_path / "h.dpedge", seed=None, delta=1e-13), classes=7)
+    with pytest.raises(BuildError, match="more than the format's 1,000,000"):
+        head_rule(3e7, epsilon=1.0, head_epsilon=0.95, delta=1e-9)
+
+
 def test_a_delta_not_below_one_over_n_is_refused_after_the_counts():
     check_delta_below(1e-4, 9999.0)
     with pytest.raises(BuildError, match=r"not below 1 / N"):
