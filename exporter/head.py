@@ -15,9 +15,9 @@ A head bundle releases two statistics from one budget (exporter.privacy.head_sha
    runtime.rowwise.row_products, norms by column loops), scaled to L2 norm at most CLIP_L2,
    and put on an integer grid: G = trunc(GRID s g), s = min(1, CLIP_L2 / ||g||). The exact
    integer squared norm of G is checked against Delta^2, Delta = GRID x CLIP_L2 (an exact
-   integer), and a record over it (float rounding) is shrunk in integers until it is not
-   (`bound_l2`), so one record moves a step's sum by at most Delta in L2, whatever its
-   embedding. The batch's integer sum gets OpenDP's discrete Gaussian of standard deviation
+   integer), and a record over it (float rounding) is scaled down in integers by
+   Delta / (isqrt(||G||^2) + 1), which puts it under the bound by construction (`bound_l2`), so
+   one record moves a step's sum by at most Delta in L2, whatever its embedding. The batch's integer sum gets OpenDP's discrete Gaussian of standard deviation
    z Delta on every coordinate (through the budget, which accounts for it: exporter.accountant),
    and the update is W, b -= lr x noisy sum / (GRID q N): post-processing of the noisy sums.
 
