@@ -2,8 +2,10 @@
  * Builds what the package ships and the demo page runs:
  *
  * - dist/: index.js (Node) and browser.js, each one ES module with format/1's schema.json and
- *   unicode.json inside (esbuild; the engines' packages stay imports), and the type
- *   declarations (tsc, which also type-checks);
+ *   unicode.json inside (esbuild; the engines' packages stay imports, loaded when an engine is
+ *   first needed), and the type declarations (tsc, which also type-checks). No source maps: the
+ *   modules are not minified, and a map would point to sources (src/, format/1/*.json) that
+ *   the package does not ship;
  * - demo/vendor/: dpedge.js (src/browser.ts and its dependencies in one ES module) and
  *   onnxruntime-web's WebAssembly module and loader, served from the page's own origin (the
  *   page fetches nothing from anywhere else).
@@ -24,7 +26,7 @@ if (!process.argv.includes("--no-tsc")) {
   execFileSync(join(WEB, "node_modules", ".bin", "tsc"), ["-p", WEB, "--emitDeclarationOnly"], { stdio: "inherit" });
   for (const [entry, platform] of [["index", "node"], ["browser", "browser"]]) {
     await build({ entryPoints: [join(WEB, "src", `${entry}.ts`)], bundle: true, format: "esm", platform, target: "es2022",
-      packages: "external", sourcemap: true, outfile: join(WEB, "dist", `${entry}.js`), logLevel: "warning" });
+      packages: "external", sourcemap: false, outfile: join(WEB, "dist", `${entry}.js`), logLevel: "warning" });
   }
 }
 rmSync(VENDOR, { recursive: true, force: true });

@@ -1,51 +1,172 @@
 /**
  * dpedge in a browser: read a bundle, classify texts with onnxruntime-web (WebAssembly). The
  * bundle and the texts stay in the page; the only files fetched are onnxruntime-web's own
- * WebAssembly module and its loader, from `wasmPaths` (default: beside this script).
+ * WebAssembly file (and, in its build that keeps it apart, its loader module).
  *
  *     import { Classifier } from "dpedge/browser";
  *     const bytes = new Uint8Array(await file.arrayBuffer());   // from <input type="file">
- *     const clf = await Classifier.load(bytes);
+ *     const clf = await Classifier.load(bytes);                  // or { wasmPaths: "/ort/" }
  *     const [p] = await clf.classify([text], { topK: 3 });
+ *
+ * onnxruntime-web is imported when the first classifier is loaded, not with this module, so the
+ * module (readBundle, the tokenizer, the scorer) works without it; loading a classifier without
+ * it installed is a DeploymentError (engine.deployment) naming the package.
+ *
+ * Where the WebAssembly file is found: unless `wasmPaths` says otherwise, where onnxruntime-web
+ * looks by itself, relative to its own module (`new URL("ort-wasm-simd-threaded.wasm",
+ * import.meta.url)`): a bundler that handles that pattern (Vite, webpack) emits the file, an
+ * unbundled page finds it in node_modules/onnxruntime-web/dist, and after a bundler that does not
+ * (esbuild, Rollup without a plugin) it must sit beside the bundled script. A file that cannot be
+ * fetched or is not WebAssembly is a DeploymentError naming its URL and the fix, not a refusal
+ * of the bundle.
  *
  * Threads: onnxruntime-web runs its kernels on several threads only in a cross-origin isolated
  * page (served with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
- * require-corp); elsewhere it uses one. The thread count is fixed when the first model loads.
- * Nothing bounds the engine's time or memory in a page (docs/web.md, "Engine budgets").
+ * require-corp); elsewhere it uses one. The thread count and the WebAssembly files' location are
+ * fixed when the first model loads, and a failed start of onnxruntime-web lasts until the page
+ * is loaded again. Nothing bounds the engine's time or memory in a page (docs/web.md, "Engine
+ * budgets").
  */
-import * as ort from "onnxruntime-web/wasm";
-import { Classifier as Base } from "./classifier.js";
-import type { EngineFactory } from "./engine.js";
-import { OnnxRuntimeEngine } from "./engines/onnxruntime.js";
+import { Classifier as Base, type LoadOptions } from "./classifier.js";
+import { oneLine, type EngineFactory, type EngineIO } from "./engine.js";
+import { OnnxRuntimeEngine, type OrtModule } from "./engines/onnxruntime.js";
+import { DeploymentError } from "./errors.js";
+
+/**
+ * Where onnxruntime-web's files are served: a folder URL holding both ort-wasm-simd-threaded.mjs
+ * and ort-wasm-simd-threaded.wasm (a prefix: onnxruntime-web then loads its loader module from
+ * there too), or the URL of each file (`{ wasm }` alone keeps the loader inside the bundle).
+ * Relative URLs are taken relative to the page.
+ */
+export type WasmPaths = string | { readonly wasm?: string | { readonly href: string }; readonly mjs?: string | { readonly href: string } };
 
 export interface WebEngineOptions {
   /** WebAssembly threads (default: all cores when the page is cross-origin isolated, else 1). */
   readonly threads?: number;
-  /** Where ort-wasm-simd-threaded.{mjs,wasm} are served (default: the folder of this script). */
-  readonly wasmPaths?: string;
+  /** Where onnxruntime-web's WebAssembly file is served (default: where onnxruntime-web looks, relative to its own module). */
+  readonly wasmPaths?: WasmPaths;
 }
 
-let configured: string | null = null;
+/** Classifier.load's options in a browser: the engine's `wasmPaths`, for the default engine (not with `engine`). */
+export interface BrowserLoadOptions extends LoadOptions {
+  readonly wasmPaths?: WasmPaths;
+}
 
-/** onnxruntime-web on WebAssembly. */
+/** The files of onnxruntime-web's WebAssembly build this entry uses. */
+export const WASM_FILES = ["ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs"] as const;
+
+interface OrtWeb extends OrtModule {
+  readonly env: {
+    wasm: { numThreads?: number; wasmPaths?: unknown };
+    logLevel?: string;
+    readonly versions: { readonly web?: string };
+  };
+}
+
+let ortWeb: Promise<OrtWeb> | null = null;
+let configured: string | null = null;
+/** The wasmPaths in effect (the first engine's). */
+let configuredPaths: WasmPaths | undefined;
+/** The first failure to start onnxruntime-web: it does not try again in this page. */
+let deploymentFailure: string | null = null;
+
+function importOrt(): Promise<OrtWeb> {
+  ortWeb ??= import("onnxruntime-web/wasm").then((m) => m as unknown as OrtWeb, (e: unknown) => {
+    ortWeb = null;
+    throw new DeploymentError(`onnxruntime-web, dpedge/browser's engine, cannot be imported (${oneLine(e)}): ` +
+      "install it beside dpedge (npm install onnxruntime-web@1.30.0; it is an optional peer dependency)");
+  });
+  return ortWeb;
+}
+
+/** A URL given relative to the page, made absolute (onnxruntime-web resolves relative ones against its own module). */
+function absolute(url: string | { readonly href: string }): string {
+  const text = typeof url === "string" ? url : url.href;
+  const base = (globalThis as { location?: { href?: string } }).location?.href;
+  try {
+    return new URL(text, base).href;
+  } catch {
+    return text;
+  }
+}
+
+function resolvePaths(paths: WasmPaths): string | { wasm?: string; mjs?: string } {
+  if (typeof paths === "string") {
+    const prefix = absolute(paths);
+    return prefix.endsWith("/") ? prefix : `${prefix}/`;
+  }
+  return { ...(paths.wasm === undefined ? {} : { wasm: absolute(paths.wasm) }), ...(paths.mjs === undefined ? {} : { mjs: absolute(paths.mjs) }) };
+}
+
+/** The requests for onnxruntime-web's files that failed in this page, from the page's resource timing. */
+function failedRequests(): string[] {
+  const entries = (globalThis as { performance?: { getEntriesByType?(t: string): unknown[] } }).performance?.getEntriesByType?.("resource") ?? [];
+  return (entries as { name: string; responseStatus?: number }[])
+    .filter((e) => /ort-wasm[\w.-]*\.(m?js|wasm)(\?|#|$)/.test(e.name) && e.responseStatus !== undefined && e.responseStatus >= 400)
+    .map((e) => `${e.name} (HTTP ${e.responseStatus})`);
+}
+
+/** The DeploymentError for onnxruntime-web's failure to start (its backend did not initialize), else null. */
+function deploymentError(err: unknown, paths: WasmPaths | undefined): DeploymentError | null {
+  const text = oneLine(err, 600);
+  if (!/no available backend found/i.test(text) && deploymentFailure === null) return null;
+  if (deploymentFailure === null) {
+    const failed = failedRequests();
+    const urls = [...new Set(text.match(/\b(?:https?|file|blob):[^\s'"(),]+/g) ?? [])].filter((u) => !failed.some((f) => f.startsWith(u)));
+    const what = failed.length ? `${failed.join(", ")} could not be loaded`
+      : /magic word|CompileError/i.test(text) ? `its WebAssembly file is not WebAssembly (a server answered its URL with another file, such as an HTML page)${urls.length ? `: ${urls.join(", ")}` : ""}`
+        : urls.length ? `${urls.join(", ")} could not be loaded` : "its WebAssembly runtime did not start";
+    const where = paths === undefined
+      ? `serve ${WASM_FILES[0]} from node_modules/onnxruntime-web/dist/ beside the script that bundles dpedge/browser (a bundler that does not copy it, such as esbuild, needs this step), or say where it is served with Classifier.load(bytes, { wasmPaths }) or webEngine({ wasmPaths })`
+      : `serve ${typeof paths === "string" ? `${WASM_FILES.join(" and ")} (from node_modules/onnxruntime-web/dist/) under the wasmPaths folder` : "the files wasmPaths names"}, with the version of onnxruntime-web installed`;
+    deploymentFailure = `onnxruntime-web cannot start, so no bundle can be loaded in this page: ${what} (${text}). Fix the deployment: ${where}; then load the page again`;
+  }
+  return new DeploymentError(deploymentFailure);
+}
+
+/** onnxruntime-web's engine: a failure to start onnxruntime-web is a DeploymentError, anything else the Classifier's refusal. */
+class WebEngine extends OnnxRuntimeEngine {
+  constructor(ort: OrtModule, name: string, private readonly paths: WasmPaths | undefined) {
+    super(ort, name, { executionProviders: ["wasm"] });
+  }
+
+  override async load(model: Uint8Array, weights: Uint8Array, io: EngineIO): Promise<void> {
+    try {
+      await super.load(model, weights, io);
+    } catch (e) {
+      throw deploymentError(e, this.paths) ?? e;
+    }
+  }
+}
+
+/** onnxruntime-web on WebAssembly (imported at the first load). */
 export function webEngine(options: WebEngineOptions = {}): EngineFactory {
-  return () => {
+  return async () => {
+    const ort = await importOrt();
+    if (deploymentFailure !== null) throw new DeploymentError(deploymentFailure);
     if (configured === null) {
       const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
       const cores = (globalThis.navigator?.hardwareConcurrency as number | undefined) ?? 1;
       ort.env.wasm.numThreads = isolated ? (options.threads ?? cores) : 1;
-      ort.env.wasm.wasmPaths = options.wasmPaths ?? new URL("./", import.meta.url).href;
+      if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = resolvePaths(options.wasmPaths);
+      configuredPaths = options.wasmPaths;
       ort.env.logLevel = "error";
       configured = `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? "" : "s"}`;
     }
-    return new OnnxRuntimeEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, { executionProviders: ["wasm"] });
+    return new WebEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, configuredPaths);
   };
 }
 
 /** The Classifier with onnxruntime-web as its default engine. */
 export class Classifier extends Base {
-  protected static override defaultEngine(): EngineFactory {
-    return webEngine();
+  /** Read, validate and prepare a bundle; `wasmPaths` says where onnxruntime-web's files are served (Base.load has the rest). */
+  static override load(bytes: Uint8Array | ArrayBuffer, options: BrowserLoadOptions = {}): Promise<Base> {
+    return super.load(bytes, options);
+  }
+
+  protected static override defaultEngine(options: LoadOptions = {}): EngineFactory {
+    const { wasmPaths } = options as BrowserLoadOptions;
+    return webEngine(wasmPaths === undefined ? {} : { wasmPaths });
   }
 }
 

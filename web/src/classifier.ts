@@ -99,14 +99,14 @@ export class Classifier {
   }
 
   /** The engine when none is given: each entry point's subclass names its own. */
-  protected static defaultEngine(): EngineFactory | undefined {
+  protected static defaultEngine(_options: LoadOptions = {}): EngineFactory | undefined {
     return undefined;
   }
 
   /** Prepare an already read bundle. */
   static async fromBundle(bundle: Bundle, options: LoadOptions = {}, fileBytes = 0): Promise<Classifier> {
     const e = bundle.encoder;
-    const factory = options.engine ?? this.defaultEngine();
+    const factory = options.engine ?? this.defaultEngine(options);
     if (factory === undefined) {
       throw new BundleError("engine.unavailable", "encoder.format", 'no engine given: import Classifier from "dpedge" (Node) or "dpedge/browser", or pass { engine }');
     }

@@ -3,8 +3,8 @@ export { checkText, type LabelScore, type LoadOptions, type Prediction } from ".
 export { readContainer, Bin, type Value, type ValueMap } from "./container.js";
 export { SCHEMA, UNICODE } from "./contract.js";
 export { BudgetExceeded, WrongIO, type Engine, type EngineFactory, type EngineIO } from "./engine.js";
-export { OnnxRuntimeEngine, type OrtModule } from "./engines/onnxruntime.js";
-export { BundleError, DpedgeError, InputError } from "./errors.js";
+export { OnnxRuntimeEngine, type OrtModule, type OrtSession, type OrtSessionOptions, type OrtTensor } from "./engines/onnxruntime.js";
+export { BundleError, DeploymentError, DpedgeError, InputError } from "./errors.js";
 export { bundleInfo, privacySummary } from "./describe.js";
 export { readBundle, readPack, type Bundle, type EncoderFormat, type EncoderPack, type EncoderSpec, type PackOptions, type ReadOptions,
   type ReleaseFacts } from "./reader.js";

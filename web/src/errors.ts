@@ -24,3 +24,18 @@ export class BundleError extends DpedgeError {
 export class InputError extends DpedgeError {
   override name = "InputError";
 }
+
+/**
+ * The runtime is not deployed as it needs to be, and no bundle is at fault: an engine's package is
+ * not installed, or onnxruntime-web's WebAssembly files are not served where they are looked
+ * for. Code `engine.deployment`, path "" (not one of schema.json "errors": those are the
+ * readers' refusals of a bundle or a query). The message names the package or the file, and the
+ * fix.
+ */
+export class DeploymentError extends DpedgeError {
+  override name = "DeploymentError";
+
+  constructor(message: string) {
+    super("engine.deployment", "", message);
+  }
+}

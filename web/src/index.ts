@@ -15,7 +15,7 @@ import { SCHEMA } from "./contract.js";
 import type { EngineFactory } from "./engine.js";
 import { OnnxRuntimeEngine } from "./engines/onnxruntime.js";
 import { NodeProcessEngine } from "./engines/node_process.js";
-import { BundleError } from "./errors.js";
+import { DeploymentError } from "./errors.js";
 
 export interface NodeEngineOptions {
   /** onnxruntime's threads per text (default: onnxruntime's, all cores). */
@@ -34,7 +34,9 @@ export function nodeEngine(options: NodeEngineOptions = {}): EngineFactory {
     try {
       modulePath = createRequire(import.meta.url).resolve("onnxruntime-node");
     } catch {
-      throw new BundleError("engine.unavailable", "encoder.format", "onnxruntime-node is not installed: npm install onnxruntime-node@1.30.0");
+      throw new DeploymentError("onnxruntime-node, dpedge's engine in Node, is not installed: install it beside dpedge " +
+        "(npm install onnxruntime-node@1.30.0; it is an optional peer dependency; ONNXRUNTIME_NODE_INSTALL=skip skips the " +
+        "download of its GPU libraries, which dpedge does not use and which fails offline)");
     }
     if (options.inProcess) {
       const ort = await import("onnxruntime-node");

@@ -15,10 +15,9 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import type * as ortTypes from "onnxruntime-common";
 import { BudgetExceeded, WrongIO, type Engine, type EngineIO } from "../engine.js";
 import { onnxSessionExtra, SCHEMA } from "../contract.js";
-import { WEIGHTS_LOCATION } from "./onnxruntime.js";
+import { WEIGHTS_LOCATION, type OrtSessionOptions } from "./onnxruntime.js";
 
 /** The child: one session, one message at a time (CommonJS, run with `node -e`). */
 const CHILD = `"use strict";
@@ -80,7 +79,7 @@ export interface ProcessEngineOptions {
   /** Resolved path of onnxruntime-node's main module. */
   readonly modulePath: string;
   /** Session options added to the engine's own (threads). */
-  readonly session?: ortTypes.InferenceSession.SessionOptions;
+  readonly session?: OrtSessionOptions;
   /** How much one run may grow the child's resident memory (bytes); loading may grow it by 8 times the encoder's bytes more. */
   readonly memoryBytes: number;
   /** How often memory is sampled during a call (milliseconds). */

@@ -9,21 +9,53 @@
  * the placeholder location; the weights are handed over from memory with the `externalData`
  * session option under that name, so the engine never opens a file.
  */
-import type * as ortTypes from "onnxruntime-common";
 import { onnxSessionExtra, SCHEMA } from "../contract.js";
 import { WrongIO, oneLine, type Engine, type EngineIO } from "../engine.js";
 
-/** The part of an onnxruntime binding this engine uses. */
+/*
+ * The part of onnxruntime-common's API this runtime uses, stated here rather than imported, so
+ * that the package's types check without any onnxruntime package installed (each engine is an
+ * optional peer dependency). onnxruntime-web, -node and -react-native's modules satisfy it.
+ */
+
+/** An onnxruntime tensor, as far as this runtime reads one. */
+export interface OrtTensor {
+  readonly type: string;
+  readonly dims: readonly number[];
+  readonly data: unknown;
+  dispose(): void;
+}
+
+/** Session options this runtime sets (onnxruntime-common's InferenceSession.SessionOptions has these and more). */
+export interface OrtSessionOptions {
+  executionProviders?: readonly unknown[];
+  intraOpNumThreads?: number;
+  interOpNumThreads?: number;
+  graphOptimizationLevel?: "disabled" | "basic" | "extended" | "layout" | "all";
+  logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
+  externalData?: readonly unknown[];
+  extra?: Record<string, unknown>;
+}
+
+/** An onnxruntime inference session, as far as this runtime uses one. */
+export interface OrtSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  run(feeds: Record<string, OrtTensor>, fetches: readonly string[]): Promise<Record<string, OrtTensor>>;
+  release(): Promise<void>;
+}
+
+/** The part of an onnxruntime binding this engine uses (`import * as ort from "onnxruntime-web"` is one). */
 export interface OrtModule {
-  readonly InferenceSession: typeof ortTypes.InferenceSession;
-  readonly Tensor: typeof ortTypes.Tensor;
+  readonly InferenceSession: { create(model: Uint8Array, options?: OrtSessionOptions): Promise<OrtSession> };
+  readonly Tensor: new (type: "int64", data: BigInt64Array, dims: readonly number[]) => OrtTensor;
 }
 
 export const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.weights_location_bytes, ".");
 
 /** An onnxruntime session of a bundle's encoder, checked against the bundle's inputs and output. */
 export async function createSession(ort: OrtModule, model: Uint8Array, weights: Uint8Array, io: EngineIO,
-                                    options: ortTypes.InferenceSession.SessionOptions): Promise<ortTypes.InferenceSession> {
+                                    options: OrtSessionOptions): Promise<OrtSession> {
   const session = await ort.InferenceSession.create(model, {
     graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, extra: onnxSessionExtra(), ...options,
     ...(weights.length ? { externalData: [{ path: WEIGHTS_LOCATION, data: weights }] } : {}),
@@ -36,7 +68,7 @@ export async function createSession(ort: OrtModule, model: Uint8Array, weights: 
 }
 
 /** One run: the embedding of one text's token ids (D float32 values, unchecked; empty if the output is not float32 [1, D]). */
-export async function run(ort: OrtModule, session: ortTypes.InferenceSession, io: EngineIO, ids: readonly number[]): Promise<Float32Array> {
+export async function run(ort: OrtModule, session: OrtSession, io: EngineIO, ids: readonly number[]): Promise<Float32Array> {
   const n = ids.length;
   const fill: Record<string, (i: number) => bigint> = { input_ids: (i) => BigInt(ids[i]!), attention_mask: () => 1n, token_type_ids: () => 0n };
   const feeds = Object.fromEntries(io.inputs.map((name) =>
@@ -56,7 +88,7 @@ export async function run(ort: OrtModule, session: ortTypes.InferenceSession, io
 export class OnnxRuntimeEngine implements Engine {
   readonly formats = ["onnx"] as const;
   readonly bounded = "nothing";
-  private session: ortTypes.InferenceSession | null = null;
+  private session: OrtSession | null = null;
   private io: EngineIO | null = null;
 
   /**
@@ -65,7 +97,7 @@ export class OnnxRuntimeEngine implements Engine {
    * @param options session options added to the engine's own (threads, execution providers)
    */
   constructor(private readonly ort: OrtModule, readonly name: string,
-              private readonly options: ortTypes.InferenceSession.SessionOptions = {}) {}
+              private readonly options: OrtSessionOptions = {}) {}
 
   async load(model: Uint8Array, weights: Uint8Array, io: EngineIO): Promise<void> {
     this.session = await createSession(this.ort, model, weights, io, this.options);
