@@ -87,3 +87,16 @@ def test_second_moment_study_runs_and_its_exact_row_is_the_ceiling(exported_enco
     accs = {(row[1], row[2]): [float(a) for a in row[3:]] for row in rows}
     assert all(0 <= a <= 100 for values in accs.values() for a in values) and all(len(v) == 4 for v in accs.values())
     assert max(accs[("inf", "32")][:3]) > 60  # 7 labels: chance is 14
+
+
+def test_head_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
+    """The CI smoke version of benchmarks/head.py (the opt-in head against the default): the
+    project's own data, one epsilon, one repeat."""
+    out = tmp_path / "head.json"
+    r = subprocess.run([sys.executable, "benchmarks/head.py", "--data", str(DATA), "--epsilons", "8", "--repeats", "1",
+                        "--out", str(out)], capture_output=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "| assistant |" in r.stdout.decode() and "head (eps 8, delta 1e-05)" in r.stdout.decode()
+    row = json.loads(out.read_text())["results"]["assistant"]
+    assert row["default"]["8"][0] > 0.6 and row["head"]["8"][0] > 0.6  # far above chance (1/7) on this data
+    assert row["rule"]["8"]["sample_rate"] == 1.0 and row["rule"]["8"]["steps"] == 100  # 560 records: q = 1
