@@ -10,7 +10,9 @@
  *   onnxruntime-web's WebAssembly module and loader, served from the page's own origin (the
  *   page fetches nothing from anywhere else).
  *
- *     node scripts/build.mjs [--no-tsc]
+ *     node scripts/build.mjs [--no-tsc] [--no-demo]
+ *
+ * --no-tsc builds demo/vendor alone; --no-demo builds dist/ alone (npm pack's prepack).
  */
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, rmSync, statSync } from "node:fs";
@@ -25,10 +27,13 @@ if (!process.argv.includes("--no-tsc")) {
   rmSync(join(WEB, "dist"), { recursive: true, force: true });
   execFileSync(join(WEB, "node_modules", ".bin", "tsc"), ["-p", WEB, "--emitDeclarationOnly"], { stdio: "inherit" });
   for (const [entry, platform] of [["index", "node"], ["browser", "browser"]]) {
+    // The app's bundler places onnxruntime-web's loader, by default inside the app's script
+    // (src/browser.ts: one WebAssembly thread unless asked).
     await build({ entryPoints: [join(WEB, "src", `${entry}.ts`)], bundle: true, format: "esm", platform, target: "es2022",
-      packages: "external", sourcemap: false, outfile: join(WEB, "dist", `${entry}.js`), logLevel: "warning" });
+      packages: "external", sourcemap: false, define: { DPEDGE_ORT_LOADER_MAY_BE_BUNDLED: "true" }, outfile: join(WEB, "dist", `${entry}.js`), logLevel: "warning" });
   }
 }
+if (process.argv.includes("--no-demo")) process.exit(0);
 rmSync(VENDOR, { recursive: true, force: true });
 mkdirSync(VENDOR, { recursive: true });
 await build({

@@ -22,9 +22,14 @@
  *
  * Threads: onnxruntime-web runs its kernels on several threads only in a cross-origin isolated
  * page (served with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
- * require-corp); elsewhere it uses one. The thread count and the WebAssembly files' location are
- * fixed when the first model loads, and a failed start of onnxruntime-web lasts until the page
- * is loaded again. Nothing bounds the engine's time or memory in a page (docs/web.md, "Engine
+ * require-corp), and its worker threads start from the script that holds its WebAssembly
+ * loader: with the loader inside an app's bundle (a bundler's default build of onnxruntime-web)
+ * that is the app's own script, which then runs as a worker and fails. So the package's build
+ * (dist/browser.js, which an app bundles) uses one thread unless `threads` asks for more or
+ * `wasmPaths` names the loader's folder; the demo page's build, which serves the loader as its
+ * own file (condition "onnxruntime-web-use-extern-wasm"), uses all cores in an isolated page.
+ * The thread count and the WebAssembly files' location are fixed when the first model loads, and
+ * a failed start of onnxruntime-web lasts until the page is loaded again. Nothing bounds the engine's time or memory in a page (docs/web.md, "Engine
  * budgets").
  */
 import { Classifier as Base, type LoadOptions } from "./classifier.js";
@@ -41,7 +46,13 @@ import { DeploymentError } from "./errors.js";
 export type WasmPaths = string | { readonly wasm?: string | { readonly href: string }; readonly mjs?: string | { readonly href: string } };
 
 export interface WebEngineOptions {
-  /** WebAssembly threads (default: all cores when the page is cross-origin isolated, else 1). */
+  /**
+   * WebAssembly threads; 0 is all cores. More than one take effect only in a cross-origin
+   * isolated page, and work only with onnxruntime-web's loader served as its own file (see
+   * above). Default: all cores in an isolated page when the loader is known to be its own file
+   * (`wasmPaths` names its folder or the .mjs, or this module was built with the loader apart,
+   * as the demo page's), else 1.
+   */
   readonly threads?: number;
   /** Where onnxruntime-web's WebAssembly file is served (default: where onnxruntime-web looks, relative to its own module). */
   readonly wasmPaths?: WasmPaths;
@@ -54,6 +65,18 @@ export interface BrowserLoadOptions extends LoadOptions {
 
 /** The files of onnxruntime-web's WebAssembly build this entry uses. */
 export const WASM_FILES = ["ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs"] as const;
+
+/**
+ * Set (to true) by the package's build, dist/browser.js: the app's bundler decides where
+ * onnxruntime-web's loader goes, by default into the app's own script.
+ */
+declare const DPEDGE_ORT_LOADER_MAY_BE_BUNDLED: boolean | undefined;
+
+/** Whether onnxruntime-web's worker threads would start from a file of its own (its loader), not from the app's script. */
+function loaderApart(paths: WasmPaths | undefined): boolean {
+  if (typeof paths === "string" || paths?.mjs !== undefined) return true;
+  return typeof DPEDGE_ORT_LOADER_MAY_BE_BUNDLED === "undefined" || !DPEDGE_ORT_LOADER_MAY_BE_BUNDLED;
+}
 
 interface OrtWeb extends OrtModule {
   readonly env: {
@@ -98,24 +121,30 @@ function resolvePaths(paths: WasmPaths): string | { wasm?: string; mjs?: string 
   return { ...(paths.wasm === undefined ? {} : { wasm: absolute(paths.wasm) }), ...(paths.mjs === undefined ? {} : { mjs: absolute(paths.mjs) }) };
 }
 
-/** The requests for onnxruntime-web's files that failed in this page, from the page's resource timing. */
-function failedRequests(): string[] {
+/** The page's requests for onnxruntime-web's files, from its resource timing: URL and HTTP status (0: unknown). */
+function ortRequests(): { url: string; status: number }[] {
   const entries = (globalThis as { performance?: { getEntriesByType?(t: string): unknown[] } }).performance?.getEntriesByType?.("resource") ?? [];
   return (entries as { name: string; responseStatus?: number }[])
-    .filter((e) => /ort-wasm[\w.-]*\.(m?js|wasm)(\?|#|$)/.test(e.name) && e.responseStatus !== undefined && e.responseStatus >= 400)
-    .map((e) => `${e.name} (HTTP ${e.responseStatus})`);
+    .filter((e) => /ort-wasm[\w.-]*\.(m?js|wasm)(\?|#|$)/.test(e.name))
+    .map((e) => ({ url: e.name, status: e.responseStatus ?? 0 }));
 }
 
+const unique = (xs: string[]): string[] => xs.filter((x, i) => xs.indexOf(x) === i);
+
 /** The DeploymentError for onnxruntime-web's failure to start (its backend did not initialize), else null. */
-function deploymentError(err: unknown, paths: WasmPaths | undefined): DeploymentError | null {
+async function deploymentError(err: unknown, paths: WasmPaths | undefined): Promise<DeploymentError | null> {
   const text = oneLine(err, 600);
   if (!/no available backend found/i.test(text) && deploymentFailure === null) return null;
   if (deploymentFailure === null) {
-    const failed = failedRequests();
-    const urls = [...new Set(text.match(/\b(?:https?|file|blob):[^\s'"(),]+/g) ?? [])].filter((u) => !failed.some((f) => f.startsWith(u)));
+    // A request's timing entry is recorded when its response ends, which may be after the failure it caused.
+    await new Promise((done) => setTimeout(done, 100));
+    const requests = ortRequests();
+    const failed = unique(requests.filter((r) => r.status >= 400).map((r) => `${r.url} (HTTP ${r.status})`));
+    const named = unique(text.match(/\b(?:https?|file|blob):[^\s'"(),]+/g) ?? []);
+    const wasm = unique(requests.filter((r) => r.url.includes(".wasm")).map((r) => r.url));
     const what = failed.length ? `${failed.join(", ")} could not be loaded`
-      : /magic word|CompileError/i.test(text) ? `its WebAssembly file is not WebAssembly (a server answered its URL with another file, such as an HTML page)${urls.length ? `: ${urls.join(", ")}` : ""}`
-        : urls.length ? `${urls.join(", ")} could not be loaded` : "its WebAssembly runtime did not start";
+      : /magic word|CompileError/i.test(text) ? `${wasm.length ? wasm.join(", ") : "its WebAssembly file"} is not WebAssembly (the server answered with another file, such as an HTML page)`
+        : named.length ? `${named.join(", ")} could not be loaded` : "its WebAssembly runtime did not start";
     const where = paths === undefined
       ? `serve ${WASM_FILES[0]} from node_modules/onnxruntime-web/dist/ beside the script that bundles dpedge/browser (a bundler that does not copy it, such as esbuild, needs this step), or say where it is served with Classifier.load(bytes, { wasmPaths }) or webEngine({ wasmPaths })`
       : `serve ${typeof paths === "string" ? `${WASM_FILES.join(" and ")} (from node_modules/onnxruntime-web/dist/) under the wasmPaths folder` : "the files wasmPaths names"}, with the version of onnxruntime-web installed`;
@@ -134,7 +163,7 @@ class WebEngine extends OnnxRuntimeEngine {
     try {
       await super.load(model, weights, io);
     } catch (e) {
-      throw deploymentError(e, this.paths) ?? e;
+      throw (await deploymentError(e, this.paths)) ?? e;
     }
   }
 }
@@ -147,7 +176,8 @@ export function webEngine(options: WebEngineOptions = {}): EngineFactory {
     if (configured === null) {
       const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
       const cores = (globalThis.navigator?.hardwareConcurrency as number | undefined) ?? 1;
-      ort.env.wasm.numThreads = isolated ? (options.threads ?? cores) : 1;
+      const threads = options.threads ?? (loaderApart(options.wasmPaths) ? 0 : 1);
+      ort.env.wasm.numThreads = isolated ? (threads === 0 ? cores : threads) : 1;
       if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = resolvePaths(options.wasmPaths);
       configuredPaths = options.wasmPaths;
       ort.env.logLevel = "error";

@@ -1,0 +1,168 @@
+/**
+ * The package as another app gets it: `npm pack` of web/, installed offline from the tarball
+ * (and the npm cache, which web/'s own `npm ci` filled) into a copy of examples/browser-app,
+ * whose build (esbuild) and type checks (strict, skipLibCheck false, moduleResolution bundler
+ * and node16) must pass; then the built page, served as a static site, classifies a text of the
+ * committed corpus's default bundle in headless Chromium with the corpus's label. Also:
+ *
+ * - the tarball holds dist/ (no source maps), README.md, LICENSE and package.json only;
+ * - installed without onnxruntime-node, `import "dpedge"` works (readBundle) and loading a
+ *   classifier is a DeploymentError naming onnxruntime-node;
+ * - without ort-wasm-simd-threaded.wasm beside the script, or with an HTML page in its place,
+ *   the page fails with engine.deployment naming the file's URL (not a refusal of the bundle);
+ *   with the load option wasmPaths naming another folder, it classifies.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, HAVE_CHROMIUM, launch } from "../scripts/chromium.mjs";
+import { startServer } from "../scripts/serve.mjs";
+import { corpora, REQUIRED } from "./corpus.js";
+
+const WEB = fileURLToPath(new URL("..", import.meta.url));
+const EXAMPLE = join(WEB, "examples", "browser-app");
+const committed = corpora[0]!;
+const { version } = JSON.parse(readFileSync(join(WEB, "package.json"), "utf-8")) as { version: string };
+const NPM = process.platform === "win32" ? "npm.cmd" : "npm";
+
+/** Runs a command; its output is shown only when it fails. */
+function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}): string {
+  const r = spawnSync(cmd, args, { cwd, encoding: "utf-8", env: { ...process.env, ...env }, maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} (in ${cwd}) failed:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+describe("the packed package in an app", () => {
+  let root = "";
+  let app = "";
+  let files: string[] = [];
+
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), "dpedge-package-"));
+    const t0 = Date.now();
+    // --ignore-scripts off: prepack builds dist/ as a publish would.
+    const out = run(NPM, ["pack", "--json", "--pack-destination", root], WEB);
+    const packed = JSON.parse(out.slice(out.search(/^\[/m))) as { filename: string; files: { path: string }[] }[];
+    files = packed[0]!.files.map((f) => f.path).sort();
+    // The example names the tarball as web/'s `npm pack` writes it, two folders up.
+    app = join(root, "examples", "browser-app");
+    cpSync(EXAMPLE, app, { recursive: true, filter: (src) => !/[/\\](node_modules|dist)$/.test(src) });
+    expect(packed[0]!.filename).toBe(`dpedge-${version}.tgz`);
+    run(NPM, ["ci", "--offline", "--no-audit", "--no-fund"], app);
+    console.log(`packed and installed offline in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  }, 180_000);
+
+  afterAll(() => {
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("ships dist/ without source maps, README.md, LICENSE and package.json", () => {
+    expect(files.filter((f) => !f.startsWith("dist/"))).toEqual(["LICENSE", "README.md", "package.json"]);
+    expect(files).toContain("dist/index.js");
+    expect(files).toContain("dist/browser.js");
+    expect(files).toContain("dist/browser.d.ts");
+    expect(files.filter((f) => f.endsWith(".map"))).toEqual([]);
+    expect(readFileSync(join(app, "node_modules", "dpedge", "LICENSE"), "utf-8")).toContain("Apache License\n                           Version 2.0, January 2004");
+  });
+
+  it("builds with esbuild and type-checks strictly (bundler and node16 resolution, skipLibCheck false)", () => {
+    run(NPM, ["run", "-s", "build"], app);
+    run(NPM, ["run", "-s", "typecheck"], app);
+  });
+
+  it("imports dpedge in Node without onnxruntime-node, and names the package when an engine is needed", () => {
+    const script = `
+      import { readFileSync } from "node:fs";
+      import { Classifier, readBundle } from "dpedge";
+      const bytes = readFileSync(${JSON.stringify(join(committed.dir, "accept", "default.dpedge"))});
+      const labels = (await readBundle(bytes)).labels;
+      let error = null;
+      try { await Classifier.load(bytes); } catch (e) { error = { name: e.name, code: e.code, message: e.message }; }
+      console.log(JSON.stringify({ labels, error }));`;
+    writeFileSync(join(app, "node-check.mjs"), script);
+    const out = JSON.parse(execFileSync(process.execPath, ["node-check.mjs"], { cwd: app, encoding: "utf-8" })) as
+      { labels: string[]; error: { name: string; code: string; message: string } };
+    expect(out.labels.length).toBeGreaterThan(1);
+    expect(out.error).toMatchObject({ name: "DeploymentError", code: "engine.deployment" });
+    expect(out.error.message).toContain("npm install onnxruntime-node@1.30.0");
+  });
+
+  describe.skipIf(!HAVE_CHROMIUM)("the built page in headless Chromium", () => {
+    let server: Server;
+    let browser: Awaited<ReturnType<typeof launch>>;
+    let origin = "";
+    const c = committed.cases.accept.find((x) => x.file === "accept/default.dpedge")!;
+    const q = c.queries!.find((x) => !x.code && x.margin! > committed.cases.tolerance.label_margin && /^[\x20-\x7e]+$/.test(x.text))!;
+
+    beforeAll(async () => {
+      run(NPM, ["run", "-s", "build"], app);
+      const dist = join(app, "dist");
+      const bare = join(root, "bare");
+      cpSync(dist, bare, { recursive: true, filter: (src) => !src.endsWith(".wasm") });
+      // A server that answers every path with the app's page (a single-page app's fallback).
+      const html = join(root, "html");
+      cpSync(bare, html, { recursive: true });
+      writeFileSync(join(html, "ort-wasm-simd-threaded.wasm"), "<!doctype html><title>app</title>");
+      server = await startServer({ "/": dist, "/bare/": bare, "/html/": html, "/corpus/": committed.dir,
+        "/ort/": join(app, "node_modules", "onnxruntime-web", "dist") });
+      const address = server.address();
+      origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+      browser = await launch();
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+      await new Promise((done) => server?.close(done));
+    });
+
+    async function open(path: string): Promise<{ state: string; label: string; error: string; code: string }> {
+      const page = await browser.context.newPage();
+      page.on("pageerror", (e) => console.error("page error:", e.message));
+      await page.goto(`${origin}${path}`);
+      await page.waitForFunction(() => ["ready", "failed"].includes(document.body.dataset["state"] ?? ""), undefined, { timeout: 60_000 });
+      if (await page.evaluate(() => document.body.dataset["state"]) === "ready") {
+        await page.fill("#text", q.text);
+        await page.click("#classify");
+        await page.waitForFunction(() => ["answered", "failed"].includes(document.body.dataset["state"] ?? ""), undefined, { timeout: 60_000 });
+      }
+      const out = await page.evaluate(() => ({
+        state: document.body.dataset["state"] ?? "", label: document.getElementById("label")!.textContent ?? "",
+        error: document.getElementById("error")!.textContent ?? "", code: document.getElementById("error")!.dataset["code"] ?? "",
+      }));
+      await page.close();
+      return out;
+    }
+
+    it("classifies a corpus text with the corpus's label, the WebAssembly file beside the script", async () => {
+      expect(await open("/?bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
+    });
+
+    it("reports a missing WebAssembly file as a deployment error naming it, not as a refused bundle", async () => {
+      const got = await open("/bare/?bundle=/corpus/accept/default.dpedge");
+      expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });
+      expect(got.error).toMatch(/^deployment: /);
+      expect(got.error).toContain(`${origin}/bare/ort-wasm-simd-threaded.wasm (HTTP 404)`);
+      expect(got.error).toContain("wasmPaths");
+    });
+
+    it("reports a WebAssembly file that is not WebAssembly as a deployment error naming it", async () => {
+      const got = await open("/html/?bundle=/corpus/accept/default.dpedge");
+      expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });
+      expect(got.error).toContain(`${origin}/html/ort-wasm-simd-threaded.wasm is not WebAssembly`);
+    });
+
+    it("finds the WebAssembly files where the load option wasmPaths says", async () => {
+      expect(await open("/bare/?bundle=/corpus/accept/default.dpedge&wasmPaths=/ort/")).toMatchObject({ state: "answered", label: q.label });
+    });
+  });
+});
+
+if (!HAVE_CHROMIUM) {
+  const why = `no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set DPEDGE_CHROMIUM)`;
+  if (REQUIRED) throw new Error(`DPEDGE_WEB_REQUIRE is set but there is ${why}`);
+  console.warn(`dpedge package test: skipping the page in Chromium: ${why}`);
+}
