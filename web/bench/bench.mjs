@@ -14,13 +14,17 @@
  * Chromium (onnxruntime-web, WebAssembly, one thread and all threads), and what a page downloads:
  * the bundle (raw, gzip and brotli, as a server may send it) and the runtime's own files.
  *
- *     npm run bench -- [--bundle FILE] [--texts N] [--python PATH]
+ *     npm run bench -- [--bundle FILE] [--texts-file FILE] [--texts N] [--python PATH]
  *
- * Defaults: the quick-start bundle (../models/quickstart.dpedge, `make bundle`), the first 50
- * texts of data/assistant/test.jsonl, the project's .venv Python.
+ * The texts: --texts-file FILE (JSON lines with a "text" field, as data/<name>/test.jsonl, or
+ * one text per line for any other file name); else, for a bundle of a conformance corpus
+ * (a folder whose parent holds cases.json listing the bundle), the corpus's queries for it that
+ * classify; else data/assistant/test.jsonl. The first N (--texts, default 50) are measured.
+ * Defaults: the quick-start bundle (../models/quickstart.dpedge, `make bundle`), the project's
+ * .venv Python.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,8 +44,38 @@ function arg(name, fallback) {
 const bundlePath = resolve(arg("--bundle", join(ROOT, "models", "quickstart.dpedge")));
 const count = Number(arg("--texts", "50"));
 const python = arg("--python", process.env["DPEDGE_PYTHON"] ?? join(ROOT, ".venv", "bin", "python"));
-const texts = readFileSync(join(ROOT, "data", "assistant", "test.jsonl"), "utf-8").split("\n").filter((l) => l.trim())
-  .slice(0, count).map((l) => JSON.parse(l).text);
+
+/** Texts of a JSON-lines file ("text" of each line), or of a plain file (one per line). */
+function readTexts(file) {
+  const lines = readFileSync(file, "utf-8").split("\n").filter((l) => l.trim());
+  if (!file.endsWith(".jsonl")) return lines;
+  return lines.map((l, i) => {
+    let row;
+    try {
+      row = JSON.parse(l);
+    } catch {
+      row = null;
+    }
+    if (typeof row?.text !== "string") throw new Error(`${file}, line ${i + 1}: not a JSON object with a "text" string`);
+    return row.text;
+  });
+}
+
+/** The texts of a conformance corpus for one of its bundles (its queries that classify), or null if the bundle is not in one. */
+function corpusTexts(bundle) {
+  const cases = join(dirname(dirname(bundle)), "cases.json");
+  if (!existsSync(cases)) return null;
+  const file = `${basename(dirname(bundle))}/${basename(bundle)}`;
+  const c = JSON.parse(readFileSync(cases, "utf-8")).accept?.find((x) => x.file === file);
+  const queries = (c?.queries ?? []).filter((q) => !q.code).map((q) => q.text);
+  return queries.length ? { texts: queries, source: `the corpus's queries for ${file} (${cases})` } : null;
+}
+
+const textsFile = arg("--texts-file", null);
+const { texts: allTexts, source } = textsFile !== null ? { texts: readTexts(resolve(textsFile)), source: textsFile }
+  : corpusTexts(bundlePath) ?? { texts: readTexts(join(ROOT, "data", "assistant", "test.jsonl")), source: "data/assistant/test.jsonl" };
+const texts = allTexts.slice(0, count);
+if (texts.length < 2) throw new Error(`${source} has ${texts.length} text(s): the bench needs at least 2`);
 const bytes = new Uint8Array(readFileSync(bundlePath));
 
 function median(xs) {
@@ -92,7 +126,7 @@ async function measureBrowser(browser, origin, threads) {
     const m = globalThis.dpedgeRuntime;
     const { measure } = await import("/bench/measure.mjs");
     const bytes = new Uint8Array(await (await fetch(`/bench-bundle/${file}`)).arrayBuffer());
-    return measure(m.Classifier, m.webEngine(threads === null ? {} : { threads }), bytes, texts);
+    return measure(m.Classifier, m.webEngine({ threads }), bytes, texts);
   }, { file: basename(bundlePath), texts, threads });
   await page.close();
   return result;
@@ -110,7 +144,7 @@ if (HAVE_CHROMIUM) {
   const browser = await launch();
   try {
     rows.push(["Chromium, 1 thread", await measureBrowser(browser, origin, 1)]);
-    rows.push([`Chromium, all threads`, await measureBrowser(browser, origin, null)]);
+    rows.push([`Chromium, all threads`, await measureBrowser(browser, origin, 0)]);
   } finally {
     await browser.close();
     server.close();
@@ -123,7 +157,7 @@ const ms = (x) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
 const ratio = (x, base) => `${(x / base).toFixed(2)}x`;
 const pyPer = median(py.per);
 console.log(`\n${basename(bundlePath)} (${(bytes.length / 2 ** 20).toFixed(1)} MiB), ${texts.length} texts of ` +
-  `data/assistant/test.jsonl, ${availableParallelism()} cores; ratios against Python in the same run\n`);
+  `${source}, ${availableParallelism()} cores; ratios against Python in the same run\n`);
 console.log("| runtime | engine | load | first answer | per text (median) | labels as Python |");
 console.log("|---|---|---|---|---|---|");
 for (const [name, r] of rows) {
