@@ -68,7 +68,8 @@ def accountant_epsilon(noise_multiplier: float, sample_rate: float, steps: int, 
     from dp_accounting import rdp
 
     acc = rdp.RdpAccountant(orders=list(ORDERS))
-    step = dp_accounting.PoissonSampledDpEvent(float(sample_rate), dp_accounting.GaussianDpEvent(float(noise_multiplier)))
+    gaussian = dp_accounting.GaussianDpEvent(float(noise_multiplier))
+    step = dp_accounting.PoissonSampledDpEvent(float(sample_rate), gaussian)
     acc.compose(dp_accounting.SelfComposedDpEvent(step, int(steps)))
     return float(acc.get_epsilon(float(delta)))
 

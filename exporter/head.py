@@ -17,9 +17,9 @@ A head bundle releases two statistics from one budget (exporter.privacy.head_sha
    integer squared norm of G is checked against Delta^2, Delta = GRID x CLIP_L2 (an exact
    integer), and a record over it (float rounding) is scaled down in integers by
    Delta / (isqrt(||G||^2) + 1), which puts it under the bound by construction (`bound_l2`), so
-   one record moves a step's sum by at most Delta in L2, whatever its embedding. The batch's integer sum gets OpenDP's discrete Gaussian of standard deviation
-   z Delta on every coordinate (through the budget, which accounts for it: exporter.accountant),
-   and the update is W, b -= lr x noisy sum / (GRID q N): post-processing of the noisy sums.
+   one record moves a step's sum by at most Delta in L2, whatever its embedding. The batch's
+   integer sum gets OpenDP's discrete Gaussian of standard deviation z Delta on every coordinate
+   (through the budget, which accounts for it: exporter.accountant), and the update is W, b -= lr x noisy sum / (GRID q N): post-processing of the noisy sums.
 
 The rule (`head_rule`) is public: a function of N, epsilon and delta only, chosen on the public
 benchmark datasets (docs/head.md): expected batch EXPECTED_BATCH (q = min(1, EXPECTED_BATCH /
@@ -123,9 +123,10 @@ def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delt
     q = min(1.0, EXPECTED_BATCH / n)
     steps = math.ceil(EPOCHS / q)
     if steps > MAX_STEPS:
+        most = MAX_STEPS * EXPECTED_BATCH // EPOCHS
         raise BuildError(f"--delta: the head's rule would take {steps:,} steps for N = {n:,.0f} records, more than the "
-                         f"format's {MAX_STEPS:,}; a head is built for up to about {MAX_STEPS * EXPECTED_BATCH // EPOCHS:,}"
-                         f" records (nothing was written)")
+                         f"format's {MAX_STEPS:,}; a head is built for up to about {most:,} records (nothing was "
+                         "written)")
     try:
         z = calibrate_noise_multiplier(head_epsilon, sample_rate=q, steps=steps, delta=delta)
     except AccountingError as exc:

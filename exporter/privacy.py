@@ -345,7 +345,7 @@ class PrivacyBudget:
                               "person) is not built yet")
         if isinstance(sensitivity_l2, bool) or not isinstance(sensitivity_l2, (int, np.integer)) or sensitivity_l2 < 1:
             raise BudgetError(f"{statistic}: the L2 sensitivity must be a positive integer, got {sensitivity_l2!r}")
-        if not (0 < sample_rate <= 1) or int(steps) < 1 or not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
+        if not (0 < sample_rate <= 1 and int(steps) >= 1 and 0 < noise_multiplier < math.inf):
             raise BudgetError(f"{statistic}: needs 0 < sample rate <= 1, steps >= 1 and a positive noise multiplier, "
                               f"got {sample_rate}, {steps}, {noise_multiplier}")
         if self.delta == 0:

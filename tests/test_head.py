@@ -109,7 +109,8 @@ def test_bound_l2_shrinks_any_integer_row_within_the_bound(rows, bound):
 # --------------------------------------------------------------------------- calibration and the map
 
 
-@pytest.mark.parametrize("epsilon,q,steps,delta", [(0.95, 0.2, 500, 1e-5), (4.75, 0.4, 250, 1e-6), (2.0, 1.0, 100, 1e-5)])
+@pytest.mark.parametrize("epsilon,q,steps,delta", [(0.95, 0.2, 500, 1e-5), (4.75, 0.4, 250, 1e-6),
+                                                    (2.0, 1.0, 100, 1e-5)])
 def test_the_noise_multiplier_fits_the_share_by_both_accounts_and_no_less_would(epsilon, q, steps, delta):
     z = accountant.calibrate_noise_multiplier(epsilon, sample_rate=q, steps=steps, delta=delta)
     assert accountant.accountant_epsilon(z, q, steps, delta) <= epsilon
@@ -117,7 +118,8 @@ def test_the_noise_multiplier_fits_the_share_by_both_accounts_and_no_less_would(
     assert accountant.accountant_epsilon(0.9 * z, q, steps, delta) > epsilon
     assert head_epsilon(0.9 * z, q, steps, delta) > epsilon
     # the contract is the accountant's arithmetic: they agree closely
-    assert math.isclose(accountant.accountant_epsilon(z, q, steps, delta), head_epsilon(z, q, steps, delta), rel_tol=1e-6)
+    assert math.isclose(accountant.accountant_epsilon(z, q, steps, delta), head_epsilon(z, q, steps, delta),
+                        rel_tol=1e-6)
 
 
 def test_opendps_map_of_one_step_is_the_accountants_model():
