@@ -24,10 +24,10 @@ def test_the_spec_tables_are_generated_from_the_contract():
 
 
 @pytest.mark.check
-def test_the_spec_is_at_most_36_kb_and_the_readme_14_kb():
+def test_the_spec_is_at_most_36_kb_and_the_readme_15_kb():
     # The spec holds every normative rule a fourth reader needs (tokenizer, text, error codes).
     assert gen_spec.SPEC.stat().st_size <= 36_000  # 1.1's encoder packs and head added sections
-    assert (ROOT / "README.md").stat().st_size <= 14_000
+    assert (ROOT / "README.md").stat().st_size <= 15_000  # the opt-in (epsilon, delta) head added its lines
 
 
 @pytest.mark.check
