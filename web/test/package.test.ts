@@ -5,6 +5,9 @@
  * and node16) must pass; then the built page, served as a static site, classifies a text of the
  * committed corpus's default bundle in headless Chromium with the corpus's label. Also:
  *
+ * - a program importing both entry points type-checks with the same strict settings, no DOM and
+ *   no @types/node, and the declarations import no package (no engine's types are needed);
+ *
  * - the tarball holds dist/ (no source maps), README.md, LICENSE and package.json only;
  * - installed without onnxruntime-node, `import "dpedge"` works (readBundle) and loading a
  *   classifier is a DeploymentError naming onnxruntime-node;
@@ -52,7 +55,14 @@ describe("the packed package in an app", () => {
     app = join(root, "examples", "browser-app");
     cpSync(EXAMPLE, app, { recursive: true, filter: (src) => !/[/\\](node_modules|dist)$/.test(src) });
     expect(packed[0]!.filename).toBe(`dpedge-${version}.tgz`);
-    run(NPM, ["ci", "--offline", "--no-audit", "--no-fund"], app);
+    try {
+      run(NPM, ["ci", "--offline", "--no-audit", "--no-fund"], app);
+    } catch (e) {
+      // The npm cache lacks a package web/'s own `npm ci` would have put there: fetch it.
+      if (!String(e).includes("ENOTCACHED")) throw e;
+      console.warn("npm ci --offline: the npm cache lacks a package; installing with --prefer-offline");
+      run(NPM, ["ci", "--prefer-offline", "--no-audit", "--no-fund"], app);
+    }
     console.log(`packed and installed offline in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }, 180_000);
 
@@ -72,6 +82,29 @@ describe("the packed package in an app", () => {
   it("builds with esbuild and type-checks strictly (bundler and node16 resolution, skipLibCheck false)", () => {
     run(NPM, ["run", "-s", "build"], app);
     run(NPM, ["run", "-s", "typecheck"], app);
+  });
+
+  it("type-checks a program that imports both entry points (no DOM, no @types/node); the declarations import no package", () => {
+    const dts = files.filter((f) => f.endsWith(".d.ts"));
+    const imports = dts.flatMap((f) => [...readFileSync(join(app, "node_modules", "dpedge", f), "utf-8")
+      .replace(/\/\*[\s\S]*?\*\//g, "").matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)].map((m) => m[1]!));
+    expect(imports.filter((i) => !i.startsWith("./") && !i.startsWith("../"))).toEqual([]);
+    writeFileSync(join(app, "both.ts"), `
+      import { Classifier, nodeEngine, readBundle, DeploymentError, type Prediction } from "dpedge";
+      import { Classifier as WebClassifier, webEngine, type BrowserLoadOptions } from "dpedge/browser";
+      export async function both(bytes: Uint8Array): Promise<string[]> {
+        const clf = await Classifier.load(bytes, { engine: nodeEngine({ inProcess: true }) });
+        const options: BrowserLoadOptions = { wasmPaths: { wasm: "/ort/ort-wasm-simd-threaded.wasm" } };
+        const web = await WebClassifier.load(bytes, { ...options, engine: webEngine({ threads: 1 }) });
+        const p: Prediction[] = await clf.classify(["a text"], { topK: 2 });
+        return [...(await readBundle(bytes)).labels, p[0]!.label, web.engineName, String(new DeploymentError("x").code)];
+      }`);
+    const options = { strict: true, skipLibCheck: false, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
+      target: "ES2022", lib: ["ES2022"], types: [], noEmit: true };
+    for (const [module, moduleResolution] of [["ESNext", "Bundler"], ["Node16", "Node16"]]) {
+      writeFileSync(join(app, "tsconfig.both.json"), JSON.stringify({ compilerOptions: { ...options, module, moduleResolution }, files: ["both.ts"] }));
+      run(join(app, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.both.json"], app);
+    }
   });
 
   it("imports dpedge in Node without onnxruntime-node, and names the package when an engine is needed", () => {
