@@ -130,7 +130,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
         if opts.has_head:
             vocabulary = exported.vocabulary_embeddings(embedder.embed)
             t = timer.add("public basis", t)
-            head_counts, head = release_head_stats(engine, embedder.embed, vocabulary, labels, budget, timer)
+            head_counts, head = release_head_stats(engine, embedder.embed, vocabulary, labels, budget, timer,
+                                                   opts.progress)
             t = timer.start()
         elif earlier is not None:
             budget.declare_public(BATCH_INPUT)

@@ -261,8 +261,11 @@ def initial_bias(noisy_counts: np.ndarray) -> np.ndarray:
 
 
 def train(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_counts: np.ndarray, rule: HeadRule,
-          noisy_sum: NoisySteps) -> tuple[np.ndarray, np.ndarray]:
-    """(W (C, D), b (C,)) after the rule's T noisy steps from W = 0, b = `initial_bias`."""
+          noisy_sum: NoisySteps, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(W (C, D), b (C,)) after the rule's T noisy steps from W = 0, b = `initial_bias`;
+    ``progress`` shows a bar of the steps (T is public; nothing about the batches is shown)."""
+    from tqdm import tqdm
+
     emb = np.asarray(embeddings, np.float32)
     labels = np.asarray(labels, np.int64)
     origin64 = np.asarray(origin, np.float32).astype(np.float64)
@@ -272,7 +275,7 @@ def train(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
     step_size = rule.learning_rate / (rule.grid * rule.sample_rate * n_noisy)
     rows = max(1, CHUNK_CELLS // (classes * (dim + 1)))
-    for _ in range(rule.steps):
+    for _ in tqdm(range(rule.steps), desc="head (DP-SGD)", unit="step", disable=not progress, dynamic_ncols=True):
         batch = poisson_sample(len(labels), rule.sample_rate)
         total = np.zeros((classes, dim + 1), np.int64)
         for start in range(0, len(batch), rows):
@@ -287,7 +290,7 @@ def train(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_
 
 
 def release_head(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_counts: np.ndarray,
-                 budget: PrivacyBudget) -> HeadRelease:
+                 budget: PrivacyBudget, progress: bool = False) -> HeadRelease:
     """The head release: the rule from the released counts, the budget's accounted noisy steps,
     the training; refuses (BuildError) a delta not below 1 / N before any step."""
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
@@ -302,7 +305,7 @@ def release_head(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray,
                           f"{rule.learning_rate:.6g}, noise multiplier calibrated to the head's share")
     budget.declare_post_processing("the head's bias starts at the log of the noisy class shares; its weights and bias "
                                    "are the noisy gradient sums' updates")
-    weights, bias = train(embeddings, labels, origin, noisy_counts, rule, steps)
+    weights, bias = train(embeddings, labels, origin, noisy_counts, rule, steps, progress)
     facts = budget.head
     assert facts is not None and steps.used == facts.steps
     return HeadRelease(epsilon=facts.epsilon, delta=facts.delta, sensitivity_l2=facts.sensitivity_l2,

@@ -94,7 +94,8 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
 
 
 def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet,
-                       budget: PrivacyBudget, timer: Timer | None = None) -> tuple[np.ndarray, HeadRelease]:
+                       budget: PrivacyBudget, timer: Timer | None = None,
+                       progress: bool = False) -> tuple[np.ndarray, HeadRelease]:
     """A head build's releases: the class counts, then the head (exporter.head) trained on
     every record's embedding, centred on the public origin (the mean embedding of the
     encoder's vocabulary words and the label descriptions: `task_basis`'s origin)."""
@@ -105,7 +106,7 @@ def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray
     origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
     embeddings, classes = engine.embeddings()
     t = Timer.start()
-    head = release_head(embeddings, classes, origin, counts, budget)
+    head = release_head(embeddings, classes, origin, counts, budget, progress)
     if timer is not None:
         timer.add("head (DP-SGD)", t)
     return counts, head
