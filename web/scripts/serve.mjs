@@ -59,6 +59,9 @@ export function startServer(mounts, port = 0) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  // The page runs the runtime in a Web Worker: build its two files beside build.mjs's (npm run demo runs build.mjs first).
+  const { buildWorker } = await import("./build_worker.mjs");
+  await buildWorker();
   const arg = (name, fallback) => {
     const i = process.argv.indexOf(name);
     return i > 0 ? process.argv[i + 1] : fallback;

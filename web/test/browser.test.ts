@@ -13,7 +13,11 @@
  *   listed, TFLite refused with engine.unavailable;
  * - the demo page classifies the default bundle's texts with the corpus's labels (screenshot in
  *   web/test-output/demo.png) and refuses a truncated bundle with a readable message;
- * - no request leaves the page's origin.
+ * - no request leaves the page's origin: every request of the browser context's pages and of their
+ *   workers (Playwright's request events) went to the test server, and any other would have been
+ *   aborted. Chromium's own traffic (component updates, sync, autofill, safe browsing) is not a
+ *   page's request and is not seen here: the flags of scripts/chromium.mjs turn it off
+ *   (--disable-background-networking, --disable-component-update, --disable-sync; docs/web.md).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
@@ -24,6 +28,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../scripts/serve.mjs";
 import { CHROMIUM, HAVE_CHROMIUM, launch } from "../scripts/chromium.mjs";
+import { buildWorker } from "../scripts/build_worker.mjs";
 import { readBundle, readPack, type Bundle } from "../src/reader.js";
 import { Scorer } from "../src/scoring.js";
 import { corpora, cosine, REQUIRED, type Cases } from "./corpus.js";
@@ -89,6 +94,7 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
 
   beforeAll(async () => {
     execFileSync(process.execPath, [join(WEB, "scripts", "build.mjs"), "--no-tsc"], { stdio: "inherit" });
+    await buildWorker(); // the demo page runs the runtime in a Web Worker
     server = await startServer({ "/": join(WEB, "demo"), "/test-page/": join(WEB, "test", "page"),
       ...Object.fromEntries(mounts.map((m) => [m.url, m.corpus.dir])) });
     const address = server.address();
@@ -253,7 +259,7 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
     await page.fill("#texts", queries.map((q) => q.text).join("\n"));
     await page.click("#classify");
     await page.waitForFunction(() => document.body.dataset["state"] === "answered", undefined, { timeout: 60_000 });
-    const labels = await page.$$eval("#results > li", (lis) => lis.map((li) => (li as HTMLElement).dataset["label"]));
+    const labels = await page.$$eval("#rows > .row", (trs) => trs.map((tr) => (tr as HTMLElement).dataset["label"]));
     expect(labels).toEqual(queries.map((q) => q.label));
     mkdirSync(OUTPUT, { recursive: true });
     await page.screenshot({ path: join(OUTPUT, "demo.png"), fullPage: true });
