@@ -13,10 +13,11 @@
  *   classifier is a DeploymentError naming onnxruntime-node;
  * - without ort-wasm-simd-threaded.wasm beside the script, or with an HTML page in its place,
  *   the page fails with engine.deployment naming the file's URL (not a refusal of the bundle);
- *   with the load option wasmPaths naming another folder, it classifies.
+ *   with the load option wasmPaths naming another folder, it classifies; built by Vite instead
+ *   (which emits the WebAssembly file itself, no copy step), it classifies.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -140,7 +141,7 @@ describe("the packed package in an app", () => {
       const html = join(root, "html");
       cpSync(bare, html, { recursive: true });
       writeFileSync(join(html, "ort-wasm-simd-threaded.wasm"), "<!doctype html><title>app</title>");
-      server = await startServer({ "/": dist, "/bare/": bare, "/html/": html, "/corpus/": committed.dir,
+      server = await startServer({ "/": dist, "/bare/": bare, "/html/": html, "/vite/": join(root, "vite"), "/corpus/": committed.dir,
         "/ort/": join(app, "node_modules", "onnxruntime-web", "dist") });
       const address = server.address();
       origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
@@ -186,6 +187,17 @@ describe("the packed package in an app", () => {
       const got = await open("/html/?bundle=/corpus/accept/default.dpedge");
       expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });
       expect(got.error).toContain(`${origin}/html/ort-wasm-simd-threaded.wasm is not WebAssembly`);
+    });
+
+    it("classifies the same in the same app built by Vite, which emits the WebAssembly file itself", async () => {
+      // Vite is web/'s (vitest's); the app's sources and packages are the example's.
+      const vite = join(root, "vite-app");
+      cpSync(join(app, "src"), join(vite, "src"), { recursive: true });
+      symlinkSync(join(app, "node_modules"), join(vite, "node_modules"), "dir");
+      writeFileSync(join(vite, "index.html"), readFileSync(join(app, "index.html"), "utf-8").replace('src="app.js"', 'src="/src/main.ts"'));
+      run(process.execPath, [join(WEB, "node_modules", "vite", "bin", "vite.js"), "build", "--base", "./", "--outDir", join(root, "vite"),
+        "--logLevel", "warn"], vite);
+      expect(await open("/vite/?bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
     });
 
     it("finds the WebAssembly files where the load option wasmPaths says", async () => {
