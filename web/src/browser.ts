@@ -16,7 +16,7 @@
  * looks by itself, relative to its own module (`new URL("ort-wasm-simd-threaded.wasm",
  * import.meta.url)`): a bundler that handles that pattern (Vite, webpack) emits the file, an
  * unbundled page finds it in node_modules/onnxruntime-web/dist, and after a bundler that does not
- * (esbuild, Rollup without a plugin) it must sit beside the bundled script. A file that cannot be
+ * (esbuild) it must sit beside the bundled script. A file that cannot be
  * fetched or is not WebAssembly is a DeploymentError naming its URL and the fix, not a refusal
  * of the bundle.
  *
