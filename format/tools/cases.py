@@ -842,6 +842,8 @@ def with_head(doc: dict[str, Any], head: dict[str, Any]) -> None:
     if "composition" in doc["privacy"]:
         doc["privacy"]["composition"] = ("sequential: " + ", then ".join(doc["releases"]) + "; their epsilons add up "
                                          "to epsilon, and the head's delta is the bundle's")
+    if "post_processing" in doc["privacy"] and "votes" not in doc["releases"]:
+        doc["privacy"]["post_processing"] = "the head's weights and bias are the noisy gradient sums' updates"
 
 
 def head_base(base: dict[str, Any]) -> dict[str, Any]:
