@@ -10,6 +10,7 @@
  *   never waits more than BLOCK_MS; results stream (the progress the page shows takes many
  *   values before the end). The same probe around the in-thread Classifier on the same texts
  *   sees one block as long as the whole batch: it detects the freeze the worker removes;
+ * - a bundle is refused with the in-thread Classifier's code and path, and aborting a load stops it;
  * - cancel stops a batch with the results so far and their summary;
  * - an empty text and texts with nothing readable get the runtime's query.empty refusal in
  *   words; a long text is shown cut, with a note that only encoder.max_length tokens were read;
@@ -150,6 +151,35 @@ describe.skipIf(!HAVE_CHROMIUM)("the Web Worker classifier and the demo page, in
       expect(r.differ, r.file).toEqual([]);
       expect(r.same).toBe(cases[i]!.queries!.length);
     }
+    await page.close();
+  });
+
+  it("refuses a bundle as the in-thread Classifier does, and stops loading when aborted", async () => {
+    const page = await openPage("/", ["empty"]);
+    await page.addScriptTag({ url: "/test-page/worker.js", type: "module" });
+    await page.waitForFunction(() => "dpedgeWorker" in globalThis);
+    const refuse = committed.corpus.cases.refuse.filter((c) => c.pack === undefined).slice(0, 12);
+    const got = await page.evaluate(async ({ base, refuse, whole }) => {
+      const w = (globalThis as unknown as { dpedgeWorker: Runtime }).dpedgeWorker;
+      const get = async (file: string): Promise<Uint8Array> => new Uint8Array(await (await fetch(base + file)).arrayBuffer());
+      const out: string[] = [];
+      for (const c of refuse) {
+        try {
+          (await w.WorkerClassifier.load(await get(c.file))).terminate();
+          out.push(`${c.file}: accepted`);
+        } catch (e) {
+          const { name, code, path } = e as { name: string; code: string; path: string };
+          if (name !== "BundleError" || code !== c.code || path !== c.path) out.push(`${c.file}: ${name} ${code} at ${path}, want ${c.code} at ${c.path}`);
+        }
+      }
+      const controller = new AbortController();
+      const loading = w.WorkerClassifier.load(await get(whole), { signal: controller.signal });
+      controller.abort();
+      const aborted = await loading.then(() => "loaded", (e: Error) => e.name);
+      return { out, aborted };
+    }, { base: committed.url, refuse, whole: "accept/default.dpedge" });
+    expect(got.out).toEqual([]);
+    expect(got.aborted).toBe("AbortError");
     await page.close();
   });
 
