@@ -206,6 +206,7 @@ function clearResults() {
   rows = [];
   $("rows").replaceChildren();
   show("results", false);
+  show("filtering", false);
   show("summary", false);
   show("message", false);
   show("progress", false);
@@ -234,6 +235,16 @@ function refusal(error) {
     return "Nothing to classify: this text is empty or has nothing readable (only spaces, control or invisible characters).";
   }
   return `Not classified: ${error.message} (${error.code || "error"})`;
+}
+
+/** Whether a row shows under the filter's words (its label, text or reason contains them; case ignored for display only). */
+function shown(tr) {
+  const q = $("filter").value.trim().toLowerCase();
+  return !q || tr.textContent.toLowerCase().includes(q);
+}
+
+function applyFilter() {
+  for (const tr of $("rows").children) tr.hidden = !shown(tr);
 }
 
 /** A result's row in the results list (a grid of div, not a table: appending rows lays out only the new ones). */
@@ -340,6 +351,7 @@ async function classify() {
   progress.value = 0;
   show("progress", true);
   show("results", true);
+  show("filtering", texts.length > 1);
   setState("classifying");
   const t0 = performance.now();
   let lastSummary = 0;
@@ -355,7 +367,11 @@ async function classify() {
     const start = performance.now();
     const rowsNow = document.createDocumentFragment();
     let n = 0;
-    while (n < pending.length && (n < 5 || performance.now() - start < FRAME_MS)) rowsNow.append(row(pending[n], texts[pending[n++].index]));
+    while (n < pending.length && (n < 5 || performance.now() - start < FRAME_MS)) {
+      const tr = row(pending[n], texts[pending[n++].index]);
+      tr.hidden = !shown(tr);
+      rowsNow.append(tr);
+    }
     pending = pending.slice(n);
     $("rows").append(rowsNow);
     const done = rows.length;
@@ -420,6 +436,7 @@ $("batch-file").addEventListener("change", async () => {
   }
 });
 $("classify").addEventListener("click", classify);
+$("filter").addEventListener("input", applyFilter);
 $("cancel").addEventListener("click", () => running?.abort());
 
 // ?bundle=URL opens a bundle of this site (the tests and the bench use it); other origins are refused.

@@ -206,13 +206,16 @@ export class WorkerClassifier {
   }
 
   private receive(m: Reply): void {
-    if (m.op !== "result" && m.op !== "done") return;
+    if (m.op !== "results" && m.op !== "done") return;
     const job = this.jobs.get(m.job);
     if (job === undefined) return; // cancelled here already
-    if (m.op === "result") {
-      job.results.push(m.result);
-      job.options.onResult?.(m.result);
-      job.options.onProgress?.(job.results.length, job.texts.length);
+    if (m.op === "results") {
+      for (const r of m.results) {
+        if (!this.jobs.has(m.job)) return; // cancelled by a callback
+        job.results.push(r);
+        job.options.onResult?.(r);
+        job.options.onProgress?.(job.results.length, job.texts.length);
+      }
       return;
     }
     this.jobs.delete(m.job);

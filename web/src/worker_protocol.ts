@@ -57,6 +57,7 @@ export interface Loaded {
 export type Reply =
   | Loaded
   | { readonly op: "failed"; readonly error: ErrorData }
-  | { readonly op: "result"; readonly job: number; readonly result: TextResult }
+  /** Results in order; several at once when texts answer faster than POST_MS apart. */
+  | { readonly op: "results"; readonly job: number; readonly results: readonly TextResult[] }
   | { readonly op: "done"; readonly job: number; readonly cancelled: boolean }
   | { readonly op: "closed" };

@@ -63,8 +63,22 @@ async function load(r: LoadRequest): Promise<void> {
   }
 }
 
+/**
+ * Results are posted at most this often (milliseconds): a text that takes longer goes alone, as
+ * soon as it is there; faster ones go together, so that a flood of tiny answers does not keep the
+ * page's thread busy with one message each.
+ */
+const POST_MS = 16;
+
 async function classify(job: number, texts: readonly string[], topK: number): Promise<void> {
   const clf = classifier;
+  let batch: TextResult[] = [];
+  let posted = performance.now();
+  const post = (): void => {
+    if (batch.length) scope.postMessage({ op: "results", job, results: batch });
+    batch = [];
+    posted = performance.now();
+  };
   for (let index = 0; index < texts.length && clf !== null && !cancelled.has(job); index++) {
     const text = texts[index]!;
     const t0 = performance.now();
@@ -78,9 +92,11 @@ async function classify(job: number, texts: readonly string[], topK: number): Pr
     } catch (e) {
       result = { index, prediction: null, error: errorData(e), tokens: 0, truncated: false, ms: performance.now() - t0 };
     }
-    scope.postMessage({ op: "result", job, result });
+    batch.push(result);
+    if (performance.now() - posted >= POST_MS) post();
     await yieldToEvents();
   }
+  post();
   scope.postMessage({ op: "done", job, cancelled: cancelled.delete(job) });
 }
 
