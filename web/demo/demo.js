@@ -195,7 +195,7 @@ async function readBatchFile(file) {
         const v = JSON.parse(line);
         return typeof v === "string" ? v : typeof v?.text === "string" ? v.text : line;
       } catch {
-        throw new Error(`line ${i + 1} of ${file.name} is not JSON`);
+        throw new Error(`line ${i + 1} of ${escape(file.name)} is not JSON`);
       }
     });
   }

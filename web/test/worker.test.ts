@@ -355,6 +355,13 @@ describe.skipIf(!HAVE_CHROMIUM)("the Web Worker classifier and the demo page, in
     expect(downloads.json.results.map((r: { text: string }) => r.text)).toEqual(texts);
     expect(downloads.json.results[4].truncated).toBe(true);
     expect(downloads.json.max_length).toBe(maxLength);
+
+    // A file of texts: JSON Lines with a "text" field (a text's own line break becomes a space), put into the box.
+    await page.setInputFiles("#batch-file", { name: "texts.jsonl", mimeType: "application/x-ndjson",
+      buffer: Buffer.from(['{"text": "wake me up"}', '{"text": "two\\nlines", "label": "x"}', ""].join("\n")) });
+    await page.waitForFunction(() => (document.getElementById("texts") as HTMLTextAreaElement).value.startsWith("wake me up"));
+    expect(await page.inputValue("#texts")).toBe("wake me up\ntwo lines");
+    expect(await page.textContent("#progress-text")).toBe("2 texts from texts.jsonl: press Classify.");
     await page.close();
   });
 
