@@ -1,12 +1,14 @@
 /**
  * Builds what the package ships and the demo page runs:
  *
- * - dist/: index.js (Node) and browser.js, each one ES module with format/1's schema.json and
+ * - dist/: index.js (Node), browser.js, worker.js and worker-script.js (the Web Worker
+ *   classifier and the worker it starts), each one ES module with format/1's schema.json and
  *   unicode.json inside (esbuild; the engines' packages stay imports, loaded when an engine is
  *   first needed), and the type declarations (tsc, which also type-checks). No source maps: the
  *   modules are not minified, and a map would point to sources (src/, format/1/*.json) that
  *   the package does not ship;
- * - demo/vendor/: dpedge.js (src/browser.ts and its dependencies in one ES module) and
+ * - demo/vendor/: dpedge.js (src/browser.ts and its dependencies in one ES module), the
+ *   worker's two modules (scripts/build_worker.mjs) and
  *   onnxruntime-web's WebAssembly module and loader, served from the page's own origin (the
  *   page fetches nothing from anywhere else).
  *
@@ -19,6 +21,7 @@ import { copyFileSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { buildWorker } from "./build_worker.mjs";
 
 const WEB = fileURLToPath(new URL("..", import.meta.url));
 const VENDOR = join(WEB, "demo", "vendor");
@@ -32,6 +35,8 @@ if (!process.argv.includes("--no-tsc")) {
     await build({ entryPoints: [join(WEB, "src", `${entry}.ts`)], bundle: true, format: "esm", platform, target: "es2022",
       packages: "external", sourcemap: false, define: { DPEDGE_ORT_LOADER_MAY_BE_BUNDLED: "true" }, outfile: join(WEB, "dist", `${entry}.js`), logLevel: "warning" });
   }
+  // dpedge/worker (WorkerClassifier) and dpedge/worker-script (the worker it starts).
+  await buildWorker({ demo: false, dist: true });
 }
 if (process.argv.includes("--no-demo")) process.exit(0);
 rmSync(VENDOR, { recursive: true, force: true });
@@ -53,5 +58,6 @@ await build({
 for (const name of ["ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]) {
   copyFileSync(join(WEB, "node_modules", "onnxruntime-web", "dist", name), join(VENDOR, name));
 }
+await buildWorker({ demo: true, dist: false });
 const size = (f) => (statSync(join(VENDOR, f)).size / 2 ** 20).toFixed(2);
 console.log(`built demo/vendor: dpedge.js ${size("dpedge.js")} MiB, ort-wasm-simd-threaded.wasm ${size("ort-wasm-simd-threaded.wasm")} MiB`);

@@ -17,19 +17,25 @@ import { build } from "esbuild";
 
 const WEB = fileURLToPath(new URL("..", import.meta.url));
 
-export async function buildWorker({ dist = false } = {}) {
+export async function buildWorker({ demo = true, dist = false } = {}) {
   const VENDOR = join(WEB, "demo", "vendor");
-  const common = { bundle: true, format: "esm", platform: "browser", target: "es2022", sourcemap: true, logLevel: "warning" };
+  const common = { bundle: true, format: "esm", platform: "browser", target: "es2022", logLevel: "warning" };
   for (const [entry, out] of [["worker", "worker"], ["worker_script", "worker-script"]]) {
-    await build({ ...common, entryPoints: [join(WEB, "src", `${entry}.ts`)], minify: true,
-      conditions: ["onnxruntime-web-use-extern-wasm"], outfile: join(VENDOR, `${out}.js`) });
+    if (demo) {
+      await build({ ...common, entryPoints: [join(WEB, "src", `${entry}.ts`)], minify: true, sourcemap: true,
+        conditions: ["onnxruntime-web-use-extern-wasm"], outfile: join(VENDOR, `${out}.js`) });
+    }
     if (dist && existsSync(join(WEB, "dist"))) {
-      await build({ ...common, entryPoints: [join(WEB, "src", `${entry}.ts`)], packages: "external", outfile: join(WEB, "dist", `${out}.js`) });
+      // As dist/browser.js: the engine's package stays an import, the app's bundler places its
+      // loader (one WebAssembly thread unless asked), no source maps (the sources are not shipped).
+      await build({ ...common, entryPoints: [join(WEB, "src", `${entry}.ts`)], packages: "external", sourcemap: false,
+        define: { DPEDGE_ORT_LOADER_MAY_BE_BUNDLED: "true" }, outfile: join(WEB, "dist", `${out}.js`) });
     }
   }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  await buildWorker({ dist: process.argv.includes("--dist") });
-  console.log("built demo/vendor/worker.js and worker-script.js" + (process.argv.includes("--dist") ? " (and dist/)" : ""));
+  const dist = process.argv.includes("--dist");
+  await buildWorker({ demo: !process.argv.includes("--no-demo"), dist });
+  console.log("built the worker: demo/vendor/worker.js and worker-script.js" + (dist ? " (and dist/)" : ""));
 }

@@ -108,6 +108,25 @@ describe("the packed package in an app", () => {
     }
   });
 
+  it("type-checks a page that imports dpedge/worker strictly (the Web Worker classifier; DOM types)", () => {
+    expect(files).toEqual(expect.arrayContaining(["dist/worker.js", "dist/worker-script.js", "dist/worker.d.ts"]));
+    writeFileSync(join(app, "worker.ts"), `
+      import { WorkerClassifier } from "dpedge/worker";
+      export async function viaWorker(bytes: Uint8Array, signal: AbortSignal): Promise<string[]> {
+        const clf = await WorkerClassifier.load(bytes, { worker: new URL("./worker-script.js", import.meta.url) });
+        const labels: string[] = [];
+        await clf.classify(["a text"], { topK: 1, signal, onResult: (r) => { if (r.prediction) labels.push(r.prediction.label); } });
+        clf.terminate();
+        return labels;
+      }`);
+    const options = { strict: true, skipLibCheck: false, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
+      target: "ES2022", lib: ["ES2022", "DOM"], types: [], noEmit: true };
+    for (const [module, moduleResolution] of [["ESNext", "Bundler"], ["Node16", "Node16"]]) {
+      writeFileSync(join(app, "tsconfig.worker.json"), JSON.stringify({ compilerOptions: { ...options, module, moduleResolution }, files: ["worker.ts"] }));
+      run(join(app, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.worker.json"], app);
+    }
+  });
+
   it("imports dpedge in Node without onnxruntime-node, and names the package when an engine is needed", () => {
     const script = `
       import { readFileSync } from "node:fs";
