@@ -34,8 +34,11 @@ function setState(state) {
   document.body.dataset.state = state;
 }
 
-function fail(message) {
-  $("error").textContent = `This bundle cannot be used: ${message}`;
+function fail(message, deployment = false) {
+  // A deployment error (engine.deployment: the engine's files missing or unloadable) is this
+  // site's problem, not the bundle's: say so.
+  $("error").textContent = deployment ? `This page is missing part of its engine (not the bundle's fault): ${message}`
+    : `This bundle cannot be used: ${message}`;
   show("error", true);
   setStatus("No bundle open.");
   setState("refused");
@@ -159,7 +162,7 @@ async function open(bytes, name) {
     clf = await WorkerClassifier.load(bytes, { signal: controller.signal, ...(threads === undefined ? {} : { threads }) });
   } catch (e) {
     if (controller.signal.aborted) return;
-    fail(said(e));
+    fail(said(e), e?.code === "engine.deployment");
     return;
   } finally {
     clearInterval(timer);

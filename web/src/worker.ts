@@ -25,7 +25,7 @@
  * held at once, also in the middle of an engine run.
  */
 import type { Prediction } from "./classifier.js";
-import { BundleError, DpedgeError, InputError } from "./errors.js";
+import { BundleError, DeploymentError, DpedgeError, InputError } from "./errors.js";
 import type { ErrorData, Loaded, Reply, Request, TextResult } from "./worker_protocol.js";
 
 export type { ErrorData, TextResult } from "./worker_protocol.js";
@@ -60,6 +60,7 @@ export interface WorkerClassifyOptions {
 export function fromData(e: ErrorData): Error {
   if (e.name === "BundleError") return new BundleError(e.code, e.path, e.message);
   if (e.name === "InputError") return new InputError(e.code, e.path, e.message);
+  if (e.name === "DeploymentError") return new DeploymentError(e.message);
   if (e.code) return new DpedgeError(e.code, e.path, e.message);
   return new Error(e.message);
 }
