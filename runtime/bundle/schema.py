@@ -271,7 +271,7 @@ class HeadRelease:
 
     epsilon: float
     delta: float
-    #: K x round(grid x clip_l2): how far one unit moves one step's gradient sum (L2, grid units).
+    #: round(grid x clip_l2): how far one record moves one step's gradient sum (L2, grid units; a head is for K = 1).
     sensitivity_l2: int
     #: The Gaussian's standard deviation in grid units: noise_multiplier x sensitivity_l2.
     noise_scale: float
