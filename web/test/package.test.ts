@@ -194,6 +194,10 @@ describe("the packed package in an app", () => {
       expect(await open("/?bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
     });
 
+    it("classifies the same in a Web Worker (dpedge/worker, its script an entry of the app's build)", async () => {
+      expect(await open("/?worker&bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
+    });
+
     it("reports a missing WebAssembly file as a deployment error naming it, not as a refused bundle", async () => {
       const got = await open("/bare/?bundle=/corpus/accept/default.dpedge");
       expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });

@@ -3,6 +3,7 @@
  * Its state is in document.body.dataset.state (loading, ready, answered, failed) for the test.
  */
 import { Classifier, DeploymentError, DpedgeError, type Prediction } from "dpedge/browser";
+import { WorkerClassifier } from "dpedge/worker";
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const params = new URLSearchParams(location.search);
@@ -14,9 +15,24 @@ function show(state: string, text: string): void {
   $("status").textContent = text;
 }
 
+/** ?worker: the same page with dpedge/worker, the worker script built by build.mjs beside app.js. */
+async function inWorker(bytes: Uint8Array): Promise<void> {
+  const clf = await WorkerClassifier.load(bytes, { worker: new URL("./worker-script.js", import.meta.url) });
+  show("ready", `${clf.labels.length} labels, in a Web Worker`);
+  const classify = async (): Promise<void> => {
+    const [r] = await clf.classify([$<HTMLInputElement>("text").value], { topK: 3 });
+    if (r?.error) throw r.error;
+    $("label").textContent = r!.prediction!.label;
+    show("answered", "answered");
+  };
+  $("classify").addEventListener("click", () => void classify().catch(fail));
+  $<HTMLButtonElement>("classify").disabled = false;
+}
+
 async function main(): Promise<void> {
   show("loading", `loading ${bundleUrl}...`);
   const bytes = new Uint8Array(await (await fetch(bundleUrl)).arrayBuffer());
+  if (params.has("worker")) return inWorker(bytes);
   const clf = await Classifier.load(bytes, wasmPaths === null ? {} : { wasmPaths });
   show("ready", `${clf.labels.length} labels; ${String(clf.info()["privacy_summary"])}`);
   const classify = async (): Promise<void> => {
