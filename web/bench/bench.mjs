@@ -23,23 +23,15 @@
  * Defaults: the quick-start bundle (../models/quickstart.dpedge, `make bundle`), the project's
  * .venv Python.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 import { HAVE_CHROMIUM, CHROMIUM, launch } from "../scripts/chromium.mjs";
 import { startServer } from "../scripts/serve.mjs";
 import { measure } from "./measure.mjs";
+import { ROOT, WEB, arg, measurePython, median } from "./common.mjs";
 
-const WEB = fileURLToPath(new URL("..", import.meta.url));
-const ROOT = join(WEB, "..");
-
-function arg(name, fallback) {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1] : fallback;
-}
 
 const bundlePath = resolve(arg("--bundle", join(ROOT, "models", "quickstart.dpedge")));
 const count = Number(arg("--texts", "50"));
@@ -78,37 +70,6 @@ const texts = allTexts.slice(0, count);
 if (texts.length < 2) throw new Error(`${source} has ${texts.length} text(s): the bench needs at least 2`);
 const bytes = new Uint8Array(readFileSync(bundlePath));
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-/** The Python runtime on the same bundle and texts, in a child process. */
-function measurePython() {
-  const code = `
-import json, sys, time
-from runtime import Classifier
-texts = json.load(sys.stdin)
-t0 = time.perf_counter()
-clf = Classifier.load(sys.argv[1])
-t1 = time.perf_counter()
-labels = [clf.classify(texts[:1])[0].label]
-t2 = time.perf_counter()
-per = []
-for t in texts[1:]:
-    s = time.perf_counter()
-    labels.append(clf.classify([t])[0].label)
-    per.append((time.perf_counter() - s) * 1000)
-import onnxruntime
-print(json.dumps({"engine": f"onnxruntime {onnxruntime.__version__} (Python)", "load": (t1 - t0) * 1000, "first": (t2 - t1) * 1000,
-                  "per": per, "labels": labels}))
-`;
-  const r = spawnSync(python, ["-c", code, bundlePath], { cwd: ROOT, input: JSON.stringify(texts), encoding: "utf-8",
-    env: { ...process.env, HF_HUB_OFFLINE: "1" }, maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`the Python runtime failed (${python}):\n${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split("\n").pop());
-}
-
 /** Node's default engine (onnxruntime-node in a child process, under the budgets), or the same session in this process. */
 async function measureNode(inProcess) {
   const { Classifier, nodeEngine } = await import("../dist/index.js");
@@ -133,7 +94,7 @@ async function measureBrowser(browser, origin, threads) {
 }
 
 const rows = [];
-const py = measurePython();
+const py = measurePython(python, bundlePath, texts);
 rows.push(["Python", py]);
 rows.push(["Node", await measureNode(false)]);
 rows.push(["Node, in process (no budgets)", await measureNode(true)]);

@@ -22,22 +22,14 @@
  *
  * Defaults: ../models/quickstart.dpedge, 100 short texts, 20 long ones, the project's .venv Python.
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { availableParallelism, cpus } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CHROMIUM, HAVE_CHROMIUM, launch } from "../scripts/chromium.mjs";
 import { startServer } from "../scripts/serve.mjs";
 import { buildWorker } from "../scripts/build_worker.mjs";
+import { ROOT, WEB, arg, measurePython, median } from "./common.mjs";
 
-const WEB = fileURLToPath(new URL("..", import.meta.url));
-const ROOT = join(WEB, "..");
-
-function arg(name, fallback) {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1] : fallback;
-}
 
 const bundlePath = resolve(arg("--bundle", join(ROOT, "models", "quickstart.dpedge")));
 const count = Number(arg("--texts", "100"));
@@ -49,35 +41,6 @@ const short = all.slice(0, count);
 // Long texts: consecutive test texts joined until well over 256 tokens (the encoder reads the first 256).
 const long = Array.from({ length: longCount }, (_, i) => Array.from({ length: 40 }, (_, j) => all[(i * 40 + j) % all.length]).join(" "));
 const texts = [...short, ...long];
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-/** Python's runtime.Classifier with one engine thread, on the same texts. */
-function measurePython() {
-  const code = `
-import json, sys, time
-from runtime import Classifier
-texts = json.load(sys.stdin)
-t0 = time.perf_counter()
-clf = Classifier.load(sys.argv[1], threads=1)
-labels = [clf.classify(texts[:1])[0].label]
-first = (time.perf_counter() - t0) * 1000
-per = []
-for t in texts[1:]:
-    s = time.perf_counter()
-    labels.append(clf.classify([t])[0].label)
-    per.append((time.perf_counter() - s) * 1000)
-import onnxruntime
-print(json.dumps({"engine": f"onnxruntime {onnxruntime.__version__} (Python, 1 thread)", "first": first, "per": per, "labels": labels, "block": None, "loadBlock": None}))
-`;
-  const r = spawnSync(python, ["-c", code, bundlePath], { cwd: ROOT, input: JSON.stringify(texts), encoding: "utf-8",
-    env: { ...process.env, HF_HUB_OFFLINE: "1" }, maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`the Python runtime failed (${python}):\n${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split("\n").pop());
-}
 
 /** One fresh page per row (onnxruntime-web fixes its threads once per page, or per worker). */
 async function measureBrowser(browser, origin, mode, threads) {
@@ -161,7 +124,9 @@ async function measureBrowser(browser, origin, mode, threads) {
 }
 
 await buildWorker();
-const rows = [["Python, 1 thread", measurePython()]];
+// Python's first answer counts from before its load, as the page's does; it has no page to block.
+const python1 = measurePython(python, bundlePath, texts, 1);
+const rows = [["Python, 1 thread", { ...python1, first: python1.load + python1.first, block: null, loadBlock: null }]];
 if (HAVE_CHROMIUM) {
   const server = await startServer({ "/": join(WEB, "demo"), "/bench-bundle/": dirname(bundlePath),
     "/test-page/": join(WEB, "test", "page") });
