@@ -36,7 +36,7 @@ import numpy as np
 
 from exporter import encoders
 from exporter.fidelity_texts import CHECK_TEXT, FIDELITY_TEXTS
-from runtime.bundle.schema import NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderPack, EncoderSpec
+from runtime.bundle.schema import DEFAULT_FAMILY, FAMILY_FORMATS, NUMBER_DIGITS, WEIGHTS_LOCATION, EncoderPack, EncoderSpec
 from runtime.bundle.writer import encoder_weights
 from runtime.embedder import Embedder
 
@@ -54,6 +54,13 @@ WEIGHTS_FILE = "weights.bin"
 EXTERNAL_MIN_BYTES = 1024
 _SOURCE_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json",
                  "tokenizer.json", "model.safetensors", "pytorch_model.bin")
+
+
+#: Why a family has no encoder of a format (measured: docs/encoder.md).
+NO_FORM = {("mpnet", "tflite"): (
+    "an MPNet encoder (all-mpnet-base-v2) has no TFLite form: TensorFlow's converter cannot express its relative "
+    "position buckets (tf.Log and tf.RealDiv) in LiteRT's builtin operators and would need TensorFlow's Flex "
+    "operators, which LiteRT does not ship; build with --encoder-format onnx")}
 
 
 class EncoderExportError(RuntimeError):
@@ -128,6 +135,7 @@ class ExportedEncoder:
             facts={k: f[k] for k in ("name", "quantization", "fidelity", "source_sha256", "recipe", "pooling") if k in f},
             check_text=check["text"],
             check_embedding=np.asarray(check["embedding"], dtype=np.float32),
+            family=f.get("family", DEFAULT_FAMILY),
         )
 
 
@@ -198,11 +206,17 @@ def _read_json(path: Path) -> Any:
 POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
 
 
+#: config.json's model_type -> the format's encoder family (``encoder.family``); any other
+#: model_type is tried as BERT's, whose model and tokenizer families then decide.
+FAMILIES = {"mpnet": "mpnet"}
+
+
 def _check_source(source: Path) -> dict[str, Any]:
     """What the bundle's contract needs from a sentence-transformers folder: one pooling mode
-    of POOLING_MODES, a Normalize module (unit embeddings), its size, and the text prefix:
-    the folder's default prompt (config_sentence_transformers.json), else its "query" prompt
-    (what e5-style encoders want for classification), else none."""
+    of POOLING_MODES, a Normalize module (unit embeddings), its size, the text prefix (the
+    folder's default prompt (config_sentence_transformers.json), else its "query" prompt (what
+    e5-style encoders want for classification), else none) and its encoder family (config.json's
+    model_type)."""
     if not (source / "modules.json").is_file():
         raise EncoderExportError(f"{source} is not a sentence-transformers model folder (no modules.json)")
     modules = [m.get("type", "") for m in _read_json(source / "modules.json")]
@@ -222,8 +236,11 @@ def _check_source(source: Path) -> dict[str, Any]:
         prefix = prompts.get(st.get("default_prompt_name") or "query", "")
         if not isinstance(prefix, str):
             raise EncoderExportError(f"{config}: a prompt must be a string")
+    config = source / "config.json"
+    model_type = _read_json(config).get("model_type") if config.is_file() else None
     return {"dim": int(pooling["word_embedding_dimension"]), "max_length": max_length,
-            "pooling": POOLING_MODES[modes[0]], "text_prefix": prefix}
+            "pooling": POOLING_MODES[modes[0]], "text_prefix": prefix,
+            "family": FAMILIES.get(model_type, DEFAULT_FAMILY) if isinstance(model_type, str) else DEFAULT_FAMILY}
 
 
 def _recipe(encoder_format: str) -> str:
@@ -422,6 +439,9 @@ def export_encoder(source: str | Path | None = None, models_dir: Path = Path("mo
             raise EncoderExportError(str(exc)) from None
         return cached
     shape = _check_source(source)
+    if encoder_format not in FAMILY_FORMATS[shape["family"]]:
+        raise EncoderExportError(NO_FORM.get((shape["family"], encoder_format)) or
+                                 f"{name}: the {shape['family']} encoder family has no {encoder_format} form")
     key = source_key(source, encoder_format)
     tag = "" if encoder_format == "onnx" else f"-{encoder_format}"
     final = Path(models_dir) / "encoders" / f"{name.split('/')[-1]}{tag}-{key[:12]}"
@@ -444,6 +464,7 @@ def export_encoder(source: str | Path | None = None, models_dir: Path = Path("mo
             "name": name, "format": encoder_format, "source_sha256": key, "recipe": _recipe(encoder_format),
             "quantization": quantization, "max_length": shape["max_length"], "dim": shape["dim"],
             "inputs": inputs, "output": OUTPUT_NAME, "pooling": shape["pooling"], "text_prefix": shape["text_prefix"],
+            "family": shape["family"],
         }
         exported = ExportedEncoder(work, {**facts, "fidelity": {}})
         with _quiet_libraries():

@@ -85,8 +85,10 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
                                                        "offsets": b.offsets is not None},
         "subspace_dim": None if b.projection is None else int(b.projection.shape[0]),
         "scoring": None if b.scoring is None else dict(vars(b.scoring)),
-        "encoder": {"format": e.format, "dim": e.dim, "max_length": e.max_length, "text_prefix": e.text_prefix,
-                    "pack_sha256": None if b.encoder_pack is None else b.encoder_pack.hex(), **plain(e.facts or {})},
+        # The informational facts first: a checked field of the same name (a bundle's facts are free) wins.
+        "encoder": {**plain(e.facts or {}), "format": e.format, "family": e.family, "dim": e.dim,
+                    "max_length": e.max_length, "text_prefix": e.text_prefix,
+                    "pack_sha256": None if b.encoder_pack is None else b.encoder_pack.hex()},
         "exporter": plain(b.exporter),
         "components": [n for n, there in (("centroids", b.class_sums is not None), ("votes", b.votes is not None),
                                           ("prior", b.prior is not None), ("head", b.head is not None)) if there],
@@ -148,7 +150,8 @@ def format_info(info: dict[str, Any], summary: str) -> str:
     h = info["hashing"]
     lines.append("hashing     none (no vote tables)" if h is None else
                  f"hashing     SimHash, {h['tables']} tables x {h['bits']} bits, seed {h['seed']}")
-    lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc.get('quantization', '?')}), "
+    lines.append(f"encoder     {enc.get('name', '?')} ({enc['format']}, {enc['family']} family, "
+                 f"{enc.get('quantization', '?')}), "
                  f"{enc['dim']}-d, max {enc['max_length']} tokens"
                  + (f", text prefix {enc['text_prefix']!r}" if enc["text_prefix"] else ""))
     if enc.get("pack_sha256"):

@@ -213,7 +213,8 @@ def _with_weights(ort: Any, so: Any, encoder: EncoderSpec) -> tuple[bytes, Any]:
     In memory (`bundle.unpack`, or a name too long to fit): handed over under the placeholder's
     name, which onnxruntime copies.
     """
-    refs = check_onnx(encoder.model, encoder.weights_file.length if encoder.weights_file else len(encoder.weights))
+    refs = check_onnx(encoder.model, encoder.weights_file.length if encoder.weights_file else len(encoder.weights),
+                      encoder.family)
     if not refs:
         return encoder.model, None
     where = encoder.weights_file

@@ -7,20 +7,23 @@ or accent-stripped letter could differ between them. Every reader runs these ste
 contract's tables (runtime.unicode), from the checked tokenizer.json
 (runtime.bundle.tokenizer_family):
 
-1. the text prefix, then the text, split around the added tokens (leftmost, longest first;
-   each is its id);
+1. the text prefix, then the text, split around the added tokens that are not ``normalized``
+   (leftmost, longest first; each is its id);
 2. each piece between them normalised as BertNormalizer says: clean_text removes U+0000,
    U+FFFD and the controls (Cc, Cf, Co, Cs but tab, line feed, carriage return) and makes
    White_Space a space; handle_chinese_chars puts spaces around CJK ideographs;
    strip_accents (null: as lowercase) is NFD then no Mn; lowercase is each code point's full
-   lowercase mapping;
+   lowercase mapping; then split around the ``normalized`` added tokens (MPNet's ``<unk>``),
+   as in step 1 (``lstrip`` and ``rstrip`` change no id: the white space they take is dropped in
+   step 3 anyway);
 3. split on White_Space (removed) and around each punctuation code point (ASCII punctuation or
    P*);
 4. WordPiece: a word of more than max_input_chars_per_word code points is the unknown token;
    else the longest vocabulary prefix, then the longest continuation (prefixed ``##``), and so
    on; a word with a remainder no token matches is the unknown token;
-5. the first max_length - 2 ids, between the single template's two special tokens ([CLS] and
-   [SEP]). No padding; the JSON's own truncation and padding are ignored.
+5. the first max_length - 2 ids, between the post-processor's two special tokens: the single
+   template's ([CLS] and [SEP]) or RobertaProcessing's cls and sep (<s> and </s>). No padding;
+   the JSON's own truncation and padding are ignored.
 
 Example:
     >>> tok = TextTokenizer(bundle.encoder.tokenizer_json, 256)                          # doctest: +SKIP
@@ -31,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from runtime.bundle.tokenizer_family import check_tokenizer_json
 from runtime.contract import schema
@@ -78,6 +81,22 @@ def sorted_flat(flat: list[int]) -> list[int]:
     return [x for pair in pairs for x in pair]
 
 
+def _alternation(tokens: dict[str, int]) -> re.Pattern[str] | None:
+    """A pattern matching the tokens leftmost, the longest first (None: no token)."""
+    longest_first = sorted(tokens, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, longest_first))) if longest_first else None
+
+
+def _split(text: str, pattern: re.Pattern[str] | None, ids: dict[str, int]) -> Iterator[tuple[str, int | None]]:
+    """``text`` as (piece, the id of the added token after it, or None for the last piece), lazily
+    (a caller stops at its limit)."""
+    pos = 0
+    for m in pattern.finditer(text) if pattern is not None else ():
+        yield text[pos:m.start()], ids[m.group()]
+        pos = m.end()
+    yield text[pos:], None
+
+
 _PIPELINE: _Pipeline | None = None
 
 
@@ -106,12 +125,16 @@ class TextTokenizer:
         self.unk = self.vocab[model["unk_token"]]
         self.continuing = model["continuing_subword_prefix"]
         self.max_word = model["max_input_chars_per_word"]
-        self.added = {t["content"]: t["id"] for t in doc["added_tokens"]}
-        longest_first = sorted(self.added, key=len, reverse=True)
-        self._added = re.compile("|".join(map(re.escape, longest_first))) if longest_first else None
+        #: Added tokens matched in the text as given (step 1) and in the normalized text (step 2).
+        self.added = {t["content"]: t["id"] for t in doc["added_tokens"] if not t["normalized"]}
+        self.added_normalized = {t["content"]: t["id"] for t in doc["added_tokens"] if t["normalized"]}
+        self._added, self._added_normalized = _alternation(self.added), _alternation(self.added_normalized)
         post = doc["post_processor"]
-        special = lambda piece: post["special_tokens"][piece["SpecialToken"]["id"]]["ids"][0]  # noqa: E731
-        self.first, self.last = special(post["single"][0]), special(post["single"][2])
+        if post["type"] == "RobertaProcessing":
+            self.first, self.last = post["cls"][1], post["sep"][1]
+        else:
+            special = lambda piece: post["special_tokens"][piece["SpecialToken"]["id"]]["ids"][0]  # noqa: E731
+            self.first, self.last = special(post["single"][0]), special(post["single"][2])
         self.max_length = max_length
         #: Prepended to every text (the bundle's encoder.text_prefix: e5's "query: ", often "").
         self.text_prefix = text_prefix
@@ -155,21 +178,28 @@ class TextTokenizer:
     def _pieces(self, text: str, limit: int) -> list[int]:
         """The ids of ``text`` without special tokens, at most ``limit`` of them."""
         ids: list[int] = []
-        pos = 0
-        matches = self._added.finditer(text) if self._added else ()
-        for m in (*matches, None):
-            piece = text[pos:m.start() if m else len(text)]
-            for m_word in self._p.words.finditer(self.normalize(piece)) if piece else ():  # stops at the limit
+        for piece, added in _split(text, self._added, self.added):
+            if piece and self._words(self.normalize(piece), ids, limit):
+                return ids[:limit]
+            if added is not None:
+                ids.append(added)
+                if len(ids) >= limit:
+                    break
+        return ids[:limit]
+
+    def _words(self, normalized: str, ids: list[int], limit: int) -> bool:
+        """Append the ids of a normalized piece (split around the normalized added tokens, then
+        into words); True once ``limit`` ids are reached."""
+        for piece, added in _split(normalized, self._added_normalized, self.added_normalized):
+            for m_word in self._p.words.finditer(piece) if piece else ():  # stops at the limit
                 ids += self._word(m_word.group())
                 if len(ids) >= limit:
-                    return ids[:limit]
-            if m is None:
-                break
-            ids.append(self.added[m.group()])
-            pos = m.end()
-            if len(ids) >= limit:
-                break
-        return ids[:limit]
+                    return True
+            if added is not None:
+                ids.append(added)
+                if len(ids) >= limit:
+                    return True
+        return False
 
     def has_token(self, text: str) -> bool:
         """Whether ``text`` alone (no prefix) gives at least one token: a query of only white

@@ -282,20 +282,26 @@ class EncoderBytes:
     model: bytes
     weights: bytes | None
     tokenizer_json: str
+    family: str = schema.DEFAULT_FAMILY  # encoder.family (1.2), written when not BERT's
 
     def __repr__(self) -> str:  # Hypothesis shows strategies' arguments: keep it short
-        return f"EncoderBytes({self.format}, {len(self.model)} model bytes)"
+        return f"EncoderBytes({self.format}, {self.family}, {len(self.model)} model bytes)"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # Hypothesis' pretty printer
         printer.text(repr(self))
 
 
-def encoders_of(tiny: dict[str, Any]) -> list[EncoderBytes]:
-    """The tiny document's ONNX encoder, and a TFLite one with the same tokenizer."""
+def encoders_of(tiny: dict[str, Any], mpnet: dict[str, Any] | None = None) -> list[EncoderBytes]:
+    """The tiny document's ONNX encoder, and a TFLite one with the same tokenizer; with
+    ``mpnet`` (a tiny document of an MPNet bundle, format 1.2), its encoder too."""
     e = tiny[Key.ENCODER]
     assert e[Key.FORMAT] == "onnx", "the base of the drawn documents is an ONNX bundle"
-    return [EncoderBytes("onnx", e[Key.MODEL], e[Key.WEIGHTS], e[Key.TOKENIZER_JSON]),
-            EncoderBytes("tflite", TINY_TFLITE, None, e[Key.TOKENIZER_JSON])]
+    out = [EncoderBytes("onnx", e[Key.MODEL], e[Key.WEIGHTS], e[Key.TOKENIZER_JSON]),
+           EncoderBytes("tflite", TINY_TFLITE, None, e[Key.TOKENIZER_JSON])]
+    if mpnet is not None:
+        m = mpnet[Key.ENCODER]
+        out.append(EncoderBytes("onnx", m[Key.MODEL], m[Key.WEIGHTS], m[Key.TOKENIZER_JSON], m["family"]))
+    return out
 
 
 # --------------------------------------------------------------------------- valid documents
@@ -359,6 +365,7 @@ def build_document(p: Params) -> dict[str, Any]:
         **{f"scoring.{k}": v for k, v in (p.scoring or {}).items()},
         "exporter": p.exporter,
         "encoder.format": p.encoder.format, "encoder.model": p.encoder.model,
+        "encoder.family": None if p.encoder.family == schema.DEFAULT_FAMILY else p.encoder.family,
         "encoder.tokenizer_json": p.encoder.tokenizer_json, "encoder.dim": int(p.check_embedding.shape[0]),
         **{f"encoder.{k}": v for k, v in p.encoder_fields.items()},
         "encoder.check_embedding": p.check_embedding, "encoder.facts": p.facts, "encoder.weights": p.encoder.weights,

@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import bundle_strategies as bs
+from conftest import ROOT
 from runtime import bundle
 from runtime.bundle import schema, wording
 from runtime.bundle.schema import Key
@@ -91,7 +92,9 @@ def tiny_docs(dp_bundle, tables_bundle, random_bundle) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def encoders(tiny_docs) -> list[bs.EncoderBytes]:
-    return bs.encoders_of(tiny_docs[0])
+    """The real encoder shrunk (ONNX), a TFLite one, and the corpus's tiny MPNet (1.2) shrunk."""
+    mpnet = (ROOT / "format" / "1" / "corpus" / "accept" / "mpnet.dpedge").read_bytes()
+    return bs.encoders_of(tiny_docs[0], bs.tiny_document(mpnet))
 
 
 def test_tiny_documents_are_valid_and_keep_the_real_parts(tiny_docs, dp_bundle):

@@ -41,6 +41,7 @@ import numpy as np
 
 from runtime.bundle.accounting import head_epsilon
 from runtime.bundle.reader import CONDITION_HOLDS, has_path
+from runtime.contract import schema as _contract
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH, NUMBER_DIGITS,
                                    PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field)
 
@@ -161,6 +162,12 @@ def _special(i: int, token: str) -> dict[str, Any]:
 
 
 _TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "wake", "me", "up", "play", "##ing", "music", "!", "the", "weather"]
+#: The tiny vocabulary's [CLS] and [SEP] in MPNet's post-processor form.
+ROBERTA = {"type": "RobertaProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2], "trim_offsets": True,
+           "add_prefix_space": False}
+#: Each encoder family's own ONNX operators (format/1/schema.json "families").
+FAMILY_OPERATORS = {name: [tuple(op) for op in f["onnx_ops"]] for name, f in _contract()["families"].items()
+                    if f["onnx_ops"]}
 _TEMPLATE = [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
              {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]
 #: The smallest tokenizer.json in the family: BERT's pipeline over 13 tokens.
@@ -657,9 +664,22 @@ def tokenizer_cases(base: dict[str, Any]) -> Iterator[Case]:
                      "/padding/strategy")
     yield _tokenizer(base, "padding-without-pad-token", _set(
         "padding", {k: v for k, v in padding.items() if k != "pad_token"}), t, "/padding/pad_token")
-    yield _tokenizer(base, "added-token-lstrip", _set("added_tokens/0/lstrip", True), t, "/added_tokens/0/lstrip")
-    yield _tokenizer(base, "added-token-normalized", _set("added_tokens/1/normalized", True), t,
-                     "/added_tokens/1/normalized")
+    yield _tokenizer(base, "added-token-single-word", _set("added_tokens/0/single_word", True), t,
+                     "/added_tokens/0/single_word")
+    yield _tokenizer(base, "added-token-lstrip-a-string", _set("added_tokens/0/lstrip", "yes"), t,
+                     "/added_tokens/0/lstrip")
+    yield _tokenizer(base, "added-token-normalized-with-capitals", _set("added_tokens/1/normalized", True), t,
+                     "/added_tokens/1/content")
+
+    def normalized_token(content: str) -> Callable[[dict[str, Any]], None]:
+        def change(doc: dict[str, Any]) -> None:  # a vocabulary token matched in the normalized text
+            doc["model"]["vocab"][content] = len(doc["model"]["vocab"])
+            doc["added_tokens"].append({**doc["added_tokens"][0], "content": content, "id": doc["model"]["vocab"][content],
+                                        "normalized": True})
+        return change
+    for name, content in (("a-space", "a b"), ("non-ascii", "é"), ("a-tab", "a\tb"), ("a-delete", "a\x7f")):
+        yield _tokenizer(base, f"added-token-normalized-with-{name}", normalized_token(content), t,
+                         "/added_tokens/4/content")
     yield _tokenizer(base, "added-token-not-special", _set("added_tokens/2/special", False), t,
                      "/added_tokens/2/special")
     yield _tokenizer(base, "added-token-id-a-string", _set("added_tokens/3/id", "3"), t, "/added_tokens/3/id")
@@ -680,6 +700,26 @@ def tokenizer_cases(base: dict[str, Any]) -> Iterator[Case]:
                      "/post_processor/pair/3")
     yield _tokenizer(base, "special-token-other-id", _set("post_processor/special_tokens/[CLS]/ids", [3]), t,
                      "/post_processor/special_tokens/[CLS]")
+    yield _tokenizer(base, "post-processor-without-type", _set("post_processor/type", _DROP), t, "/post_processor/type")
+    yield _tokenizer(base, "post-processor-bert-processing", _set("post_processor/type", "BertProcessing"), t,
+                     "/post_processor/type")
+    yield _tokenizer(base, "post-processor-an-array", _set("post_processor", [ROBERTA]), t, "/post_processor")
+    yield _tokenizer(base, "roberta-with-a-template", _set("post_processor", {**ROBERTA, "single": _TEMPLATE}), t,
+                     "/post_processor/single")
+    yield _tokenizer(base, "roberta-without-trim-offsets", _set("post_processor", {
+        k: v for k, v in ROBERTA.items() if k != "trim_offsets"}), t, "/post_processor/trim_offsets")
+    yield _tokenizer(base, "roberta-cls-three-entries", _set("post_processor", {**ROBERTA, "cls": ["[CLS]", 2, 0]}), t,
+                     "/post_processor/cls")
+    yield _tokenizer(base, "roberta-cls-an-object", _set("post_processor", {**ROBERTA, "cls": {"[CLS]": 2}}), t,
+                     "/post_processor/cls")
+    yield _tokenizer(base, "roberta-cls-id-a-string", _set("post_processor", {**ROBERTA, "cls": ["[CLS]", "2"]}), t,
+                     "/post_processor/cls/1")
+    yield _tokenizer(base, "roberta-cls-token-empty", _set("post_processor", {**ROBERTA, "cls": ["", 2]}), t,
+                     "/post_processor/cls/0")
+    yield _tokenizer(base, "roberta-cls-other-id", _set("post_processor", {**ROBERTA, "cls": ["[CLS]", 3]}), t,
+                     "/post_processor/cls")
+    yield _tokenizer(base, "roberta-sep-not-in-vocab", _set("post_processor", {**ROBERTA, "sep": ["</s>", 3]}), t,
+                     "/post_processor/sep")
     yield _tokenizer(base, "decoder-bpe", _set("decoder", {"type": "BPE", "prefix": "##", "cleanup": True}), t,
                      "/decoder/type")
     yield _tokenizer(base, "model-bpe", _set("model/type", "BPE"), t, "/model/type")
@@ -727,6 +767,13 @@ def model_cases(base: dict[str, Any]) -> Iterator[Case]:
         base, model(op="Constant", attribute_tensor=external_tensor("w", 0, 8)), weights), *m)
     yield Case("tflite-not-a-flatbuffer", _edit(base, ("encoder.format", "tflite"), ("encoder.weights", _DROP),
                                                 ("encoder.model", bytes(16))), *m)
+    # The encoder families (1.2): each of a family's own operators outside it, and a family's missing format.
+    for family, ops in FAMILY_OPERATORS.items():
+        for domain, op in ops:
+            yield Case(f"onnx-{family}-operator-{op.lower()}-without-the-family", _edit(base, model(op=op)), *m)
+    yield Case("mpnet-family-in-tflite", _edit(base, ("encoder.format", "tflite"), ("encoder.weights", _DROP),
+                                               ("encoder.family", "mpnet"), ("encoder.model", bytes(16))), *m)
+    yield Case("mpnet-family-with-a-loop", _edit(base, ("encoder.family", "mpnet"), model(op="Loop")), *m)
 
 
 # --------------------------------------------------------------------------- the container
@@ -974,6 +1021,16 @@ def valid(base: dict[str, Any]) -> list[tuple[str, bytes]]:
             decoder={"type": "WordPiece", "prefix": "##", "cleanup": False})))),
         ("tokenizer-cased", _edit(base, tokenizer(lambda d: d["normalizer"].update(
             lowercase=False, strip_accents=False, clean_text=False, handle_chinese_chars=False)))),
+        ("tokenizer-roberta-processing", _edit(base, tokenizer(lambda d: d.update(post_processor=ROBERTA)))),
+        ("tokenizer-added-tokens-normalized-and-stripped", _edit(base, tokenizer(lambda d: d["added_tokens"].extend([
+            {**d["added_tokens"][0], "content": "wake", "id": 4, "normalized": True, "lstrip": True},
+            {**d["added_tokens"][0], "content": "!", "id": 10, "rstrip": True},
+            {**d["added_tokens"][0], "content": "[UNK]", "id": 1, "lstrip": True, "rstrip": True}])))),
+        ("family-mpnet", _edit(base, ("encoder.family", "mpnet"), ("version", [1, 2]))),
+        ("family-bert-named", _edit(base, ("encoder.family", "bert"), ("version", [1, 2]))),
+        *((f"family-{family}-operator-{op.lower()}", _edit(base, ("encoder.family", family), ("version", [1, 2]),
+                                                           ("encoder.model", tiny_onnx(op=op))))
+          for family, ops in FAMILY_OPERATORS.items() for _, op in ops),
     ]
 
 

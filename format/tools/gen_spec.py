@@ -69,6 +69,8 @@ def _shape(node: dict[str, Any], definitions: dict[str, Any]) -> str:
         return " or ".join(map(json.dumps, node["enum"])) + null
     if "one_of" in node:
         return " or ".join(_shape(n, definitions) for n in node["one_of"]) + null
+    if "tagged" in node:
+        return " or ".join(f"(by {node['tagged']}) {_shape(n, definitions)}" for n in node["forms"].values()) + null
     kind = node["type"]
     if kind == "object":
         keys = ", ".join(f"{k}{'?' if v.get('optional') else ''}: {_shape(v, definitions)}" for k, v in node["keys"])
@@ -79,6 +81,8 @@ def _shape(node: dict[str, Any], definitions: dict[str, Any]) -> str:
                f"{_shape(node['values'], definitions)}}}" + null
     if kind == "array":
         return f"[{node.get('min_items', 0)}..{node['max_items']} x {_shape(node['items'], definitions)}]" + null
+    if kind == "tuple":
+        return "[" + ", ".join(_shape(n, definitions) for n in node["items"]) + "]" + null
     if kind == "string":
         return f"string {node.get('min_length', 0)}..{node['max_length']}" + null
     if kind == "integer":
@@ -119,9 +123,13 @@ def tables(s: dict[str, Any]) -> dict[str, str]:
     tok += [f"- relation *{r['name']}* (at `{r['path']}`): {r['statement']}" for r in t["relations"]]
     ops = [f"- ONNX, domains {', '.join(repr(d) for d in s['onnx']['domains'])}: "
            + ", ".join(f"{d + '.' if d else ''}{op}" for d, op in s["onnx"]["ops"])
-           + f"; at most {_num(s['onnx']['max_nodes'])} nodes and initializers",
+           + f"; at most {_num(s['onnx']['max_nodes'])} nodes and initializers"]
+    ops += [f"- family `{name}` ({f['doc']}): formats {', '.join(f['formats'])}; ONNX operators of its own: "
+            + (", ".join(f"{d + '.' if d else ''}{op}" for d, op in f["onnx_ops"]) or "none")
+            for name, f in s["families"].items()]
+    ops += [
            f"- TFLite builtins (schema code): " + ", ".join(f"{k} ({v})" for k, v in s["tflite"]["ops"].items())
-           + f"; at most {_num(s['tflite']['max_operators'])} operators"]
+           + f"; at most {_num(s['tflite']['max_operators'])} operators (the bert family)"]
     errors = [f"- `{c}`: {m}" for c, m in s["errors"].items()]
     return {"fields": "\n".join(rows), "dims": "\n".join(dims), "conditions": "\n".join(conditions),
             "text": "\n".join(text), "relations": "\n".join(relations), "tokenizer": "\n".join(tok),

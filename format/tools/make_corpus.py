@@ -83,6 +83,7 @@ SAMPLE = [
     "İstanbul ﬁle ß Ǆ ǅ ǆ Ⅻ ㍻",
     "new in Unicode 16 and later: \u1ac1\u1aeb \U00011f36 \U000105c9",
     "[CLS] literal [SEP] and [MASK] mid[UNK]word",
+    "MPNet's <s>own</s> <pad> specials: <UNK> mid<unk>word <Unk> \u00a0<mask> <MASK>!",
     "x",
     "?",
     "OK",
@@ -137,7 +138,7 @@ def unpack_encoder(bundle: Path, dest: Path) -> Path:
             (dest / WEIGHTS_FILE).write_bytes(f.read(w.length))
     (dest / "tokenizer.json").write_text(e.tokenizer_json, encoding="utf-8")
     facts = {**(e.facts or {}), "format": e.format, "max_length": e.max_length, "dim": e.dim, "inputs": list(e.inputs),
-             "output": e.output, "text_prefix": e.text_prefix,
+             "output": e.output, "text_prefix": e.text_prefix, "family": e.family,
              "check": {"text": e.check_text, "embedding": _floats(e.check_embedding)}}
     (dest / "encoder.json").write_text(json.dumps(facts, indent=2, ensure_ascii=False), encoding="utf-8")
     return dest
@@ -446,6 +447,8 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
     random = build(work / "random.dpedge", encoders, hashing="random", tables=4, bits=4)
     real = [("default", default), ("tables", tables), ("random", random),
             ("tflite", build(work / "tflite.dpedge", encoders, encoder_format="tflite"))]
+    if (encoders / "mpnet").is_dir():  # the MPNet family (1.2); a corpus of the real encoder has no MPNet
+        real.append(("mpnet", build(work / "mpnet.dpedge", encoders, encoder_source=encoders / "mpnet")))
     tables_doc = cases.document(tables.read_bytes())
     person = copy.deepcopy(tables_doc)
     for path, value in cases.per_unit(3, person):
@@ -494,8 +497,21 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
         index["refuse"].append({"file": _write(out, f"refuse/{case.name}.dpedge", case.data), "code": case.code,
                                 "path": case.path})
     pack_cases(out, index, tables, texts)
+    if (work / "mpnet.dpedge").is_file():
+        mpnet_pack_case(out, index, work / "mpnet.dpedge", texts)
     shutil.rmtree(work, ignore_errors=True)
     return index
+
+
+def mpnet_pack_case(out: Path, index: dict[str, Any], bundle: Path, texts: list[str]) -> None:
+    """An MPNet encoder in a pack (1.2), and a statistics bundle run end to end with it."""
+    b = fmt.load(bundle)
+    pack_file = _write(out, "packs/tiny-mpnet.dpedge-encoder", fmt.pack_encoder(b.encoder))
+    pack = fmt.load_pack(out / pack_file)
+    stats = out / _write(out, "accept/statistics-mpnet.dpedge", fmt.pack(dataclasses.replace(b, encoder_pack=pack.digest)))
+    index["accept"].append({"file": "accept/statistics-mpnet.dpedge", "pack": pack_file, "engine": "onnx",
+                            "labels": list(b.labels), "check": check_row(stats, pack),
+                            "queries": queries(stats, texts, engine=True, pack=pack)})
 
 
 def dumps(index: dict[str, Any]) -> str:
@@ -545,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
             (encoders / name).symlink_to(export_encoder(None, ROOT / "models", encoder_format=name).directory)
     elif encoders is None:
         encoders = Path(tempfile.mkdtemp())
-        for name, bundle in (("onnx", "default"), ("tflite", "tflite")):
+        for name, bundle in (("onnx", "default"), ("tflite", "tflite"), ("mpnet", "mpnet")):
             unpack_encoder(CORPUS / "accept" / f"{bundle}.dpedge", encoders / name)
     for sub in ("accept", "refuse"):
         shutil.rmtree(args.out / sub, ignore_errors=True)

@@ -5,12 +5,13 @@ TFLite ``WHILE`` hangs the load, an initializer with external data could make on
 any file it names, custom operators run code the bundle names. The exporter writes one family of encoders (exporter/encoder_export.py and
 tflite_export.py), so a reader accepts that family only:
 
-- ONNX: operators of `schema.ONNX_OPS` only (the exporter's int8 all-MiniLM-L6-v2 uses exactly
-  these), no subgraphs (no attribute holds a graph), no model-local functions or training
+- ONNX: operators of the encoder's family only (`schema.FAMILY_ONNX_OPS`: the common set, which
+  the exporter's int8 all-MiniLM-L6-v2 uses exactly, and for ``encoder.family`` mpnet the eight
+  its relative positions add), no subgraphs (no attribute holds a graph), no model-local functions or training
   info, no sparse initializers, and external data only in initializers and only in the
   bundle's form (a placeholder location and fixed-width ranges inside ``encoder.weights``), so
   no engine is ever pointed at a file but the bundle;
-- TFLite: one subgraph, builtin operators of `schema.TFLITE_OPS` only (no custom operators),
+- TFLite: the BERT family only; one subgraph, builtin operators of `schema.TFLITE_OPS` only (no custom operators),
   no buffer stored outside the flatbuffer, tensor and signature names in UTF-8.
 
 Both parsers are this module's own (about 200 lines together) rather than the ``onnx``
@@ -35,8 +36,8 @@ from typing import Iterator
 
 from dataclasses import dataclass
 
-from runtime.bundle.schema import (MAX_ONNX_NODES, MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, ONNX_OPS,
-                                   TFLITE_OPS, WEIGHTS_LOCATION)
+from runtime.bundle.schema import (DEFAULT_FAMILY, FAMILY_FORMATS, FAMILY_ONNX_OPS, MAX_ONNX_NODES,
+                                   MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, TFLITE_OPS, WEIGHTS_LOCATION)
 from runtime.contract import schema as _contract
 from runtime.errors import BundleError
 
@@ -183,7 +184,8 @@ def _onnx_tensor(buf: memoryview, start: int, end: int, what: str, refs: list[Ex
     refs.append(ExternalRef(location_at, offset_at, int(offset), int(length)))
 
 
-def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int], refs: list[ExternalRef]) -> None:
+def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int], refs: list[ExternalRef],
+                ops: frozenset[tuple[str, str]]) -> None:
     for f, wire, a, b in _fields(buf, start, end):
         if f in (_GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE):
             counts[0] += 1
@@ -196,12 +198,12 @@ def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int], refs: 
         if f == _GRAPH_INITIALIZER:
             _onnx_tensor(buf, a, b, "an initializer", refs)
         elif f == _GRAPH_NODE:
-            _onnx_node(buf, a, b)
+            _onnx_node(buf, a, b, ops)
 
 
-def _onnx_node(buf: memoryview, start: int, end: int) -> None:
+def _onnx_node(buf: memoryview, start: int, end: int, ops: frozenset[tuple[str, str]]) -> None:
     op, domain = _string(buf, start, end, _NODE_OP_TYPE), _string(buf, start, end, _NODE_DOMAIN)
-    if (domain, op) not in ONNX_OPS and ("" if domain == "ai.onnx" else domain, op) not in ONNX_OPS:
+    if (domain, op) not in ops and ("" if domain == "ai.onnx" else domain, op) not in ops:
         shown = f"{domain}.{op}" if domain else op
         raise _Refused(f"operator {shown[:80]!r} is not one the encoder family uses")
     for a, b in _messages(buf, start, end, _NODE_ATTRIBUTE):
@@ -214,9 +216,10 @@ def _onnx_node(buf: memoryview, start: int, end: int) -> None:
                 _onnx_tensor(buf, x, y, f"an attribute tensor of operator {op!r}", None)
 
 
-def check_onnx(model: bytes, weights_bytes: int) -> list[ExternalRef]:
-    """Refuse ONNX bytes outside the encoder family (see the module doc); returns where the
-    initializers' external data is, each range inside the ``weights_bytes`` of encoder.weights."""
+def check_onnx(model: bytes, weights_bytes: int, family: str = DEFAULT_FAMILY) -> list[ExternalRef]:
+    """Refuse ONNX bytes outside the encoder family ``family`` (see the module doc); returns where
+    the initializers' external data is, each range inside the ``weights_bytes`` of encoder.weights."""
+    ops = FAMILY_ONNX_OPS[family]
     buf = memoryview(model)
     refs: list[ExternalRef] = []
     try:
@@ -237,7 +240,7 @@ def check_onnx(model: bytes, weights_bytes: int) -> list[ExternalRef]:
                 if wire != 2:
                     raise _Bad(f"graph has wire type {wire}")
                 graphs += 1
-                _onnx_graph(buf, a, b, counts, refs)
+                _onnx_graph(buf, a, b, counts, refs, ops)
         if graphs != 1:
             raise _Bad(f"it has {graphs} graphs, not one")
         for r in refs:
@@ -388,9 +391,12 @@ def check_tflite(model: bytes) -> None:
         raise BundleError("model.family", FIELD, f"field '{FIELD}' is outside the TFLite encoder family: {exc}") from None
 
 
-def check_model(encoder_format: str, model: bytes, weights_bytes: int = 0) -> None:
-    """The family check for a bundle's encoder format ("onnx" or "tflite")."""
+def check_model(encoder_format: str, model: bytes, weights_bytes: int = 0, family: str = DEFAULT_FAMILY) -> None:
+    """The family check for a bundle's encoder format ("onnx" or "tflite") and family (1.2)."""
+    if encoder_format not in FAMILY_FORMATS[family]:
+        raise BundleError("model.family", FIELD, f"field '{FIELD}' is outside the encoder families: the {family} "
+                                                 f"family has no {encoder_format} form")
     if encoder_format == "onnx":
-        check_onnx(model, weights_bytes)
+        check_onnx(model, weights_bytes, family)
     else:
         check_tflite(model)

@@ -31,7 +31,7 @@ from runtime.bundle import wording
 from runtime.bundle.accounting import ACCOUNTANT_RTOL, head_epsilon
 from runtime.bundle.container import Bin, Source, read_document
 from runtime.bundle.model_family import check_model
-from runtime.bundle.schema import (CHECK_NORM, DIMS, FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION,
+from runtime.bundle.schema import (CHECK_NORM, DEFAULT_FAMILY, DIMS, FIELDS, FIELDS_BY_PATH, FORMAT_NAME, FORMAT_VERSION,
                                    MAX_BUNDLE_BYTES, MAX_WORK, PACK_FIELDS, PACK_FORMAT_NAME, PRIVACY_RTOL,
                                    STATISTICS, TEXT_KINDS, Bundle, EncoderPack, EncoderSpec, Field, HeadRelease, Key,
                                    ReleaseFacts, Scoring, WeightsFile, _S)
@@ -533,14 +533,15 @@ def _encoder(v: dict[str, Any], src: Source, file_at: tuple[str, tuple[int, int,
     """The checked encoder of a file: its tokenizer and model families, then its spec."""
     tokenizer = check_tokenizer_json(v["encoder.tokenizer_json"])
     w = v.get("encoder.weights", Bin(0, 0))
-    check_model(v["encoder.format"], v["encoder.model"], w.length)
+    family = v.get("encoder.family", DEFAULT_FAMILY)
+    check_model(v["encoder.format"], v["encoder.model"], w.length, family)
     # The weights stay in a file for the engine to map (runtime.onnx_engine); from memory, a view.
     weights_file = None if file_at is None or not w.length else WeightsFile(file_at[0], w.offset, w.length, file_at[1])
     weights = src.read(w.offset, w.length) if weights_file is None else b""
     return EncoderSpec(**{k: v[f"encoder.{k}"] for k in (
         Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH, Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT,
         Key.CHECK_TEXT, Key.CHECK_EMBEDDING)}, inputs=tuple(v["encoder.inputs"]), facts=v.get("encoder.facts"),
-        weights=weights, weights_file=weights_file, tokenizer=tokenizer)
+        weights=weights, weights_file=weights_file, tokenizer=tokenizer, family=family)
 
 
 def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,

@@ -179,6 +179,12 @@ ONNX_SESSION_CONFIG: dict[str, str] = _E["onnx_session_config"]
 _O, _T = _S["onnx"], _S["tflite"]
 ONNX_DOMAINS: tuple[str, ...] = tuple(_O["domains"])
 ONNX_OPS = frozenset(tuple(op) for op in _O["ops"])
+#: The encoder families (``encoder.family``, 1.2; absent: ``DEFAULT_FAMILY``): the encoder formats
+#: each is read in, and its ONNX operators (the common `ONNX_OPS` and the family's own).
+DEFAULT_FAMILY = "bert"
+FAMILY_FORMATS: dict[str, tuple[str, ...]] = {k: tuple(v["formats"]) for k, v in _S["families"].items()}
+FAMILY_ONNX_OPS: dict[str, frozenset[tuple[str, str]]] = {
+    k: ONNX_OPS | frozenset(tuple(op) for op in v["onnx_ops"]) for k, v in _S["families"].items()}
 MAX_ONNX_NODES: int = _O["max_nodes"]
 #: An ONNX encoder's initializers may keep their data in ``encoder.weights``: external data
 #: whose location is this placeholder (256 bytes) and whose offset and length (within
@@ -231,6 +237,8 @@ class EncoderSpec:
     #: The tokenizer.json as the reader checked it (runtime.bundle.tokenizer_family); None until
     #: a reader has checked it (an exporter's own spec).
     tokenizer: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: The architecture (``encoder.family``, 1.2): which operators the model may use.
+    family: str = DEFAULT_FAMILY
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,16 @@ def _walk(v: Any, s: dict[str, Any], at: str) -> None:
             except _Refused:
                 continue
         raise _Refused(at, f"is {_show(v)}, none of the forms the family allows")
+    if "tagged" in s:  # an object whose key ``tagged`` names its form (a post-processor's "type")
+        if not isinstance(v, dict):
+            raise _Refused(at, f"is {_show(v)}, expected an object")
+        tag, forms = s["tagged"], s["forms"]
+        if tag not in v:
+            raise _Refused(pointer(at, tag), "is missing")
+        if not (isinstance(v[tag], str) and v[tag] in forms):
+            raise _Refused(pointer(at, tag), f"is {_show(v[tag])}, expected one of {', '.join(map(_show, forms))}")
+        _walk(v, forms[v[tag]], at)
+        return
     if "const" in s:
         if not _same(v, s["const"]):
             raise _Refused(at, f"is {_show(v)}, expected {_show(s['const'])}")
@@ -174,6 +184,13 @@ def _walk(v: Any, s: dict[str, Any], at: str) -> None:
         _count(len(v), s, at)
         for i, x in enumerate(v):
             _walk(x, s["items"], pointer(at, i))
+    elif kind == "tuple":  # an array of exactly one value per schema node, in order
+        if not isinstance(v, list):
+            raise _Refused(at, f"is {_show(v)}, expected an array")
+        if len(v) != len(s["items"]):
+            raise _Refused(at, f"has {len(v)} entries, expected {len(s['items'])}")
+        for i, (x, sub) in enumerate(zip(v, s["items"])):
+            _walk(x, sub, pointer(at, i))
     elif kind == "string":
         if not isinstance(v, str):
             raise _Refused(at, f"is {_show(v)}, expected a string")
@@ -199,7 +216,8 @@ def _count(n: int, s: dict[str, Any], at: str) -> None:
 
 
 def _relations(doc: dict[str, Any]) -> None:
-    """The family's relations, in format/1/schema.json's order."""
+    """The family's relations, in format/1/schema.json's order (a post-processor's own relations
+    for its form only)."""
     model, post = doc["model"], doc["post_processor"]
     vocab: dict[str, int] = model["vocab"]
     seen: set[int] = set()
@@ -213,6 +231,17 @@ def _relations(doc: dict[str, Any]) -> None:
         if vocab.get(t["content"]) != t["id"]:
             raise _Refused(f"/added_tokens/{i}", f"{_show(t['content'])} with id {t['id']} is not a token of model.vocab "
                                                  f"with that id")
+    for i, t in enumerate(doc["added_tokens"]):
+        if t["normalized"] and not all("!" <= c <= "~" and not "A" <= c <= "Z" for c in t["content"]):
+            raise _Refused(f"/added_tokens/{i}/content", f"{_show(t['content'])} is matched in the normalized text, so "
+                                                         f"it must be printable ASCII without a capital letter")
+    if post["type"] == "RobertaProcessing":
+        for which in ("cls", "sep"):
+            name, i = post[which]
+            if vocab.get(name) != i:
+                raise _Refused(f"/post_processor/{which}", f"{_show(post[which])} is not a token of model.vocab with "
+                                                           f"its id")
+        return
     specials = post["special_tokens"]
     for name, st in specials.items():
         if not (st["id"] == name and st["tokens"] == [name] and name in vocab and st["ids"] == [vocab[name]]):

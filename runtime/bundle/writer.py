@@ -18,8 +18,8 @@ import msgpack
 import numpy as np
 
 from runtime.bundle.reader import has_path
-from runtime.bundle.schema import (FIELDS, FORMAT_NAME, PACK_FIELDS, PACK_FORMAT_NAME, Bundle, EncoderSpec, Field,
-                                   Key)
+from runtime.bundle.schema import (DEFAULT_FAMILY, FIELDS, FORMAT_NAME, PACK_FIELDS, PACK_FORMAT_NAME, Bundle,
+                                   EncoderSpec, Field, Key)
 
 
 def array_record(a: np.ndarray, dtype: str) -> dict[str, Any]:
@@ -60,6 +60,8 @@ def document(b: Bundle) -> dict[str, Any]:
 
 def _encoder_values(e: EncoderSpec) -> dict[str, Any]:
     return {"encoder": {}, "encoder.facts": e.facts, "encoder.weights": encoder_weights(e) if e.format == "onnx" else None,
+            # written for a family other than BERT's alone, so that a BERT encoder stays readable by 1.1 readers
+            "encoder.family": None if e.family == DEFAULT_FAMILY else e.family,
             **{f"encoder.{k}": getattr(e, k) for k in (Key.FORMAT, Key.MODEL, Key.TOKENIZER_JSON, Key.MAX_LENGTH,
                                                       Key.DIM, Key.TEXT_PREFIX, Key.OUTPUT, Key.CHECK_TEXT)},
             "encoder.inputs": list(e.inputs), "encoder.check_embedding": e.check_embedding}

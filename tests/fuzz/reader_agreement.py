@@ -92,7 +92,9 @@ def unit_vector(rng: random.Random, dim: int) -> list[float]:
     return [float(v) for v in x]
 
 
-#: The corpus's encoder pack (format 1.1), given with the bundles that name one.
+#: The corpus's encoder packs (format 1.1) by digest: a bundle that names one is given it; one
+#: bundle in ten with its own encoder is given the first (a refusal).
+PACKS = {p.read_bytes()[-32:]: p for p in sorted((CORPUS / "packs").glob("*.dpedge-encoder"))}
 PACK = CORPUS / "packs" / "tiny-onnx.dpedge-encoder"
 
 
@@ -109,8 +111,10 @@ def bases() -> list[dict[str, Any]]:
 
 def tokenizer_variant(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """A copy of ``doc`` whose tokenizer stays in the family but differs: random normalizer
-    flags and max_input_chars_per_word, and up to 40 vocabulary entries renamed to random
-    strings (whole words or ``##`` pieces), so that the readers' tokenizers meet odd vocabularies."""
+    flags and max_input_chars_per_word, up to 40 vocabulary entries renamed to random strings
+    (whole words or ``##`` pieces), so that the readers' tokenizers meet odd vocabularies; the
+    post-processor in the other form (BERT's template as RobertaProcessing, or back), and added
+    tokens matched in the normalized text where the family allows it (1.2: MPNet's shapes)."""
     doc = copy.deepcopy(doc)
     if "encoder" not in doc:  # a statistics bundle: its tokenizer is its pack's
         return doc
@@ -128,8 +132,35 @@ def tokenizer_variant(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]
         if entries[i][0] not in special and new.strip() and new not in tok["model"]["vocab"]:
             entries[i] = (new, entries[i][1])
     tok["model"]["vocab"] = dict(entries)
+    post = tok["post_processor"]
+    if rng.random() < 0.3:  # the same two ids in the other post-processor form
+        first, last = _ends(post, tok["model"]["vocab"])
+        tok["post_processor"] = {"type": "RobertaProcessing", "sep": last, "cls": first, "trim_offsets": True,
+                                 "add_prefix_space": rng.random() < 0.5} if post["type"] == "TemplateProcessing" else {
+            "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": first[0], "type_id": 0}},
+                                                     {"Sequence": {"id": "A", "type_id": 0}},
+                                                     {"SpecialToken": {"id": last[0], "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {t: {"id": t, "ids": [i], "tokens": [t]} for t, i in (first, last)}}
+    vocab = tok["model"]["vocab"]
+    lower = [t for t in vocab if t.isascii() and t.isprintable() and " " not in t and t == t.lower() and t][:200]
+    for _ in range(rng.randint(0, 3) if lower else 0):  # words and pieces matched as added tokens, after lower-casing
+        content = rng.choice(lower)
+        tok["added_tokens"].append({"id": vocab[content], "content": content, "single_word": False,
+                                    "lstrip": rng.random() < 0.5, "rstrip": rng.random() < 0.5, "normalized": True,
+                                    "special": True})
+    for t in tok["added_tokens"]:
+        t["lstrip"], t["rstrip"] = t["lstrip"] or rng.random() < 0.2, t["rstrip"] or rng.random() < 0.2
     doc["encoder"]["tokenizer_json"] = json.dumps(tok, ensure_ascii=rng.random() < 0.5)
     return doc
+
+
+def _ends(post: dict[str, Any], vocab: dict[str, int]) -> tuple[list[Any], list[Any]]:
+    """The post-processor's first and last special tokens as [token, id]."""
+    if post["type"] == "RobertaProcessing":
+        return post["cls"], post["sep"]
+    name = lambda piece: piece["SpecialToken"]["id"]  # noqa: E731
+    return [[t, vocab[t]] for t in (name(post["single"][0]), name(post["single"][2]))]
 
 
 def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[str, Any]:
@@ -148,9 +179,10 @@ def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[s
             how, blob = "as it is", bs.seal(doc)
         name = f"b{i:05d}.dpedge"
         (folder / name).write_bytes(blob)
-        given = "encoder_pack" in doc or rng.random() < 0.1
+        named = doc.get("encoder_pack")
+        given = PACKS.get(bytes(named), PACK) if isinstance(named, bytes) else PACK if rng.random() < 0.1 else None
         rows.append({"file": name, "how": how, "texts": [random_string(rng) for _ in range(4)],
-                     "pack": str(PACK) if given else None})
+                     "pack": None if given is None else str(given)})
     strings = [random_string(rng) for _ in range(n_strings)] + TEXTS
     return {"texts": TEXTS, "strings": strings, "bundles": rows, "seed": seed}
 
@@ -158,11 +190,11 @@ def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[s
 def python_answers(folder: Path, q: dict[str, Any]) -> dict[str, Any]:
     """The Python runtime's answers; fills in each accepted bundle's vector ``x`` in ``q``."""
     rng = random.Random(q["seed"] + 1)
-    pack = fmt.load_pack(PACK)
+    packs = {str(p): fmt.load_pack(p) for p in PACKS.values()}
     out = []
     for row in q["bundles"]:
         try:
-            b = fmt.unpack((folder / row["file"]).read_bytes(), pack=pack if row["pack"] else None)
+            b = fmt.unpack((folder / row["file"]).read_bytes(), pack=packs[row["pack"]] if row["pack"] else None)
             tok = TextTokenizer(check_tokenizer_json(b.encoder.tokenizer_json), b.encoder.max_length,
                                 b.encoder.text_prefix)
             texts = q["texts"] + row["texts"]

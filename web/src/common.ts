@@ -6,7 +6,7 @@ export { BudgetExceeded, WrongIO, type Engine, type EngineFactory, type EngineIO
 export { OnnxRuntimeEngine, type OrtModule, type OrtSession, type OrtSessionOptions, type OrtTensor } from "./engines/onnxruntime.js";
 export { BundleError, DeploymentError, DpedgeError, InputError } from "./errors.js";
 export { bundleInfo, privacySummary } from "./describe.js";
-export { readBundle, readPack, type Bundle, type EncoderFormat, type EncoderPack, type EncoderSpec, type PackOptions, type ReadOptions,
+export { readBundle, readPack, type Bundle, type EncoderFamily, type EncoderFormat, type EncoderPack, type EncoderSpec, type PackOptions, type ReadOptions,
   type ReleaseFacts } from "./reader.js";
 export { Scorer } from "./scoring.js";
 export { escape, escapeJson, fold, labelKey, showsSomething, unassigned, unprintable } from "./text.js";

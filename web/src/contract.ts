@@ -25,8 +25,11 @@ export interface FieldRow {
 
 /** A node of the tokenizer family's document schema (schema.json "tokenizer"). */
 export interface Shape {
-  readonly type?: "object" | "map" | "array" | "string" | "integer" | "boolean";
+  readonly type?: "object" | "map" | "array" | "tuple" | "string" | "integer" | "boolean";
   readonly ref?: string;
+  /** An object whose key `tagged` names its form (1.2: a post-processor's "type"), checked against that form. */
+  readonly tagged?: string;
+  readonly forms?: Readonly<Record<string, Shape>>;
   readonly nullable?: boolean;
   readonly optional?: boolean;
   readonly one_of?: readonly Shape[];
@@ -34,7 +37,8 @@ export interface Shape {
   readonly enum?: readonly string[];
   readonly keys?: readonly (readonly [string, Shape])[];
   readonly values?: Shape;
-  readonly items?: Shape;
+  /** An array's node for every item; a tuple's (1.2) one node per item, in order. */
+  readonly items?: Shape | readonly Shape[];
   readonly key_length?: readonly [number, number];
   readonly min_items?: number;
   readonly max_items?: number;
@@ -93,6 +97,14 @@ export interface Schema {
     readonly document: Shape;
     readonly definitions: Readonly<Record<string, Shape>>;
   };
+  /**
+   * The encoder families (1.2; encoder.family, absent: bert): the encoder formats each is read
+   * in, and the ONNX operators of its own, allowed beside the common onnx.ops.
+   */
+  readonly families: Readonly<Record<string, {
+    readonly formats: readonly string[];
+    readonly onnx_ops: readonly (readonly [string, string])[];
+  }>>;
   readonly onnx: {
     readonly domains: readonly string[];
     readonly ops: readonly (readonly [string, string])[];

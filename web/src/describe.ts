@@ -80,9 +80,10 @@ export function bundleInfo(b: Bundle, fileBytes?: number): Record<string, unknow
       offsets: b.offsets !== null },
     subspace_dim: b.projection === null ? null : b.dims.k,
     scoring: b.scoring === null ? null : { ...b.scoring },
-    encoder: { format: e.format, dim: e.dim, max_length: e.maxLength, text_prefix: escape(e.textPrefix),
-      pack_sha256: b.encoderPack === null ? null : Array.from(b.encoderPack, (x) => x.toString(16).padStart(2, "0")).join(""),
-      ...(e.facts === null ? {} : plain(e.facts) as object) },
+    // The informational facts first: a checked field of the same name (a bundle's facts are free) wins.
+    encoder: { ...(e.facts === null ? {} : plain(e.facts) as object), format: e.format, family: e.family, dim: e.dim,
+      max_length: e.maxLength, text_prefix: escape(e.textPrefix),
+      pack_sha256: b.encoderPack === null ? null : Array.from(b.encoderPack, (x) => x.toString(16).padStart(2, "0")).join("") },
     exporter: b.exporter === null ? null : plain(b.exporter),
     components: [["centroids", b.classSums], ["votes", b.votes], ["prior", b.prior], ["head", b.head]].filter(([, x]) => x !== null).map(([n]) => n),
     sizes_bytes: sizes,

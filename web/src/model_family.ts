@@ -1,12 +1,14 @@
 /**
- * The model family (schema.json "onnx", "tflite"): what an encoder's ONNX or TFLite bytes may
- * contain, checked before any engine sees them. An engine runs whatever graph it is given (an
- * ONNX Loop of 1e12 iterations hangs the load, external data could name any file, a custom
- * operator runs code), so only the exporter's family is accepted: the operators of ONNX_OPS or
- * TFLITE_OPS, no subgraphs, no functions or training graphs, no sparse tensors, and ONNX
- * external data only in initializers and only in the bundle's form (the 256-byte placeholder
- * location, 20-digit offset and length inside encoder.weights). The protobuf and flatbuffer
- * walks bound every length against the bytes present. Every refusal is model.family at encoder.model.
+ * The model family (schema.json "families", "onnx", "tflite"): what an encoder's ONNX or TFLite
+ * bytes may contain, checked before any engine sees them. An engine runs whatever graph it is
+ * given (an ONNX Loop of 1e12 iterations hangs the load, external data could name any file, a
+ * custom operator runs code), so only the exporter's families are accepted: the encoder's
+ * family (encoder.family, 1.2; absent: bert) in a format it lists (mpnet: ONNX only), the
+ * operators of FAMILY_ONNX_OPS (the common onnx.ops and the family's own) or TFLITE_OPS, no
+ * subgraphs, no functions or training graphs, no sparse tensors, and ONNX external data only in
+ * initializers and only in the bundle's form (the 256-byte placeholder location, 20-digit offset
+ * and length inside encoder.weights). The protobuf and flatbuffer walks bound every length
+ * against the bytes present. Every refusal is model.family at encoder.model.
  */
 import { decodeUtf8 } from "./container.js";
 import { SCHEMA } from "./contract.js";
@@ -14,7 +16,12 @@ import { BundleError } from "./errors.js";
 
 const { max_nodes: MAX_ONNX_NODES, number_digits: NUMBER_DIGITS } = SCHEMA.onnx;
 const ONNX_DOMAINS = SCHEMA.onnx.domains;
-const ONNX_OPS = new Set(SCHEMA.onnx.ops.map(([domain, op]) => `${domain}\0${op}`));
+/** The family an encoder without encoder.family belongs to (every 1.0 and 1.1 encoder). */
+export const DEFAULT_FAMILY = "bert";
+/** Each encoder family's formats, and its ONNX operators as "domain\0op": the common set and its own. */
+const FAMILY_FORMATS = new Map(Object.entries(SCHEMA.families).map(([name, f]) => [name, f.formats]));
+const FAMILY_ONNX_OPS = new Map(Object.entries(SCHEMA.families).map(([name, f]) =>
+  [name, new Set([...SCHEMA.onnx.ops, ...f.onnx_ops].map(([domain, op]) => `${domain}\0${op}`))]));
 const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.weights_location_bytes, ".");
 const TFLITE_OPS = new Set(Object.values(SCHEMA.tflite.ops));
 const MAX_TFLITE_OPERATORS = SCHEMA.tflite.max_operators;
@@ -137,7 +144,7 @@ function onnxTensor(buf: Uint8Array, start: Int, end: Int, what: string, refs: [
   refs.push([BigInt(offset), BigInt(length)]);
 }
 
-function onnxGraph(buf: Uint8Array, start: Int, end: Int, counts: number[], refs: [bigint, bigint][]): void {
+function onnxGraph(buf: Uint8Array, start: Int, end: Int, counts: number[], refs: [bigint, bigint][], ops: Set<string>): void {
   for (const [f, wire, a, b] of fields(buf, start, end)) {
     if (f === GRAPH_NODE || f === GRAPH_INITIALIZER || f === GRAPH_SPARSE) {
       counts[0]! += 1;
@@ -146,14 +153,14 @@ function onnxGraph(buf: Uint8Array, start: Int, end: Int, counts: number[], refs
     }
     if (f === GRAPH_SPARSE) throw new Bad("the graph has a sparse initializer (the encoder family has none)");
     if (f === GRAPH_INITIALIZER) onnxTensor(buf, a, b, "an initializer", refs);
-    else if (f === GRAPH_NODE) onnxNode(buf, a, b);
+    else if (f === GRAPH_NODE) onnxNode(buf, a, b, ops);
   }
 }
 
-function onnxNode(buf: Uint8Array, start: Int, end: Int): void {
+function onnxNode(buf: Uint8Array, start: Int, end: Int, ops: Set<string>): void {
   const op = string(buf, start, end, NODE_OP_TYPE);
   const domain = string(buf, start, end, NODE_DOMAIN);
-  if (!ONNX_OPS.has(`${domain}\0${op}`) && !ONNX_OPS.has(`${domain === "ai.onnx" ? "" : domain}\0${op}`)) {
+  if (!ops.has(`${domain}\0${op}`) && !ops.has(`${domain === "ai.onnx" ? "" : domain}\0${op}`)) {
     const shown = domain ? `${domain}.${op}` : op;
     throw new Bad(`operator "${shown.slice(0, 80)}" is not one the encoder family uses`);
   }
@@ -168,8 +175,13 @@ function onnxNode(buf: Uint8Array, start: Int, end: Int): void {
   }
 }
 
-/** Refuse ONNX bytes outside the encoder family; `weightsBytes` is the length of encoder.weights. */
-export function checkOnnx(model: Uint8Array, weightsBytes: number): void {
+/**
+ * Refuse ONNX bytes outside the encoder family `family` (its operators: the common set and its
+ * own); `weightsBytes` is the length of encoder.weights.
+ */
+export function checkOnnx(model: Uint8Array, weightsBytes: number, family: string = DEFAULT_FAMILY): void {
+  const ops = FAMILY_ONNX_OPS.get(family);
+  if (ops === undefined) throw new Bad(`"${family.slice(0, 80)}" is not an encoder family`);
   const refs: [bigint, bigint][] = [];
   let graphs = 0;
   const counts = [0];
@@ -186,7 +198,7 @@ export function checkOnnx(model: Uint8Array, weightsBytes: number): void {
     if (f === MODEL_GRAPH) {
       if (wire !== 2) throw new Bad(`graph has wire type ${wire}`);
       graphs += 1;
-      onnxGraph(model, a, b, counts, refs);
+      onnxGraph(model, a, b, counts, refs, ops);
     }
   }
   if (graphs !== 1) throw new Bad(`it has ${graphs} graphs, not one`);
@@ -329,10 +341,18 @@ export function checkTflite(model: Uint8Array): void {
   }
 }
 
-/** The family check for a bundle's encoder format ("onnx" or "tflite"): BundleError model.family at encoder.model. */
-export function checkModel(format: string, model: Uint8Array, weightsBytes: number): void {
+/**
+ * The family check for a bundle's encoder format ("onnx" or "tflite") and family (1.2; absent:
+ * bert): a format the family does not list is refused before the model is parsed. BundleError
+ * model.family at encoder.model.
+ */
+export function checkModel(format: string, model: Uint8Array, weightsBytes: number, family: string = DEFAULT_FAMILY): void {
+  if (!FAMILY_FORMATS.get(family)?.includes(format)) {
+    throw new BundleError("model.family", "encoder.model",
+      `encoder.model is outside the encoder families: the ${family.slice(0, 80)} family has no ${format.slice(0, 80)} form`);
+  }
   try {
-    if (format === "onnx") checkOnnx(model, weightsBytes);
+    if (format === "onnx") checkOnnx(model, weightsBytes, family);
     else checkTflite(model);
   } catch (e) {
     if (e instanceof Bad) throw new BundleError("model.family", "encoder.model", `encoder.model is not a ${format} model of the encoder family: ${e.message}`);

@@ -16,7 +16,7 @@ import { ACCOUNTANT_RTOL, headEpsilon } from "./accounting.js";
 import { Bin, checkDigest, readContainer, readSealed, type Value, type ValueMap } from "./container.js";
 import { SCHEMA, UNICODE, type FieldRow } from "./contract.js";
 import { BundleError } from "./errors.js";
-import { checkModel } from "./model_family.js";
+import { checkModel, DEFAULT_FAMILY } from "./model_family.js";
 import { cpLength } from "./unicode.js";
 import { labelKey, showsSomething, unassigned, unprintable, uPlus } from "./text.js";
 import { checkTokenizerJson, type Json } from "./tokenizer_family.js";
@@ -60,9 +60,14 @@ export interface HeadRelease {
 
 export type EncoderFormat = "onnx" | "tflite";
 
+/** The architecture of an encoder (encoder.family, 1.2): which operators its model may use. */
+export type EncoderFamily = "bert" | "mpnet";
+
 /** What the bundle says about its encoder. */
 export interface EncoderSpec {
   readonly format: EncoderFormat;
+  /** The encoder's family (1.2; "bert" when the file names none). */
+  readonly family: EncoderFamily;
   readonly model: Uint8Array;
   /** The ONNX initializers' external data (empty for TFLite). */
   readonly weights: Uint8Array;
@@ -545,9 +550,10 @@ function encoder(v: Map<string, Decoded>): EncoderSpec {
   const tokenizer = checkTokenizerJson(v.get("encoder.tokenizer_json") as string);
   const format = v.get("encoder.format") as EncoderFormat;
   const weights = get<Uint8Array>("encoder.weights") ?? new Uint8Array(0);
-  checkModel(format, v.get("encoder.model") as Uint8Array, weights.length);
+  const family = get<EncoderFamily>("encoder.family") ?? DEFAULT_FAMILY;
+  checkModel(format, v.get("encoder.model") as Uint8Array, weights.length, family);
   return {
-    format, weights, tokenizer,
+    format, family, weights, tokenizer,
     model: v.get("encoder.model") as Uint8Array,
     tokenizerJson: v.get("encoder.tokenizer_json") as string,
     maxLength: Number(v.get("encoder.max_length")),

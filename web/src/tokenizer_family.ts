@@ -8,7 +8,10 @@
  *   white space only, no byte order mark; otherwise tokenizer.json.
  * - The document schema: in each object the missing keys in schema order, then unknown keys in
  *   document order, then the values in schema order; one_of takes the first alternative that
- *   accepts, else refuses at the value's own path; then the family's relations in order.
+ *   accepts, else refuses at the value's own path; a tagged node (1.2: the post-processor) is an
+ *   object whose tag key names its form (the tag missing or naming none is refused at the tag),
+ *   then checked as that form; a tuple (1.2) is an array of exactly one value per node, each
+ *   checked against its own; then the family's relations in order.
  *   Otherwise tokenizer.family, at "encoder.tokenizer_json" + the value's JSON pointer.
  */
 import { SCHEMA, type Shape } from "./contract.js";
@@ -156,6 +159,17 @@ function walk(v: Json, s: Shape, at: string): void {
     }
     throw new Refused(at, `is ${show(v)}, none of the forms the family allows`);
   }
+  if (s.tagged !== undefined) { // an object whose key `tagged` names its form (a post-processor's "type")
+    if (!(v instanceof Map)) throw new Refused(at, `is ${show(v)}, expected an object`);
+    const [tag, forms] = [s.tagged, s.forms!];
+    if (!v.has(tag)) throw new Refused(pointer(at, tag), "is missing");
+    const form = v.get(tag)!;
+    if (!(typeof form === "string" && Object.hasOwn(forms, form))) {
+      throw new Refused(pointer(at, tag), `is ${show(form)}, expected one of ${Object.keys(forms).join(", ")}`);
+    }
+    walk(v, forms[form]!, at);
+    return;
+  }
   if ("const" in s) {
     if (typeof v !== typeof s.const || v !== s.const) throw new Refused(at, `is ${show(v)}, expected ${JSON.stringify(s.const)}`);
     return;
@@ -164,10 +178,15 @@ function walk(v: Json, s: Shape, at: string): void {
     if (!(typeof v === "string" && s.enum.includes(v))) throw new Refused(at, `is ${show(v)}, expected one of ${s.enum.join(", ")}`);
     return;
   }
-  const ok = s.type === "object" || s.type === "map" ? v instanceof Map : s.type === "array" ? Array.isArray(v)
+  const ok = s.type === "object" || s.type === "map" ? v instanceof Map
+    : s.type === "array" || s.type === "tuple" ? Array.isArray(v)
     : s.type === "string" ? typeof v === "string" : s.type === "boolean" ? typeof v === "boolean"
     : typeof v === "number" && v >= s.min! && v <= s.max!;
-  if (!ok) throw new Refused(at, `is ${show(v)}, expected ${s.type === "integer" ? `an integer from ${s.min} to ${s.max}` : `a ${s.type}`}`);
+  if (!ok) {
+    const want = s.type === "integer" ? `an integer from ${s.min} to ${s.max}` : s.type === "object" || s.type === "map"
+      ? "an object" : s.type === "array" || s.type === "tuple" ? "an array" : `a ${s.type}`;
+    throw new Refused(at, `is ${show(v)}, expected ${want}`);
+  }
   if (v instanceof Map && s.type === "object") {
     const keys = new Map(s.keys!);
     for (const [k, sub] of s.keys!) if (!v.has(k) && !sub.optional) throw new Refused(pointer(at, k), "is missing");
@@ -181,9 +200,13 @@ function walk(v: Json, s: Shape, at: string): void {
       if (n < low || n > high) throw new Refused(pointer(at, k), `is a key of ${n} characters, outside ${low} to ${high}`);
       walk(x, s.values!, pointer(at, k));
     }
+  } else if (Array.isArray(v) && s.type === "tuple") { // exactly one value per node, in order
+    const items = s.items as readonly Shape[];
+    if (v.length !== items.length) throw new Refused(at, `has ${v.length} entries, expected ${items.length}`);
+    v.forEach((x, i) => walk(x, items[i]!, pointer(at, i)));
   } else if (Array.isArray(v)) {
     count(v.length, s, at);
-    v.forEach((x, i) => walk(x, s.items!, pointer(at, i)));
+    v.forEach((x, i) => walk(x, s.items as Shape, pointer(at, i)));
   } else if (typeof v === "string") {
     const n = cpLength(v);
     if (n < (s.min_length ?? 0) || n > (s.max_length ?? n)) {
@@ -195,7 +218,7 @@ function walk(v: Json, s: Shape, at: string): void {
 type Obj = Map<string, Json>;
 const obj = (v: Json | undefined): Obj => v as Obj;
 
-/** The family's relations, in schema.json's order. */
+/** The family's relations, in schema.json's order (a post-processor's own relations for its form only). */
 function relations(doc: Obj): void {
   const model = obj(doc.get("model"));
   const post = obj(doc.get("post_processor"));
@@ -213,6 +236,21 @@ function relations(doc: Obj): void {
       throw new Refused(`/added_tokens/${i}`, "is not a token of model.vocab with that id");
     }
   });
+  // Normalized added tokens (1.2) are matched in the normalized text: their content must be one
+  // no normalizer of the family changes (printable ASCII, U+0021 to U+007E, without a capital letter).
+  const unchanged = (c: string): boolean => c >= "!" && c <= "~" && !(c >= "A" && c <= "Z");
+  (doc.get("added_tokens") as Obj[]).forEach((t, i) => {
+    if (t.get("normalized") === true && ![...(t.get("content") as string)].every(unchanged)) {
+      throw new Refused(`/added_tokens/${i}/content`, "is matched in the normalized text, so it must be printable ASCII without a capital letter");
+    }
+  });
+  if (post.get("type") === "RobertaProcessing") { // MPNet's <s> A </s>: cls, then sep
+    for (const which of ["cls", "sep"]) {
+      const [name, id] = post.get(which) as [string, number];
+      if (vocab.get(name) !== id) throw new Refused(`/post_processor/${which}`, "is not [a token of model.vocab, its id]");
+    }
+    return;
+  }
   const specials = obj(post.get("special_tokens"));
   for (const [name, st] of specials as Map<string, Obj>) {
     const [id, ids, tokens] = [st.get("id"), st.get("ids") as number[], st.get("tokens") as string[]];

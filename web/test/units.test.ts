@@ -105,8 +105,9 @@ describe("escape and fold on any string", () => {
 });
 
 describe("the tokenizer on any string", () => {
-  it("gives ids of the vocabulary between [CLS] and [SEP], at most max_length of them", async () => {
-    const b = await readBundle(corpora[0]!.read("accept/default.dpedge"));
+  // BERT's TemplateProcessing ([CLS] ... [SEP]) and MPNet's RobertaProcessing with a normalized added token (<s> ... </s>, 1.2).
+  it.each(["accept/default.dpedge", "accept/mpnet.dpedge"])("gives ids of the vocabulary between its two special tokens, at most max_length of them (%s)", async (file) => {
+    const b = await readBundle(corpora[0]!.read(file));
     const vocab = b.encoder.tokenizer.get("model") as Map<string, unknown>;
     const size = (vocab.get("vocab") as Map<string, number>).size;
     const tok = new TextTokenizer(b.encoder.tokenizer, b.encoder.maxLength);

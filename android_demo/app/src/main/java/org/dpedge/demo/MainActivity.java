@@ -104,7 +104,8 @@ public final class MainActivity extends Activity {
             // The guarantee in the core's words: epsilon, delta (with a head, 1.1, in words and never
             // "pure"), the unit, each release's share and B when it is over 1 (section 5).
             StringBuilder facts = new StringBuilder().append(bundle.labels().size()).append(" labels, ").append(format)
-                    .append(" encoder\n").append(Text.escape(bundle.privacySummary()));
+                    .append(" encoder (").append(bundle.encoder().family()).append(")\n")  // family: 1.2, bert or mpnet
+                    .append(Text.escape(bundle.privacySummary()));
             for (PrivacyFacts r : bundle.releases().values()) {
                 facts.append(String.format(java.util.Locale.ROOT, "%n%s: epsilon %.4g, sensitivity %d, noise scale %.4g",
                         r.statistic(), r.epsilon(), r.sensitivityL1(), r.noiseScale()));

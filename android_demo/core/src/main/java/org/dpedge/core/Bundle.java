@@ -220,6 +220,7 @@ public final class Bundle {
      */
     public static final class Encoder {
         final String format;
+        final String family;
         final Container.Bin model;
         final Container.Bin weights;
         final List<ModelFamily.ExternalData> externalData;
@@ -236,6 +237,7 @@ public final class Bundle {
 
         Encoder(Map<String, Object> v, Tokenizer tokenizer, List<ModelFamily.ExternalData> externalData) {
             format = (String) v.get("encoder.format");
+            family = (String) v.getOrDefault("encoder.family", ModelFamily.DEFAULT_FAMILY);
             model = (Container.Bin) v.get("encoder.model");
             weights = (Container.Bin) v.get("encoder.weights");
             this.externalData = externalData;
@@ -254,6 +256,11 @@ public final class Bundle {
         /** "onnx" or "tflite". */
         public String format() {
             return format;
+        }
+
+        /** The architecture ({@code encoder.family}, 1.2): "bert" (also when absent) or "mpnet". */
+        public String family() {
+            return family;
         }
 
         /** The model: an ONNX protobuf or a TFLite flatbuffer (a copy). */
@@ -282,7 +289,7 @@ public final class Bundle {
             return tokenizer;
         }
 
-        /** Tokens per text, [CLS] and [SEP] included. */
+        /** Tokens per text, the two special tokens included ([CLS] and [SEP], or {@code <s>} and {@code </s>}). */
         public int maxLength() {
             return maxLength;
         }
@@ -296,7 +303,7 @@ public final class Bundle {
             return textPrefix;
         }
 
-        /** The model's inputs: input_ids, attention_mask (all ones), token_type_ids (all zeros). */
+        /** The model's inputs, to feed these alone: input_ids, attention_mask (ones), token_type_ids (zeros). */
         public List<String> inputs() {
             return inputs;
         }

@@ -792,7 +792,8 @@ public final class BundleReader {
         }
         Map<String, Object> tokenizer = TokenizerFamily.check((String) v.get("encoder.tokenizer_json"));
         Container.Bin weights = (Container.Bin) v.get("encoder.weights");
-        List<ModelFamily.ExternalData> external = ModelFamily.check((String) v.get("encoder.format"),
+        String family = (String) v.getOrDefault("encoder.family", ModelFamily.DEFAULT_FAMILY);  // 1.2
+        List<ModelFamily.ExternalData> external = ModelFamily.check((String) v.get("encoder.format"), family,
                 (Container.Bin) v.get("encoder.model"), weights == null ? 0 : weights.length);
         return new Bundle.Encoder(v, new Tokenizer(tokenizer, ((Long) v.get("encoder.max_length")).intValue(),
                 (String) v.get("encoder.text_prefix")), external);

@@ -8,6 +8,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -16,12 +17,15 @@ import java.util.Set;
 /**
  * The model family (runtime/bundle/model_family.py): what an encoder's ONNX or TFLite bytes
  * may contain, checked before an engine sees them, with the operator sets and bounds of
- * schema.json "onnx" and "tflite". ONNX: the family's operators only, no subgraph, model-local
+ * schema.json "onnx" and "tflite" and the encoder families of "families" ({@code encoder.family},
+ * 1.2; absent: bert): each lists the formats it is read in and its own ONNX operators, allowed
+ * besides the common ones. ONNX: the family's operators only, no subgraph, model-local
  * function, training graph or sparse initializer, external data only in initializers and only
  * in the bundle's form (the placeholder location, fixed-width offset and length inside
- * {@code encoder.weights}). TFLite: one subgraph, the family's builtin operators only, no
- * custom operator, no buffer outside the flatbuffer, names in UTF-8. Both walkers check every
- * length against the bytes present. Any refusal is {@code model.family} at {@code encoder.model}.
+ * {@code encoder.weights}). TFLite (bert's alone): one subgraph, the family's builtin operators
+ * only, no custom operator, no buffer outside the flatbuffer, names in UTF-8. Both walkers check
+ * every length against the bytes present. Any refusal is {@code model.family} at
+ * {@code encoder.model}.
  */
 public final class ModelFamily {
     static final String FIELD = "encoder.model";
@@ -32,19 +36,34 @@ public final class ModelFamily {
     private static int tflite(String key) {
         return ((Number) TFLITE.get(key)).intValue();
     }
-    private static final Set<String> ONNX_OPS = new HashSet<>();
+    /** The family of an encoder without {@code encoder.family} (as runtime/bundle/schema.py DEFAULT_FAMILY). */
+    static final String DEFAULT_FAMILY = "bert";
+    /** Each family's encoder formats, and its ONNX operators (the common ones and its own) as "domain\0op". */
+    private static final Map<String, List<?>> FAMILY_FORMATS = new HashMap<>();
+    private static final Map<String, Set<String>> FAMILY_ONNX_OPS = new HashMap<>();
     private static final String WEIGHTS_LOCATION;
     private static final int DIGITS = ((Number) ONNX.get("number_digits")).intValue();
 
     static {
-        for (Object op : (List<?>) ONNX.get("ops")) {
-            ONNX_OPS.add(((List<?>) op).get(0) + "\0" + ((List<?>) op).get(1));
-        }
+        Set<String> common = operators((List<?>) ONNX.get("ops"), new HashSet<>());
+        Contract.map("families").forEach((name, f) -> {
+            Map<?, ?> family = (Map<?, ?>) f;
+            FAMILY_FORMATS.put(name, (List<?>) family.get("formats"));
+            FAMILY_ONNX_OPS.put(name, operators((List<?>) family.get("onnx_ops"), new HashSet<>(common)));
+        });
         StringBuilder location = new StringBuilder((String) ONNX.get("weights_location"));
         while (location.length() < ((Number) ONNX.get("weights_location_bytes")).intValue()) {
             location.append('.');
         }
         WEIGHTS_LOCATION = location.toString();
+    }
+
+    /** {@code into} with schema.json's [domain, op] pairs added as "domain\0op". */
+    private static Set<String> operators(List<?> ops, Set<String> into) {
+        for (Object op : ops) {
+            into.add(((List<?>) op).get(0) + "\0" + ((List<?>) op).get(1));
+        }
+        return into;
     }
 
     /**
@@ -80,17 +99,26 @@ public final class ModelFamily {
     private ModelFamily() {
     }
 
-    /** Refuses a model outside the family; an ONNX model's external data, each range inside {@code weightsBytes}. */
-    static List<ExternalData> check(String format, Container.Bin model, long weightsBytes) throws BundleException {
+    /**
+     * Refuses a model outside the encoder family {@code family} (a checked {@code encoder.family},
+     * or {@link #DEFAULT_FAMILY}): first a format the family is not read in, before the bytes are
+     * parsed; returns an ONNX model's external data, each range inside {@code weightsBytes}.
+     */
+    static List<ExternalData> check(String format, String family, Container.Bin model, long weightsBytes)
+            throws BundleException {
+        if (!FAMILY_FORMATS.get(family).contains(format)) {
+            throw new BundleException("model.family", FIELD, "field '" + FIELD + "' is outside the encoder families: "
+                    + "the " + family + " family has no " + format + " form");
+        }
         try {
             if (format.equals("onnx")) {
-                return new Onnx(model).check(weightsBytes);
+                return new Onnx(model, FAMILY_ONNX_OPS.get(family)).check(weightsBytes);
             }
             tflite(new Flat(model.buffer().order(ByteOrder.LITTLE_ENDIAN)));
             return Collections.emptyList();
         } catch (Refused e) {
-            throw new BundleException("model.family", FIELD, "field '" + FIELD + "' is not a model of the " + format
-                    + " encoder family: " + e.getMessage());
+            throw new BundleException("model.family", FIELD, "field '" + FIELD + "' is not a model of the " + family
+                    + " encoder family in " + format + ": " + e.getMessage());
         }
     }
 
@@ -119,12 +147,15 @@ public final class ModelFamily {
         private final int base;
         private final List<ExternalData> refs = new ArrayList<>();
         private final List<BigInteger> ends = new ArrayList<>();
+        /** The operators of the encoder's family, as "domain\0op". */
+        private final Set<String> ops;
         private int nodes;
 
-        Onnx(Container.Bin model) {
+        Onnx(Container.Bin model, Set<String> ops) {
             buf = model.array;
             base = model.offset;
             end = model.offset + model.length;
+            this.ops = ops;
         }
 
         private final int end;
@@ -290,8 +321,8 @@ public final class ModelFamily {
             List<Field> fs = message(n);
             String op = string(fs, 4);
             String domain = string(fs, 7);
-            if (!ONNX_OPS.contains(domain + "\0" + op) && !ONNX_OPS.contains((domain.equals("ai.onnx") ? "" : domain)
-                    + "\0" + op)) {
+            if (!ops.contains(domain + "\0" + op) && !ops.contains((domain.equals("ai.onnx") ? "" : domain) + "\0"
+                    + op)) {
                 throw new Refused("operator " + domain + "." + op + " is not one the encoder family uses");
             }
             for (Field attr : fs) {

@@ -5,8 +5,9 @@ package org.dpedge.core;
  * Runtime or LiteRT, kept behind this seam so that the rest is plain Java).
  *
  * <p>Contract (docs/bundle-format.md section 6): one text per call, no padding; the ids include
- * [CLS] and [SEP]; ONNX gets the bundle's {@code inputs} ({@code input_ids} int64 [1, n], an
- * all-ones {@code attention_mask}, all-zeros {@code token_type_ids}), TFLite int32
+ * the two special tokens ([CLS] and [SEP], or MPNet's {@code <s>} and {@code </s>}); ONNX gets
+ * the bundle's {@code inputs} and no other ({@code input_ids} int64 [1, n], an all-ones
+ * {@code attention_mask}, all-zeros {@code token_type_ids}: MPNet has none), TFLite int32
  * {@code input_ids} [1, n] in signature {@code serving_default}. The result has
  * {@code encoder.dim} finite values.
  *

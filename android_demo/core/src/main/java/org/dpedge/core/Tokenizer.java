@@ -6,25 +6,31 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
- * BERT WordPiece tokenization as the contract defines it (docs/bundle-format.md section 6,
- * runtime/tokenizer.py), on code points, with the contract's Unicode tables ({@link Unicode})
- * and a checked tokenizer.json ({@link TokenizerFamily}):
+ * WordPiece tokenization (BERT's and MPNet's) as the contract defines it (docs/bundle-format.md
+ * section 6, runtime/tokenizer.py), on code points, with the contract's Unicode tables
+ * ({@link Unicode}) and a checked tokenizer.json ({@link TokenizerFamily}):
  * <ol>
- *   <li>the text prefix, then the text, split around the added tokens (leftmost, longest
- *       first; each is its id);</li>
+ *   <li>the text prefix, then the text, split around the added tokens that are not
+ *       {@code normalized} (leftmost, longest first; each is its id);</li>
  *   <li>each piece between them normalised as its BertNormalizer says: clean_text removes
  *       U+0000, U+FFFD and the controls but tab, line feed and carriage return, and makes white
  *       space a space; handle_chinese_chars puts spaces around CJK ideographs (schema.json
  *       "chinese"); strip_accents (null: as lowercase) is NFD then no nonspacing mark;
- *       lowercase is each code point's full lowercase mapping;</li>
+ *       lowercase is each code point's full lowercase mapping; then split around the
+ *       {@code normalized} added tokens (MPNet's {@code <unk>}) as in step 1 ({@code lstrip}
+ *       and {@code rstrip} change no id: the white space they would take is dropped in step 3
+ *       anyway);</li>
  *   <li>split on white space (removed) and around each punctuation code point (ASCII
  *       punctuation or the punctuation set);</li>
  *   <li>WordPiece: a word of more than max_input_chars_per_word code points is the unknown
  *       token; else the longest vocabulary prefix, then the longest continuation, and so on; a
  *       remainder no token matches makes the word the unknown token;</li>
- *   <li>the first max_length - 2 ids between the single template's two special tokens.</li>
+ *   <li>the first max_length - 2 ids between the post-processor's two special tokens: the single
+ *       template's ([CLS] and [SEP]) or RobertaProcessing's cls and sep ({@code <s>} and
+ *       {@code </s>}).</li>
  * </ol>
  */
 public final class Tokenizer {
@@ -43,8 +49,12 @@ public final class Tokenizer {
     private final int unk;
     private final String continuing;
     private final int maxWord;
-    /** Added tokens by first code point, longest first (ties in file order): their code points and id. */
+    /**
+     * Added tokens matched in the text as given (step 1) and in the normalized text (step 2), by
+     * first code point, longest first (ties in file order): their code points, then their id.
+     */
     private final Map<Integer, List<int[]>> added = new HashMap<>();
+    private final Map<Integer, List<int[]>> addedNormalized = new HashMap<>();
     private final int first;
     private final int last;
     private final int maxLength;
@@ -62,11 +72,31 @@ public final class Tokenizer {
         unk = vocab.get(model.get("unk_token"));
         continuing = (String) model.get("continuing_subword_prefix");
         maxWord = ((Long) model.get("max_input_chars_per_word")).intValue();
+        List<?> tokens = (List<?>) doc.get("added_tokens");
+        table(tokens, false, added);
+        table(tokens, true, addedNormalized);
+        Map<?, ?> post = (Map<?, ?>) doc.get("post_processor");
+        if (post.get("type").equals("RobertaProcessing")) {  // [token, id] each
+            first = ((Long) ((List<?>) post.get("cls")).get(1)).intValue();
+            last = ((Long) ((List<?>) post.get("sep")).get(1)).intValue();
+        } else {
+            List<?> single = (List<?>) post.get("single");
+            first = special(post, single.get(0));
+            last = special(post, single.get(2));
+        }
+        this.maxLength = maxLength;
+        this.prefix = textPrefix;
+    }
+
+    /** Fills {@code into} with the added tokens whose {@code normalized} is {@code normalized}. */
+    private static void table(List<?> tokens, boolean normalized, Map<Integer, List<int[]>> into) {
         Map<String, Integer> contents = new HashMap<>();
         List<String> order = new ArrayList<>();
-        for (Object o : (List<?>) doc.get("added_tokens")) {
-            String content = (String) ((Map<?, ?>) o).get("content");
-            if (contents.put(content, ((Long) ((Map<?, ?>) o).get("id")).intValue()) == null) {
+        for (Object o : tokens) {
+            Map<?, ?> t = (Map<?, ?>) o;
+            String content = (String) t.get("content");
+            if (t.get("normalized").equals(normalized)
+                    && contents.put(content, ((Long) t.get("id")).intValue()) == null) {
                 order.add(content);
             }
         }
@@ -75,14 +105,8 @@ public final class Tokenizer {
             int[] cps = Unicode.codePoints(content);
             int[] entry = Arrays.copyOf(cps, cps.length + 1);
             entry[cps.length] = contents.get(content);
-            added.computeIfAbsent(cps[0], k -> new ArrayList<>()).add(entry);
+            into.computeIfAbsent(cps[0], k -> new ArrayList<>()).add(entry);
         }
-        Map<?, ?> post = (Map<?, ?>) doc.get("post_processor");
-        List<?> single = (List<?>) post.get("single");
-        first = special(post, single.get(0));
-        last = special(post, single.get(2));
-        this.maxLength = maxLength;
-        this.prefix = textPrefix;
     }
 
     private static int special(Map<?, ?> post, Object piece) {
@@ -91,7 +115,7 @@ public final class Tokenizer {
         return ((Long) ((List<?>) st.get("ids")).get(0)).intValue();
     }
 
-    /** Token ids of one text: [CLS], the prefix and the text's ids (at most max_length - 2), [SEP]. */
+    /** Token ids of one text: [CLS] (or {@code <s>}), the prefix and the text's ids (at most max_length - 2), [SEP]. */
     public int[] encode(String text) {
         int[] body = pieces(Unicode.codePoints(prefix + text), maxLength - 2);
         int[] out = new int[body.length + 2];
@@ -109,15 +133,37 @@ public final class Tokenizer {
     /** The ids of a text without special tokens, at most {@code limit}. */
     private int[] pieces(int[] cps, int limit) {
         List<Integer> ids = new ArrayList<>();
+        split(cps, added, ids, limit, piece -> split(normalize(piece), addedNormalized, ids, limit,
+                sub -> words(sub, ids, limit)));
+        int[] out = new int[Math.min(limit, ids.size())];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = ids.get(i);
+        }
+        return out;
+    }
+
+    /**
+     * Splits {@code cps} around the added tokens of {@code table} (leftmost, longest first): each
+     * non-empty piece between them to {@code each}, each token's id to {@code ids}, in order,
+     * until {@code limit} ids.
+     */
+    private static void split(int[] cps, Map<Integer, List<int[]>> table, List<Integer> ids, int limit,
+            Consumer<int[]> each) {
+        if (table.isEmpty()) {  // BERT's normalized text: no token to look for
+            if (cps.length > 0) {
+                each.accept(cps);
+            }
+            return;
+        }
         int start = 0;
         for (int i = 0; i <= cps.length && ids.size() < limit; ) {
-            int[] match = i < cps.length ? addedAt(cps, i) : null;
+            int[] match = i < cps.length ? addedAt(table, cps, i) : null;
             if (match == null && i < cps.length) {
                 i++;
                 continue;
             }
             if (i > start) {
-                words(normalize(Arrays.copyOfRange(cps, start, i)), ids, limit);
+                each.accept(Arrays.copyOfRange(cps, start, i));
             }
             if (match == null) {
                 break;
@@ -126,15 +172,10 @@ public final class Tokenizer {
             i += match.length - 1;
             start = i;
         }
-        int[] out = new int[Math.min(limit, ids.size())];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = ids.get(i);
-        }
-        return out;
     }
 
-    private int[] addedAt(int[] cps, int i) {
-        for (int[] entry : added.getOrDefault(cps[i], List.of())) {
+    private static int[] addedAt(Map<Integer, List<int[]>> table, int[] cps, int i) {
+        for (int[] entry : table.getOrDefault(cps[i], List.of())) {
             int n = entry.length - 1;
             if (i + n <= cps.length && Arrays.equals(cps, i, i + n, entry, 0, n)) {
                 return entry;

@@ -90,6 +90,22 @@ final class TokenizerFamily {
             }
             throw new Refused(at, "is none of the forms the family allows");
         }
+        if (s.containsKey("tagged")) {  // an object whose key "tagged" names its form (a post-processor's "type")
+            if (!(v instanceof Map)) {
+                throw new Refused(at, "is not an object");
+            }
+            Map<?, ?> m = (Map<?, ?>) v;
+            Object tag = s.get("tagged");
+            Map<?, ?> forms = (Map<?, ?>) s.get("forms");
+            if (!m.containsKey(tag)) {
+                throw new Refused(pointer(at, tag), "is missing");
+            }
+            if (!(m.get(tag) instanceof String && forms.containsKey(m.get(tag)))) {
+                throw new Refused(pointer(at, tag), "is not one of " + forms.keySet());
+            }
+            walk(v, Contract.cast(forms.get(m.get(tag))), at);
+            return;
+        }
         if (s.containsKey("const")) {
             if (!same(v, s.get("const"))) {
                 throw new Refused(at, "is not " + s.get("const"));
@@ -149,6 +165,18 @@ final class TokenizerFamily {
             for (int i = 0; i < l.size(); i++) {
                 walk(l.get(i), Contract.cast(s.get("items")), pointer(at, i));
             }
+        } else if (type.equals("tuple")) {  // an array of exactly one value per schema node, in order
+            if (!(v instanceof List)) {
+                throw new Refused(at, "is not an array");
+            }
+            List<?> l = (List<?>) v;
+            List<?> items = (List<?>) s.get("items");
+            if (l.size() != items.size()) {
+                throw new Refused(at, "has " + l.size() + " entries, expected " + items.size());
+            }
+            for (int i = 0; i < l.size(); i++) {
+                walk(l.get(i), Contract.cast(items.get(i)), pointer(at, i));
+            }
         } else if (type.equals("string")) {
             if (!(v instanceof String)) {
                 throw new Refused(at, "is not a string");
@@ -183,7 +211,12 @@ final class TokenizerFamily {
         return (Map<?, ?>) ((Map<?, ?>) o).get(key);
     }
 
-    /** schema.json "tokenizer.relations", in order. */
+    /** Whether an added token matched in the normalized text is one no normalizer changes: ! to ~, no capital. */
+    private static boolean unchanged(String content) {
+        return content.codePoints().allMatch(c -> c >= '!' && c <= '~' && !(c >= 'A' && c <= 'Z'));
+    }
+
+    /** schema.json "tokenizer.relations", in order (a post-processor's own relations for its form only). */
     private static void relations(Map<String, Object> doc) throws Refused {
         Map<?, ?> model = map(doc, "model");
         Map<?, ?> post = map(doc, "post_processor");
@@ -204,6 +237,22 @@ final class TokenizerFamily {
             if (!t.get("id").equals(vocab.get(t.get("content")))) {
                 throw new Refused("/added_tokens/" + i, "is not a token of model.vocab with its id");
             }
+        }
+        for (int i = 0; i < added.size(); i++) {
+            Map<?, ?> t = (Map<?, ?>) added.get(i);
+            if ((Boolean) t.get("normalized") && !unchanged((String) t.get("content"))) {
+                throw new Refused("/added_tokens/" + i + "/content", "is matched in the normalized text, so it must be "
+                        + "printable ASCII without a capital letter");
+            }
+        }
+        if (post.get("type").equals("RobertaProcessing")) {
+            for (String which : new String[] {"cls", "sep"}) {
+                List<?> special = (List<?>) post.get(which);
+                if (!special.get(1).equals(vocab.get(special.get(0)))) {
+                    throw new Refused("/post_processor/" + which, "is not [a token of model.vocab, its id]");
+                }
+            }
+            return;
         }
         Map<?, ?> specials = map(post, "special_tokens");
         for (Map.Entry<?, ?> e : specials.entrySet()) {

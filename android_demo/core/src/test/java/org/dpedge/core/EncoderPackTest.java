@@ -16,8 +16,9 @@ import org.junit.Test;
 
 /**
  * Encoder packs (format 1.1) where the corpus's cases cannot reach: the accepted digests in
- * either case, a statistics bundle's encoder being its pack's, and the magic the container
- * expects deciding whether a file without its digest is truncated.
+ * either case, a statistics bundle's encoder being its pack's, the encoder's family (1.2) as
+ * read from a bundle and from a pack, and the magic the container expects deciding whether a
+ * file without its digest is truncated.
  */
 public class EncoderPackTest {
     private static final File CORPUS = ConformanceTest.corpora().get(0);
@@ -59,6 +60,18 @@ public class EncoderPackTest {
         assertEquals(pack.encoder().dim(), b.dim());
         assertEquals(pack.encoder().externalData().size(), b.encoder().externalData().size());
         assertNull(BundleReader.read(new File(CORPUS, "accept/tables.dpedge")).encoderPack());
+    }
+
+    @Test
+    public void anEncoderCarriesItsFamilyInABundleAndInAPack() throws Exception {
+        assertEquals("bert", pack().encoder().family());  // no encoder.family: bert (1.2)
+        assertEquals("bert", BundleReader.read(new File(CORPUS, "accept/variants/family-bert-named.dpedge")).encoder()
+                .family());
+        assertEquals("mpnet", BundleReader.read(new File(CORPUS, "accept/mpnet.dpedge")).encoder().family());
+        EncoderPack mpnet = BundleReader.readPack(new File(CORPUS, "packs/tiny-mpnet.dpedge-encoder"));
+        assertEquals("mpnet", mpnet.encoder().family());
+        assertSame(mpnet.encoder(), BundleReader.read(new File(CORPUS, "accept/statistics-mpnet.dpedge"), mpnet)
+                .encoder());
     }
 
     @Test
