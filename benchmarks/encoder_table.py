@@ -17,8 +17,9 @@ An encoder is one of:
   (its own prompt and pooling), a study likewise: how an encoder the format cannot carry yet
   (all-mpnet-base-v2) would do, before anyone converts it.
 
-Every release's public basis is fitted on the encoder's own embeddings of the same public
-texts: the default encoder's vocabulary words and the label descriptions.
+Every release's public basis is fitted on the encoder's own embeddings of public texts: its own
+vocabulary words (as `exporter build` does; a study, which has no tokenizer.json of the format,
+takes the default encoder's) and the label descriptions.
 
 The rows per encoder: ``eps E`` the default bundle (mean ± std over seeds), ``NCM`` the
 non-private nearest class mean in the same public frame (the ceiling of a class-sums release),
@@ -153,7 +154,8 @@ def compare(args: argparse.Namespace, release: Callable[..., object], accuracy: 
             source_spec, label = source.exported.to_bundle_encoder(), name
         one_thread = (TextEmbedder(source_spec, threads=1, workers=1).embed if source_spec is not None
                       else getattr(source, "embed_one_thread", source.embed))
-        vocab = source.embed(words)
+        own = words if source_spec is None else public_texts(source_spec.tokenizer_json, None)
+        vocab = source.embed(own)
         r: dict = {"label": label, "datasets": {}, "bundle_mib": None}
         for folder in args.data:
             ds = source.dataset(folder)

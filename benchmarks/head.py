@@ -1,12 +1,12 @@
 """The head (``--delta``, DP-SGD on the frozen embeddings) against the default pure release.
 
     python benchmarks/head.py [--data ../shared/data/trec ../shared/data/agnews \\
-        ../shared/data/cr ../shared/data/sst2] [--epsilons 1,5] [--delta 1e-5] [--repeats 3] \\
-        [--out results.json]
+        ../shared/data/cr ../shared/data/sst2] [--encoders all-MiniLM-L6-v2 all-mpnet-base-v2] \\
+        [--epsilons 1,5] [--delta 1e-5] [--repeats 3] [--lr-scales 1,2] [--out results.json]
 
-Each dataset is embedded once with the int8 encoder a bundle ships (cached under
-.cache/embeddings, as benchmarks/accuracy.py; the encoder's vocabulary words too). For each
-epsilon and repeat, with real OpenDP noise:
+Each dataset is embedded once with each int8 encoder a bundle ships (``--encoders``: registered
+names or exported folders; cached under .cache/embeddings, as benchmarks/accuracy.py; the
+encoder's vocabulary words too). For each encoder, epsilon and repeat, with real OpenDP noise:
 
 - ``default``: the default bundle (class counts and class sums, pure epsilon-DP) made by the
   build's own stages (benchmarks/accuracy.py's `bundle_release`) and scored by the runtime's
@@ -17,8 +17,11 @@ epsilon and repeat, with real OpenDP noise:
   runtime's `Scorer` (softmax(W (x - origin) + b)).
 
 It prints a markdown table (accuracy mean ± std over repeats, the average over datasets, the
-head's rule per dataset and epsilon) and writes every run as JSON with --out. The train and
-test splits are used as they are; kNN10 (non-private, same encoder) is the reference.
+head's rule per dataset and epsilon; the encoders' rows side by side under the paper's Table 2
+row where it has the dataset) and writes every run as JSON with --out. The train and test
+splits are used as they are; kNN10 (non-private, same encoder) is the reference. ``--lr-scales``
+is the study behind an encoder's public rule (exporter.encoders' head_lr_scale): the head again
+with its learning rate scaled by each factor (default: the encoder's own factor alone).
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CACHE, ROOT, Embedder, knn_accuracy  # noqa: E402
 from accuracy import _accuracy, bundle_release  # noqa: E402
 
+from encoder_table import MODELS, PAPER_TABLE2  # noqa: E402
+
+from exporter import encoders as known  # noqa: E402
+from exporter.encoder_export import export_encoder  # noqa: E402
 from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.head import learning_rate  # noqa: E402
 from exporter.privacy import PrivacyBudget, head_shares  # noqa: E402
@@ -58,15 +65,16 @@ def vocabulary(embedder: Embedder) -> np.ndarray:
     return vocab
 
 
-def head_run(ds, encoder, embed, vocab: np.ndarray, eps: float, delta: float) -> tuple[float, dict]:
+def head_run(ds, encoder, embed, vocab: np.ndarray, eps: float, delta: float,
+             lr_scale: float = 1.0) -> tuple[float, dict]:
     """One head build's releases on the training split (as `python -m exporter build --delta`),
     and the test accuracy of the bundle through the runtime's scorer."""
     budget = PrivacyBudget(eps, shares=head_shares(), delta=delta)
     engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
-    counts, head = release_head_stats(engine, embed, vocab, ds.labels, budget)
+    counts, head = release_head_stats(engine, embed, vocab, ds.labels, budget, lr_scale=lr_scale)
     bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts)
     rule = {"sample_rate": head.sample_rate, "steps": head.steps, "noise_multiplier": head.noise_multiplier,
-            "head_epsilon": head.epsilon, "learning_rate": learning_rate(budget.epsilon)}
+            "head_epsilon": head.epsilon, "learning_rate": lr_scale * learning_rate(budget.epsilon)}
     return _accuracy(Scorer(bundle), ds), rule
 
 
@@ -74,19 +82,12 @@ def _fmt(runs: list[float]) -> str:
     return f"{100 * np.mean(runs):.1f} ± {100 * np.std(runs):.1f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", nargs="+", type=Path, default=[DATA / d for d in DATASETS])
-    ap.add_argument("--epsilons", default="1,5")
-    ap.add_argument("--delta", type=float, default=1e-5)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=None, help="write every run as JSON")
-    args = ap.parse_args(argv)
-    epsilons = [float(e) for e in args.epsilons.split(",")]
-
-    embedder = Embedder()
+def run_encoder(name: str, args: argparse.Namespace, epsilons: list[float]) -> dict[str, dict]:
+    """Every dataset's runs with one encoder: {dataset: {knn10, default, head or head x S, rule, seconds}}."""
+    embedder = Embedder(export_encoder(name, models_dir=MODELS))
     encoder = embedder.exported.to_bundle_encoder()
     vocab = vocabulary(embedder)
+    scales = args.lr_scales or [known.head_lr_scale(encoder)]
     settings = argparse.Namespace(basis_dim=None, clip_l1=None, tables=32, bits=None, public_directions=0,
                                   prior_records_per_class=None, description_pull=None)
     results: dict[str, dict] = {}
@@ -96,42 +97,77 @@ def main(argv: list[str] | None = None) -> int:
         prior = None if descriptions is None else embedder.embed(list(descriptions)).astype(np.float32)
         public = PublicInputs(task_basis(vocab, prior), prior)
         r: dict = {"train": len(ds.train.labels), "classes": len(ds.labels), "knn10": knn_accuracy(ds.train, ds.test),
-                   "default": {}, "head": {}, "rule": {}, "seconds": {}}
+                   "default": {}, "rule": {}, "seconds": {}, **{_head(x, scales): {} for x in scales}}
         for eps in epsilons:
             key = f"{eps:g}"
             t0 = time.perf_counter()
             r["default"][key] = [_accuracy(Scorer(bundle_release(ds, encoder, public, eps, i, 0.0, settings)), ds)
                                  for i in range(args.repeats)]
             t1 = time.perf_counter()
-            r["head"][key] = []
-            for _ in range(args.repeats):
-                acc, rule = head_run(ds, encoder, embedder.embed, vocab, eps, args.delta)
-                r["head"][key].append(acc)
-            r["rule"][key] = rule
-            r["seconds"][key] = {"default": (t1 - t0) / args.repeats, "head": (time.perf_counter() - t1) / args.repeats}
-            print(f"{ds.name} eps {key}: default {_fmt(r['default'][key])}, head {_fmt(r['head'][key])} "
-                  f"(q {rule['sample_rate']:.3f}, T {rule['steps']}, z {rule['noise_multiplier']:.2f}, "
+            for x in scales:
+                runs = []
+                for _ in range(args.repeats):
+                    acc, rule = head_run(ds, encoder, embedder.embed, vocab, eps, args.delta, x)
+                    runs.append(acc)
+                r[_head(x, scales)][key] = runs
+                r["rule"][key] = rule
+            r["seconds"][key] = {"default": (t1 - t0) / args.repeats,
+                                 "head": (time.perf_counter() - t1) / (args.repeats * len(scales))}
+            print(f"{name} {ds.name} eps {key}: default {_fmt(r['default'][key])}, "
+                  + ", ".join(f"{_head(x, scales)} {_fmt(r[_head(x, scales)][key])}" for x in scales)
+                  + f" (q {rule['sample_rate']:.3f}, T {rule['steps']}, z {rule['noise_multiplier']:.2f}, "
                   f"{r['seconds'][key]['head']:.0f} s a head)", file=sys.stderr, flush=True)
         results[ds.name] = r
+    return results
 
-    cols = [(m, e) for e in epsilons for m in ("default", "head")]
-    name = {"default": "default (pure eps {})", "head": f"head (eps {{}}, delta {args.delta:g})"}
-    print("| dataset | kNN10 (non-private) | " + " | ".join(name[m].format(f"{e:g}") for m, e in cols) + " |")
-    print("|---" * (len(cols) + 2) + "|")
-    for ds_name, r in results.items():
-        print(f"| {ds_name} | {100 * r['knn10']:.1f} | "
-              + " | ".join(_fmt(r[m][f"{e:g}"]) for m, e in cols) + " |")
-    avg = lambda m, e: 100 * np.mean([np.mean(r[m][f"{e:g}"]) for r in results.values()])  # noqa: E731
-    print(f"| average | {100 * np.mean([r['knn10'] for r in results.values()]):.1f} | "
-          + " | ".join(f"{avg(m, e):.1f}" for m, e in cols) + " |")
+
+def _head(scale: float, scales: list[float]) -> str:
+    """The head's row name: "head", or "head lr xS" in a study of several scales."""
+    return "head" if len(scales) == 1 else f"head lr x{scale:g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", nargs="+", type=Path, default=[DATA / d for d in DATASETS])
+    ap.add_argument("--encoders", nargs="+", default=[known.DEFAULT], metavar="NAME")
+    ap.add_argument("--epsilons", default="1,5")
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--lr-scales", type=lambda v: [float(x) for x in v.split(",")], default=None,
+                    help="a study: the head with its learning rate scaled by each factor (default: the encoder's own)")
+    ap.add_argument("--out", type=Path, default=None, help="write every run as JSON")
+    args = ap.parse_args(argv)
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    by_encoder = {name: run_encoder(name, args, epsilons) for name in args.encoders}
+
+    names = [Path(f).name for f in args.data]
+    print(f"| encoder | method | " + " | ".join(names) + " | average |")
+    print("|---" * (len(names) + 3) + "|")
+    paper = [PAPER_TABLE2.get(n) for n in names]
+    for e in epsilons:
+        cells = [p.get(f"{e:g}") if p else None for p in paper]
+        if any(c is not None for c in cells):
+            print(f"| paper Table 2 (Phi-4-Mini) | pure eps {e:g} | " + " | ".join(
+                "-" if c is None else f"{c:.1f}" for c in cells) + " | - |")
+    for enc, results in by_encoder.items():
+        rows = [("kNN10 (non-private)", lambda r: [r["knn10"]])]
+        methods = [m for m in next(iter(results.values())) if m == "default" or m.startswith("head")]
+        for e in epsilons:
+            for m in methods:
+                label = f"default (pure eps {e:g})" if m == "default" else f"{m} (eps {e:g}, delta {args.delta:g})"
+                rows.append((label, lambda r, m=m, e=e: r[m][f"{e:g}"]))
+        for label, runs in rows:
+            print(f"| {enc} | {label} | " + " | ".join(_fmt(runs(results[n])) for n in names)
+                  + f" | {100 * np.mean([np.mean(runs(results[n])) for n in names]):.1f} |")
     print(f"\n{args.repeats} repeats, real OpenDP noise; the head's rule (q, T, z, learning rate) per dataset:")
-    for ds_name, r in results.items():
-        print(f"- {ds_name} ({r['train']} records, {r['classes']} classes): " + "; ".join(
-            f"eps {k}: q {v['sample_rate']:.3f}, T {v['steps']}, z {v['noise_multiplier']:.3f}, lr "
-            f"{v['learning_rate']:.2f}, {r['seconds'][k]['head']:.0f} s" for k, v in r["rule"].items()))
+    for enc, results in by_encoder.items():
+        for ds_name, r in results.items():
+            print(f"- {enc}, {ds_name} ({r['train']} records, {r['classes']} classes): " + "; ".join(
+                f"eps {k}: q {v['sample_rate']:.3f}, T {v['steps']}, z {v['noise_multiplier']:.3f}, lr "
+                f"{v['learning_rate']:.2f}, {r['seconds'][k]['head']:.0f} s" for k, v in r["rule"].items()))
     if args.out:
         args.out.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
-                                        "results": results}, indent=2) + "\n")
+                                        "results": by_encoder}, indent=2) + "\n")
     return 0
 
 

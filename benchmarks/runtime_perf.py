@@ -860,6 +860,40 @@ def print_scoring(entries: list[dict[str, Any]]) -> None:
              "centroid part. The numpy floor is the cost of any one numpy call on a tiny array.")
 
 
+def tier_ratios(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each bundle after the first against the first, in this run: per-text encode and
+    end-to-end time (p50), cold start to the first answer and its peak RSS, file size."""
+    first, out = entries[0], []
+    for e in entries[1:]:
+        row: dict[str, Any] = {"bundle": e["name"], "against": first["name"], "by_threads": {}}
+        for key in e["latency"]:
+            a, b = e["latency"][key], first["latency"].get(key, {})
+            cold, cold0 = e["cold_start"].get(key), first["cold_start"].get(key)
+            row["by_threads"][key] = {
+                **{f"{part} {text}": ratio(a[text][part]["p50_us"], b[text][part]["p50_us"])
+                   for text in a if text in b for part in ("encode", "total")},
+                "to answer": ratio(cold and cold["answer_s"], cold0 and cold0["answer_s"]),
+                "peak RSS": ratio(cold and cold["peak_rss_mib"], cold0 and cold0["peak_rss_mib"])}
+        row["size"] = ratio(e["sizes_bytes"]["file"], first["sizes_bytes"]["file"])
+        out.append(row)
+    return out
+
+
+def print_tiers(entries: list[dict[str, Any]]) -> None:
+    rows = []
+    for e, r in zip(entries[1:], tier_ratios(entries)):
+        for key, ratios in r["by_threads"].items():
+            rows.append([f"{e['name']} ({e['encoder'].split('/')[-1]}) / {r['against']}", key,
+                         *(fmt_ratio(ratios.get(k)) for k in ("encode short", "encode long", "total short",
+                                                              "total long", "to answer", "peak RSS")),
+                         fmt_ratio(r["size"])])
+    if rows:
+        emit("7. Encoder tiers: each bundle against the first (same run)", md_table(
+            ["bundle / first bundle", "threads", "encode short", "encode long", "total short", "total long",
+             "cold start to answer", "cold start peak RSS", "file size"], rows),
+            "p50 ratios of section 2 and medians of section 1; above 1: the bundle is slower or larger than the first.")
+
+
 def print_targets(entries: list[dict[str, Any]]) -> None:
     rows = [[e["name"], t["target"], f"{'≤' if t['target'].startswith('small-device') and e['format'] == 'onnx' else '<'} "
              f"{t['limit']:g}", fmt(t["measured"], 3),
@@ -924,6 +958,7 @@ def describe_bundles(bundles: list[tuple[Path, Bundle]]) -> list[dict[str, Any]]
         except BundleError as exc:  # e.g. a TFLite bundle and no LiteRT installed
             raise UsageError(f"{path}: {exc}") from None
         entries.append({"path": str(path), "name": path.name, "format": b.encoder.format, "labels": list(b.labels),
+                        "encoder": (b.encoder.facts or {}).get("name", "?"), "family": b.encoder.family,
                         "engine": engine, "sizes_bytes": bundle_sizes(b, path), "cold_start": {}, "latency": {},
                         "ratios": {}, "throughput": [],
                         "class_stats_dim": None if b.projection is None else int(b.projection.shape[0])})
@@ -1002,7 +1037,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(str(exc)) from None
     bundles = check_inputs(args)
     entries = describe_bundles(bundles)
-    spec = bundles[0][1].encoder  # every bundle ships the same tokenizer; fp32 baselines reuse its spec
+    spec = bundles[0][1].encoder  # the texts and fp32 baselines are the first bundle's (the tiers share BERT's vocabulary)
     tokenizer = TextTokenizer(spec.tokenizer_json, spec.max_length)
     del bundles  # the classifiers below load their own copies
     texts = {"short": SHORT_TEXT, "long": long_text(tokenizer)}
@@ -1033,6 +1068,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for e in entries:
         e["targets"] = evaluate_targets(e)
     print_targets(entries)
+    print_tiers(entries)
 
     return {
         "command": [sys.executable, *sys.argv],
@@ -1042,6 +1078,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                      "batch_source": str(source), "batch_repeats": args.batch_repeats, "baselines": base is not None},
         "texts": {name: {"text": x, "tokens": len(tokenizer.encode([x])[0])} for name, x in texts.items()},
         "bundles": entries,
+        "tiers": tier_ratios(entries),
         "baselines": {"cold_start": base_cold, "latency": base_lat, "throughput": base_tp,
                       "knn": None if base is None or args.train is None else {"train": str(args.train), "k": KNN_K}},
     }

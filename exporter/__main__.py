@@ -37,7 +37,7 @@ from exporter.evaluate import NOTICE, PlotUnavailable, evaluate, format_report, 
 def _add_encoder_format(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder-format", choices=ENCODER_FORMATS, default=None,
                    help="onnx (onnxruntime; default) or tflite (LiteRT, for phones and Raspberry Pi; needs "
-                        "pip install 'dpedge[export,tflite]')")
+                        "pip install 'dpedge[export,tflite]'; the phone tier only)")
 
 
 def _add_encoder_pack(p: argparse.ArgumentParser, what: str) -> None:
@@ -80,7 +80,8 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
                    help="with vote tables: public basis directions hashed besides the class directions (default 0)")
     p.add_argument("--encoder", default=None, metavar="NAME|FOLDER",
                    help="a known encoder (python -m exporter encoders), a sentence-transformers folder, or a folder "
-                        "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2); a folder "
+                        "`python -m exporter encoder` exported (used as it is) (default: all-MiniLM-L6-v2, the phone tier; "
+                        "all-mpnet-base-v2: the laptop and Raspberry Pi tier); a folder "
                         "is your statement that the model was trained without the private records, and the bundle "
                         "says so")
     _add_encoder_format(p)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from exporter import encoders
 from exporter.class_stats import ClassStatsRelease
 from exporter.dataset import LabelSet, ReadStats, read_labels
 from exporter.encoder_export import PackedEncoder, export_encoder, exporter_embedder, in_memory
@@ -33,6 +34,7 @@ from exporter.extend import (BATCH_INPUT, check_extension, earlier_basis, earlie
 from exporter.engine import Engine
 from exporter.hyperplanes import new_seed
 from exporter.local_engine import EmbedChunk, LocalEngine
+from exporter.memory_plan import check_memory
 from exporter.noise import GaussianNoiseSource, NoiseSource
 from exporter.options import DEFAULT_BITS, BuildError, BuildOptions, check_options
 from exporter.privacy import PrivacyBudget
@@ -113,6 +115,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     else:
         exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
         encoder = exported.to_bundle_encoder()
+    if opts.engine == "local" and embed_for_benchmarks is None:  # before anything is embedded
+        check_memory(encoder, opts.train, head=opts.has_head)
     embedder = None
     if opts.engine == "local" or opts.aligned:  # the Ray driver embeds only public text
         embedder = exporter_embedder(encoder, workers=opts.workers or os.cpu_count() or 1)
@@ -131,7 +135,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
             vocabulary = exported.vocabulary_embeddings(embedder.embed)
             t = timer.add("public basis", t)
             head_counts, head = release_head_stats(engine, embedder.embed, vocabulary, labels, budget, timer,
-                                                   opts.progress)
+                                                   opts.progress, lr_scale=encoders.head_lr_scale(encoder))
             t = timer.start()
         elif earlier is not None:
             budget.declare_public(BATCH_INPUT)

@@ -116,9 +116,11 @@ class HeadRule:
         return sensitivity_l2(self.grid, self.clip_l2)
 
 
-def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delta: float) -> HeadRule:
+def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delta: float,
+              lr_scale: float = 1.0) -> HeadRule:
     """The rule of the module doc from the released noisy record count N (at least 1), the
-    bundle's epsilon, the head's share of it and delta."""
+    bundle's epsilon, the head's share of it and delta; ``lr_scale`` is the encoder's public
+    factor on the learning rate (exporter.encoders, derived on ../shared/data)."""
     n = max(float(noisy_records), 1.0)
     q = min(1.0, EXPECTED_BATCH / n)
     steps = math.ceil(EPOCHS / q)
@@ -131,7 +133,7 @@ def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delt
         z = calibrate_noise_multiplier(head_epsilon, sample_rate=q, steps=steps, delta=delta)
     except AccountingError as exc:
         raise BuildError(f"--delta: {exc}") from None
-    return HeadRule(q, steps, learning_rate(epsilon), z)
+    return HeadRule(q, steps, lr_scale * learning_rate(epsilon), z)
 
 
 def check_delta_below(delta: float, noisy_records: float) -> None:
@@ -290,12 +292,14 @@ def train(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_
 
 
 def release_head(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_counts: np.ndarray,
-                 budget: PrivacyBudget, progress: bool = False) -> HeadRelease:
-    """The head release: the rule from the released counts, the budget's accounted noisy steps,
-    the training; refuses (BuildError) a delta not below 1 / N before any step."""
+                 budget: PrivacyBudget, progress: bool = False, lr_scale: float = 1.0) -> HeadRelease:
+    """The head release: the rule from the released counts (and the encoder's public
+    ``lr_scale``), the budget's accounted noisy steps, the training; refuses (BuildError) a
+    delta not below 1 / N before any step."""
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
     check_delta_below(budget.delta, n_noisy)
-    rule = head_rule(n_noisy, epsilon=budget.epsilon, head_epsilon=budget.share(Key.HEAD), delta=budget.delta)
+    rule = head_rule(n_noisy, epsilon=budget.epsilon, head_epsilon=budget.share(Key.HEAD), delta=budget.delta,
+                     lr_scale=lr_scale)
     steps = budget.noisy_steps(Key.HEAD, sensitivity_l2=rule.sensitivity_l2, noise_multiplier=rule.noise_multiplier,
                                sample_rate=rule.sample_rate, steps=rule.steps, mechanism=MECHANISM)
     budget.declare_public("head origin: the mean embedding of the encoder's own vocabulary words and the label "

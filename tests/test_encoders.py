@@ -34,7 +34,9 @@ def test_the_cli_lists_every_known_encoder():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     for e in encoders.REGISTRY.values():
-        assert e.name in r.stdout and e.licence in r.stdout and e.package in r.stdout
+        assert e.name in r.stdout and e.licence in r.stdout and e.install_command in r.stdout
+        assert e.accuracy in r.stdout and e.ms_per_text in r.stdout
+    assert "phone" in r.stdout and "laptop and Raspberry Pi" in r.stdout  # the tiers
     assert "installed" in r.stdout and "--encoder FOLDER" in r.stdout
     bad = subprocess.run([sys.executable, "-m", "exporter", "encoder", "--encoder", "no-such-encoder"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)

@@ -205,6 +205,25 @@ def test_the_rule_is_public():
     assert head_rule(-3.0, epsilon=1.0, head_epsilon=0.95, delta=1e-5).steps == 100
 
 
+def test_the_laptop_tier_trains_at_twice_the_learning_rate_and_nothing_else_changes():
+    """The encoder's public factor (exporter.encoders, chosen on the shared data: docs/head.md)
+    scales the learning rate alone; an encoder the registry does not know keeps the factor 1."""
+    from dataclasses import replace
+
+    from exporter import encoders
+    from runtime import bundle as fmt
+
+    mpnet = fmt.load(ROOT / "format" / "1" / "corpus" / "accept" / "mpnet.dpedge").encoder
+    assert encoders.head_lr_scale(mpnet) == 1.0  # the corpus's tiny MPNet is a folder, not the registered one
+    registered = replace(mpnet, facts={"name": encoders.REGISTRY["all-mpnet-base-v2"].model_id})
+    assert encoders.head_lr_scale(registered) == 2.0
+    assert encoders.head_lr_scale(replace(mpnet, facts={"name": "sentence-transformers/all-MiniLM-L6-v2"})) == 1.0
+    one = head_rule(8000.0, epsilon=5.0, head_epsilon=4.75, delta=1e-5)
+    two = head_rule(8000.0, epsilon=5.0, head_epsilon=4.75, delta=1e-5, lr_scale=2.0)
+    assert two.learning_rate == 2 * one.learning_rate == 25.6
+    assert (two.sample_rate, two.steps, two.noise_multiplier) == (one.sample_rate, one.steps, one.noise_multiplier)
+
+
 # --------------------------------------------------------------------------- options the head would ignore
 
 

@@ -34,7 +34,7 @@ def test_readme_names_every_release_of_the_default_bundle(dp_bundle, tables_bund
     assert sums.sensitivity_l1 == round(sums.grid * sums.clip_l1)
     assert f"grid of 1/{sums.grid}" in section and "(L1 sensitivity round(100 x B))" in section
     k = b.projection.shape[0]
-    assert b.class_sums.shape[1] == k and 16 <= k <= 384 and "from 16 to 384" in section
+    assert b.class_sums.shape[1] == k and 16 <= k <= b.encoder.dim == 384 and "from 16 to D (384; mpnet 768)" in section
     # the optional third release, as a --votes-share bundle states it
     t = fmt.load(tables_bundle)
     votes = t.releases["votes"]
