@@ -97,6 +97,6 @@ def test_head_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
                         "--out", str(out)], capture_output=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr.decode()
     assert "| assistant |" in r.stdout.decode() and "head (eps 8, delta 1e-05)" in r.stdout.decode()
-    row = json.loads(out.read_text())["results"]["assistant"]
+    row = json.loads(out.read_text())["results"]["all-MiniLM-L6-v2"]["assistant"]  # by encoder, then dataset
     assert row["default"]["8"][0] > 0.6 and row["head"]["8"][0] > 0.6  # far above chance (1/7) on this data
     assert row["rule"]["8"]["sample_rate"] == 1.0 and row["rule"]["8"]["steps"] == 100  # 560 records: q = 1
