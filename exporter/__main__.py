@@ -56,8 +56,8 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="OPT-IN, off by default: make the bundle (epsilon, delta)-DP instead of pure epsilon-DP: the "
                         "noisy class counts and a linear softmax head trained by DP-SGD on the embeddings "
-                        "(Gaussian noise; docs/head.md); the guarantee may fail with probability up to delta, so "
-                        "D must be at most 1e-3 and below 1/N (N: the noisy record count), e.g. 1e-5 or less; "
+                        "(Gaussian noise; docs/head.md); delta is an additive slack in the definition (not a probability "
+                        "that the bound fails), so D must be at most 1e-3 and below 1/N (N: the noisy record count), e.g. 1e-5 or less; "
                         "one record is the unit (no --unit-column), local engine only")
     p.add_argument("--hashing", choices=HASHINGS, default="aligned",
                    help="aligned (default): release noisy class counts and class sums in a public subspace, plus "

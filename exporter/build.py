@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -91,6 +92,7 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
 
 def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None,
            gaussian_for_tests: GaussianNoiseSource | None = None) -> BuildReport:
+    started = datetime.now(timezone.utc)  # the bundle's stamp: public, unlike when the build ends
     labels = read_labels(opts.labels)
     timer = Timer()
     t = timer.start()
@@ -165,7 +167,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
 
     bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public,
                              stand_in=embed_for_benchmarks is not None, encoder_statement=encoder_statement,
-                             head=head, counts=head_counts)
+                             head=head, counts=head_counts, started=started)
     if pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
         bundle = dataclasses.replace(bundle, encoder_pack=pack.digest)
     if earlier is not None:

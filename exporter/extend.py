@@ -23,6 +23,7 @@ import numpy as np
 
 from exporter.dataset import LabelSet
 from exporter.options import BuildError, BuildOptions
+from exporter.privacy import TEST_HOOK
 from exporter.public_basis import PublicBasis
 from exporter.stages import ENCODER_IS_PUBLIC, ENCODER_STATED_BY_BUILDER
 from exporter.votes import INT16_MAX, INT16_MIN
@@ -61,6 +62,9 @@ def check_extension(opts: BuildOptions, old: Bundle, labels: LabelSet) -> None:
                              f"--max-records-per-unit")
     if old.exporter and "embeddings" in old.exporter:
         raise BuildError("the earlier bundle is a benchmark stand-in, not a release of records")
+    if old.head is not None:
+        raise BuildError("--extend: the earlier bundle is a head bundle (--delta): a head's DP-SGD steps do not add up "
+                         "over batches; build a new head from all the records instead (nothing was read or written)")
 
 
 def earlier_options(opts: BuildOptions, old: Bundle) -> BuildOptions:
@@ -110,6 +114,9 @@ def merged(old: Bundle, new: Bundle) -> Bundle:
     within = new.privacy[Key.COMPOSITION]
     privacy = {**new.privacy, Key.BATCHES: batches, Key.COMPOSITION: COMPOSITION.format(batches=batches, within=within),
                Key.PUBLIC_INPUTS: list(dict.fromkeys([*old.privacy[Key.PUBLIC_INPUTS], *new.privacy[Key.PUBLIC_INPUTS]]))}
+    old_source, new_source = old.privacy[Key.NOISE_SOURCE], new.privacy[Key.NOISE_SOURCE]
+    if TEST_HOOK in old_source and TEST_HOOK not in new_source:  # a pinned batch's marker stays for ever after
+        privacy[Key.NOISE_SOURCE] = f"{new_source}; an earlier batch: {old_source}"
     return dataclasses.replace(  # the writer lists privacy.batches (and encoder_pack) in requires
         new, privacy=privacy, requires=old.requires,
         class_counts=add(old.class_counts, new.class_counts, i32.min, i32.max, np.int32),

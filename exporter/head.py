@@ -100,6 +100,12 @@ def sensitivity_l2(grid: int = GRID, clip_l2: float = CLIP_L2) -> int:
     return int(exact)
 
 
+#: What a refusal after the counts must say: they were drawn, so a rerun releases them again.
+RERUN_SPENDS = ("Nothing was written, but this run drew the noisy class counts to find N (within its guarantee): a "
+                "rerun on the same records draws them again, a second release of those records to count against your "
+                "budget")
+
+
 @dataclass(frozen=True)
 class HeadRule:
     """The head's hyper-parameters: all public (from N, epsilon and delta)."""
@@ -127,12 +133,11 @@ def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delt
     if steps > MAX_STEPS:
         most = MAX_STEPS * EXPECTED_BATCH // EPOCHS
         raise BuildError(f"--delta: the head's rule would take {steps:,} steps for N = {n:,.0f} records, more than the "
-                         f"format's {MAX_STEPS:,}; a head is built for up to about {most:,} records (nothing was "
-                         "written)")
+                         f"format's {MAX_STEPS:,}; a head is built for up to about {most:,} records. {RERUN_SPENDS}")
     try:
         z = calibrate_noise_multiplier(head_epsilon, sample_rate=q, steps=steps, delta=delta)
     except AccountingError as exc:
-        raise BuildError(f"--delta: {exc}") from None
+        raise BuildError(f"--delta: {exc}. {RERUN_SPENDS}") from None
     return HeadRule(q, steps, lr_scale * learning_rate(epsilon), z)
 
 
@@ -144,13 +149,13 @@ def check_delta_below(delta: float, noisy_records: float) -> None:
         >>> check_delta_below(1e-3, 5000.0)
         Traceback (most recent call last):
         ...
-        exporter.options.BuildError: --delta 0.001 is not below 1 / N = 0.0002 (N = 5000, the released noisy record count): a delta that large lets the release show a record outright; choose a smaller delta (nothing was written)
+        exporter.options.BuildError: --delta 0.001 is not below 1 / N = 0.0002 (N = 5000, the released noisy record count): a delta that large lets the release show a record outright; choose a smaller delta. Nothing was written, but this run drew the noisy class counts to find N (within its guarantee): a rerun on the same records draws them again, a second release of those records to count against your budget
     """
     n = max(float(noisy_records), 1.0)
     if not delta < 1.0 / n:
         raise BuildError(f"--delta {delta:g} is not below 1 / N = {1.0 / n:g} (N = {n:g}, the released noisy record "
                          f"count): a delta that large lets the release show a record outright; choose a smaller "
-                         f"delta (nothing was written)")
+                         f"delta. {RERUN_SPENDS}")
 
 
 def sampling_threshold(sample_rate: float) -> int | None:

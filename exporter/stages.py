@@ -29,6 +29,7 @@ from exporter.progress import Timer
 from exporter.public_basis import PublicBasis, task_basis
 from exporter.votes import VoteRelease
 from runtime import __version__
+from runtime.bundle.wording import DELTA_SUMMARY
 from runtime.bundle.schema import Bundle, EncoderSpec, HeadRelease, Key, Scoring
 
 #: Turns texts into unit embeddings, shape (n, dim), float32 (an `Embedder`'s `embed`).
@@ -45,8 +46,8 @@ FOLDER_NOTICE = ("note: --encoder {folder}: the guarantee assumes this encoder w
                  "records (a model fine-tuned on them breaks it); the bundle states that you say so")
 #: The line a head build (--delta) prints on stderr: the guarantee is not the default's.
 HEAD_NOTICE = ("note: --delta {delta:g} is opt-in: this bundle is (epsilon, delta)-DP, not pure epsilon-DP: the "
-               "class counts and a linear head trained by DP-SGD, whose guarantee may fail with probability up to "
-               "delta; leave out --delta for the default pure epsilon-DP bundle")
+               "class counts and a linear head trained by DP-SGD (" + DELTA_SUMMARY + "); leave out --delta for the "
+               "default pure epsilon-DP bundle")
 STAND_IN = "BENCHMARK STAND-IN: the counts were not made by this encoder; do not classify with this bundle"
 #: The blend's constants the exporter ships (docs/accuracy.md has the measurements): the
 #: cosine at temperature 0.04, the prior at 0.05 with R = 100 records per class, the class sums
@@ -168,18 +169,31 @@ def encoder_input(source: str | Path | None) -> str:
     return ENCODER_STATED_BY_BUILDER if encoders.is_folder(source) else ENCODER_IS_PUBLIC
 
 
+def created_stamp(started: datetime | None) -> str:
+    """The bundle's creation stamp: the minute the build *started* (``started``; None: now), in UTC.
+    Never when it ended: a build's duration grows with its exact record count (embedding, and
+    DP-SGD's steps), so an end time would be a timing channel on N.
+
+    Example:
+        >>> created_stamp(datetime(2026, 11, 28, 14, 32, 38, 123, tzinfo=timezone.utc))
+        '2026-11-28T14:32:00+00:00'
+    """
+    t = (started or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return t.replace(second=0, microsecond=0).isoformat(timespec="seconds")
+
+
 def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudget, hashing: Hashing | None,
                     votes: VoteRelease | None, *, stats: ClassStatsRelease | None = None,
                     public: PublicInputs | None = None, stand_in: bool = False,
                     encoder_statement: str = ENCODER_IS_PUBLIC, head: HeadRelease | None = None,
-                    counts: np.ndarray | None = None) -> Bundle:
+                    counts: np.ndarray | None = None, started: datetime | None = None) -> Bundle:
     """The bundle: the releases, the public inputs (``encoder_statement``: how the encoder is
     stated, `encoder_input`), and the privacy facts the budget writes. A head bundle
     (``head``, with the released ``counts``) holds the class counts and the head alone."""
     budget.declare_public(LABELS_ARE_PUBLIC)
     budget.declare_public(encoder_statement)
     exporter = {Key.NAME: "dpedge", Key.VERSION: __version__,
-                Key.CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                Key.CREATED: created_stamp(started)}
     if stand_in:
         exporter["embeddings"] = STAND_IN
     parts: dict[str, Any] = {}

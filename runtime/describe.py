@@ -98,7 +98,7 @@ def bundle_info(b: Bundle, path: Path | None = None) -> dict[str, Any]:
 
 def privacy_summary(b: Bundle) -> str:
     """One line: the guarantee in the bundle's own words (numbers to 10 significant digits). A
-    bundle with a head says delta in words and never "pure"."""
+    bundle with a head says what delta is in the contract's words and never "pure"."""
     parts = ", ".join(f"{name} eps {r.epsilon:.10g} (scale {r.noise_scale:.10g})" for name, r in b.releases.items())
     person = b.privacy[Key.PRIVACY_UNIT] != wording.privacy_unit(None)  # the reader checked the words against K
     unit = wording.privacy_unit(b.records_per_unit if person else None)
@@ -107,8 +107,8 @@ def privacy_summary(b: Bundle) -> str:
     if h is None:
         return (f"epsilon = {b.epsilon:.10g}, delta = 0 (pure DP) per {unit}, spent on "
                 f"{parts}{batches}; discrete Laplace noise")
-    return (f"epsilon = {b.epsilon:.10g}, delta = {b.delta:.10g} (approximate DP, not pure: the epsilon bound may fail "
-            f"with probability up to delta) per {unit}, spent on {parts}, head eps {h.epsilon:.10g} delta "
+    return (f"epsilon = {b.epsilon:.10g}, delta = {b.delta:.10g} ({wording.DELTA_SUMMARY}) per {unit}, spent on "
+            f"{parts}, head eps {h.epsilon:.10g} delta "
             f"{h.delta:.10g} (DP-SGD, {h.steps} steps, sample rate {h.sample_rate:.10g}, noise multiplier "
             f"{h.noise_multiplier:.10g}); discrete Laplace and Gaussian noise")
 
@@ -129,6 +129,8 @@ def format_info(info: dict[str, Any], summary: str) -> str:
         lines.append(f"  {label:<{width}}  {d}".rstrip())
     lines.append("privacy")
     lines.append(f"  guarantee             {summary}")
+    if p.get(Key.DELTA):  # an approximate guarantee: what delta is, in the contract's words
+        lines.append(f"  what delta is         {wording.DELTA_STATEMENT}")
     for key in PRIVACY_LINES:
         if key in p:
             value = "; ".join(map(str, p[key])) if isinstance(p[key], list) else _num(p[key])

@@ -123,3 +123,28 @@ def test_a_series_planned_for_its_total_gets_the_subspace_of_one_build(batches, 
     assert fmt.load(alone).projection.shape[0] < planned.projection.shape[0]  # the plan changed the choice
     with pytest.raises(BuildError, match="give one of them"):
         build(build_options(tmp_path / "x.dpedge", planned_records=total, basis_dim=16), noise_for_tests=ConstantNoise(0))
+
+
+def test_a_batch_with_real_noise_on_a_pinned_bundle_keeps_its_marker_for_ever(chain, batches, tmp_path):
+    """An earlier bundle whose noise the test hook pinned is not differentially private; a batch
+    with OpenDP's noise added to it must not make the sum look like it is."""
+    from exporter.privacy import TEST_HOOK
+
+    assert TEST_HOOK in fmt.load(chain[0]).privacy["noise_source"]
+    out = tmp_path / "real-on-pinned.dpedge"
+    build(build_options(out, train=batches[1], extend=chain[0], seed=None))  # the CLI's path: real noise
+    b = fmt.load(out)
+    assert TEST_HOOK in b.privacy["noise_source"] and "OpenDP" in b.privacy["noise_source"]
+
+
+def test_a_head_bundle_is_not_extended_and_nothing_is_read(batches, tmp_path):
+    from noise_hooks import ConstantGaussian
+
+    head = tmp_path / "head.dpedge"
+    build(build_options(head, train=batches[0], delta=1e-5, seed=None), noise_for_tests=ConstantNoise(0),
+          gaussian_for_tests=ConstantGaussian())
+    out = tmp_path / "more.dpedge"
+    missing = tmp_path / "no-such-records.jsonl"  # never opened: refused before any record is read
+    with pytest.raises(BuildError, match="the earlier bundle is a head bundle .*nothing was read or written"):
+        build(build_options(out, train=missing, extend=head, seed=None))
+    assert not out.exists()

@@ -22,7 +22,8 @@ from runtime.scoring import MODES, Scorer
 
 pytestmark = pytest.mark.check
 
-CORPUS = Path(__file__).resolve().parents[1] / "format" / "1" / "corpus" / "accept" / "scoring"
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "format" / "1" / "corpus" / "accept" / "scoring"
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,33 @@ def test_a_head_bundle_is_never_called_pure(head):
     text = format_info(bundle_info(head, CORPUS / "head.dpedge"), summary)
     assert "release 2             head: epsilon 4.0, delta 1e-05" in text
     assert "accountant: dp-accounting" in text
+
+
+def test_delta_is_worded_as_the_contract_words_it_and_never_as_a_failure_probability(head):
+    """Delta is the additive slack in the definition; every statement of it is the contract's
+    text (schema.json wording.delta), in the summary, --info and the build's notice, and no
+    source, doc or reader says "may fail with probability" of it."""
+    import re
+    import subprocess
+
+    from exporter.stages import HEAD_NOTICE
+    from runtime.bundle import wording
+    from runtime.contract import schema
+
+    words = schema()["wording"]["delta"]
+    assert (wording.DELTA_SUMMARY, wording.DELTA_STATEMENT) == (words["summary"], words["statement"])
+    assert "additive slack" in words["summary"] and "not a probability that it fails" in words["summary"]
+    summary = privacy_summary(head)
+    assert f"({words['summary']})" in summary
+    assert words["statement"] in format_info(bundle_info(head, CORPUS / "head.dpedge"), summary)
+    assert words["summary"] in HEAD_NOTICE.format(delta=1e-5)
+    tracked = subprocess.run(["git", "ls-files", "--", "*.py", "*.ts", "*.java", "*.md", "*.js", "*.json", "*.html"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    wrong = re.compile(r"(may fail|may not hold)[^.]{0,40}probability|probability[^.]{0,40}(may fail|fails outright)|"
+                       r"except with probability at most")
+    offenders = [f for f in tracked if "node_modules" not in f and not f.startswith("tests/")
+                 and (ROOT / f).is_file() and wrong.search((ROOT / f).read_text(encoding="utf-8", errors="replace"))]
+    assert offenders == []
 
 
 def test_the_stated_epsilon_covers_the_contract_bound(head):

@@ -5,7 +5,8 @@ while its numbers are record-level would make a reader repeat a guarantee the re
 give. So the words are a function of ``privacy.max_records_per_unit`` (K) and the unit's kind
 (format/1/schema.json "wording"): the exporter writes them with `privacy_unit` and
 `neighbour_relation`, and a reader refuses a bundle whose words are not these (`check`,
-relation ``wording``).
+relation ``wording``). What delta means is worded once too (`DELTA_SUMMARY`, `DELTA_STATEMENT`):
+delta is the additive slack in the definition, never "the probability that the bound fails".
 
 Example:
     >>> privacy_unit(3), neighbour_relation(3, "'user_id'")
@@ -36,6 +37,12 @@ def neighbour_relation(k: int | None, column: str = "") -> str:
         return WORDING["record"]["neighbour_relation"]
     person = WORDING["person"]
     return _k(person["neighbour_relation_prefix"], k) + column + person["neighbour_relation_suffix"]
+
+
+#: What delta is, in the contract's words (format/1/schema.json "wording" "delta"): a short form for
+#: one-line summaries and the statement of the definition. Every reader shows these, never its own.
+DELTA_SUMMARY: str = WORDING["delta"]["summary"]
+DELTA_STATEMENT: str = WORDING["delta"]["statement"]
 
 
 def check(unit: str, relation: str, k: int) -> None:

@@ -5,7 +5,7 @@
 // (unprintable code points shown as \x1b, \u202e); so are the texts classified. The page
 // fetches only its own files: its scripts, onnxruntime-web's WebAssembly, and a bundle named
 // by ?bundle=.
-import { WorkerClassifier, escape, showsSomething } from "./vendor/worker.js";
+import { DELTA_STATEMENT, DELTA_SUMMARY, WorkerClassifier, escape, showsSomething } from "./vendor/worker.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -69,11 +69,6 @@ function factor(eps) {
   return `about 10^${Math.floor(eps / Math.LN10)}`;
 }
 
-/** "1 in 100,000" for 1e-5. */
-function oneIn(p) {
-  return p > 0 ? `1 in ${Math.round(1 / p).toLocaleString("en")}` : "never";
-}
-
 /** The privacy facts in plain words, first; the auditor's table goes in the <details> beneath. */
 function showPlain(info) {
   const p = info.privacy;
@@ -91,8 +86,9 @@ function showPlain(info) {
       `e^${exact(eps)} = ${factor(eps)}. The smaller epsilon is, the less anyone can learn about that ` +
       `${k === 1 ? "record" : "person"} from the bundle.`),
     delta > 0
-      ? para(`Delta = ${exact(delta)}: this guarantee is approximate, not pure. With a probability of up to ${exact(delta)} ` +
-        `(${oneIn(delta)}) the epsilon bound may not hold (the bundle's classifier head was trained with DP-SGD).`, "delta")
+      // What delta is in the contract's words (schema.json "wording" "delta"), never the page's own.
+      ? para(`Delta = ${exact(delta)}: this guarantee is approximate, not pure (the bundle's classifier head was ` +
+        `trained with DP-SGD). ${DELTA_STATEMENT}.`, "delta")
       : para("Delta = 0: the bound always holds (pure differential privacy)."),
     para("Classifying texts here costs no privacy: the budget was spent once, when the bundle was built, and your texts " +
       "never leave this page."),
@@ -112,10 +108,9 @@ function showFacts(info) {
   if (p.batches !== undefined) rows.push(["batches", p.batches]);
   for (const [name, r] of Object.entries(info.releases)) {
     if (name === "head") { // format 1.1: an (epsilon, delta) release, never pure
-      rows.push(["release head", `epsilon ${exact(r.epsilon)}, delta ${exact(r.delta)} (the epsilon bound may fail with ` +
-        `probability up to delta), L2 sensitivity ${exact(r.sensitivity_l2)}, noise scale ${exact(r.noise_scale)} (noise ` +
-        `multiplier ${exact(r.noise_multiplier)}), ${r.steps} steps at sample rate ${exact(r.sample_rate)}; ${r.mechanism}; ` +
-        `accountant: ${r.accountant}`]);
+      rows.push(["release head", `epsilon ${exact(r.epsilon)}, delta ${exact(r.delta)} (${DELTA_SUMMARY}), L2 sensitivity ` +
+        `${exact(r.sensitivity_l2)}, noise scale ${exact(r.noise_scale)} (noise multiplier ${exact(r.noise_multiplier)}), ` +
+        `${r.steps} steps at sample rate ${exact(r.sample_rate)}; ${r.mechanism}; accountant: ${r.accountant}`]);
       continue;
     }
     rows.push([`release ${name}`, `epsilon ${exact(r.epsilon)}, L1 sensitivity ${exact(r.sensitivity_l1)}, noise scale ` +

@@ -1,7 +1,7 @@
 /** What both entry points export besides their Classifier. */
 export { checkText, type LabelScore, type LoadOptions, type Prediction } from "./classifier.js";
 export { readContainer, Bin, type Value, type ValueMap } from "./container.js";
-export { SCHEMA, UNICODE } from "./contract.js";
+export { DELTA_STATEMENT, DELTA_SUMMARY, SCHEMA, UNICODE } from "./contract.js";
 export { BudgetExceeded, WrongIO, type Engine, type EngineFactory, type EngineIO } from "./engine.js";
 export { OnnxRuntimeEngine, type OrtModule, type OrtSession, type OrtSessionOptions, type OrtTensor } from "./engines/onnxruntime.js";
 export { BundleError, DeploymentError, DpedgeError, InputError } from "./errors.js";

@@ -90,6 +90,8 @@ export interface Schema {
       readonly neighbour_relation_prefix: string;
       readonly neighbour_relation_suffix: string;
     };
+    /** What delta is (1.1), the one wording every reader shows: a short form and the definition. */
+    readonly delta: { readonly summary: string; readonly statement: string };
   };
   readonly tokenizer: {
     readonly max_depth: number;
@@ -155,6 +157,15 @@ export interface UnicodeTables {
 
 export const SCHEMA = schemaJson as unknown as Schema;
 export const UNICODE = unicodeJson as unknown as UnicodeTables;
+
+/**
+ * What delta is, in the contract's words (schema.json "wording" "delta"): the short form a
+ * one-line summary puts in parentheses, and the statement of the definition. Delta is the
+ * additive slack in P[M(D) in S] <= e^epsilon P[M(D') in S] + delta, never a probability that
+ * the epsilon bound fails; every reader shows these words, never its own.
+ */
+export const DELTA_SUMMARY: string = SCHEMA.wording.delta.summary;
+export const DELTA_STATEMENT: string = SCHEMA.wording.delta.statement;
 
 /**
  * The contract's settings of every ONNX session (schema.json "encoder", onnx_session_config: no

@@ -4,6 +4,7 @@
  * encoder.
  */
 import { Bin, type Value } from "./container.js";
+import { DELTA_SUMMARY } from "./contract.js";
 import type { Bundle } from "./reader.js";
 import { escape } from "./text.js";
 
@@ -36,7 +37,8 @@ export function short(x: number): string {
 
 /**
  * One line: the guarantee in the bundle's own words (runtime/describe.py privacy_summary). A
- * bundle with a head (1.1) states delta in words and is never called pure.
+ * bundle with a head (1.1) says what delta is in the contract's words (DELTA_SUMMARY) and is
+ * never called pure.
  */
 export function privacySummary(b: Bundle): string {
   const parts = Object.values(b.releases).map((r) => `${r.statistic} eps ${short(r.epsilon)} (scale ${short(r.noise_scale)})`);
@@ -47,8 +49,8 @@ export function privacySummary(b: Bundle): string {
     return `epsilon = ${short(b.epsilon)}, delta = 0 (pure DP) per ${unit}, spent on ${parts.join(", ")}${batches}; ` +
       "discrete Laplace noise";
   }
-  return `epsilon = ${short(b.epsilon)}, delta = ${short(b.delta)} (approximate DP, not pure: the epsilon bound may fail ` +
-    `with probability up to delta) per ${unit}, spent on ${parts.join(", ")}, head eps ${short(h.epsilon)} delta ` +
+  return `epsilon = ${short(b.epsilon)}, delta = ${short(b.delta)} (${DELTA_SUMMARY}) per ${unit}, spent on ` +
+    `${parts.join(", ")}, head eps ${short(h.epsilon)} delta ` +
     `${short(h.delta)} (DP-SGD, ${h.steps} steps, sample rate ${short(h.sample_rate)}, noise multiplier ` +
     `${short(h.noise_multiplier)}); discrete Laplace and Gaussian noise`;
 }

@@ -232,3 +232,5 @@ export class WorkerClassifier {
 
 /** For pages that display texts: unprintable code points as \x1b, \u202e (escape), and whether a text prints as anything (showsSomething). */
 export { escape, showsSomething } from "./text.js";
+/** What delta is, in the contract's words (schema.json "wording" "delta"), for pages that explain a guarantee. */
+export { DELTA_STATEMENT, DELTA_SUMMARY } from "./contract.js";

@@ -10,6 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { headEpsilon, logMoment } from "../src/accounting.js";
+import { DELTA_STATEMENT, DELTA_SUMMARY } from "../src/contract.js";
 import { bundleInfo, privacySummary, short } from "../src/describe.js";
 import { BundleError } from "../src/errors.js";
 import { readBundle } from "../src/reader.js";
@@ -135,14 +136,19 @@ describe("the privacy summary", () => {
 });
 
 describe("the privacy summary of a bundle with a head (1.1)", () => {
-  // runtime/describe.py privacy_summary on the same file, recorded.
-  it("states delta in words and never says pure", async () => {
+  // runtime/describe.py privacy_summary on the same file, recorded; what delta is in the contract's
+  // words (schema.json "wording" "delta", read here from the file), never "a probability that the bound fails".
+  it("states delta in the contract's words and never says pure", async () => {
+    const wording = (JSON.parse(readFileSync(new URL("../../format/1/schema.json", import.meta.url), "utf8")) as
+      { wording: { delta: { summary: string; statement: string } } }).wording.delta;
+    expect(DELTA_SUMMARY).toBe(wording.summary);
+    expect(DELTA_STATEMENT).toBe(wording.statement);
     const b = await readBundle(corpora[0]!.read("accept/scoring/head.dpedge"));
     const s = privacySummary(b);
-    expect(s).toBe("epsilon = 4.4, delta = 1e-05 (approximate DP, not pure: the epsilon bound may fail with probability " +
-      "up to delta) per one record, spent on class_counts eps 0.4 (scale 2.5), head eps 4 delta 1e-05 (DP-SGD, 400 steps, " +
-      "sample rate 0.25, noise multiplier 5.893434); discrete Laplace and Gaussian noise");
-    expect(s).not.toMatch(/pure DP/);
+    expect(s).toBe(`epsilon = 4.4, delta = 1e-05 (${wording.summary}) per one record, spent on class_counts eps 0.4 ` +
+      "(scale 2.5), head eps 4 delta 1e-05 (DP-SGD, 400 steps, sample rate 0.25, noise multiplier 5.893434); discrete " +
+      "Laplace and Gaussian noise");
+    expect(s).not.toMatch(/may fail|pure DP/);
     expect(b.delta).toBe(1e-5);
     const info = bundleInfo(b) as { components: string[]; releases: Record<string, Record<string, unknown>>; sizes_bytes: Record<string, number> };
     expect(info.components).toEqual(["head"]);

@@ -101,11 +101,14 @@ public final class MainActivity extends Activity {
             // Embeds the check text at load: refuses an engine that computes other embeddings than
             // the exporter's (engine.check), fails on it (engine.load) or is too slow (engine.budget).
             classifier = new Classifier(bundle, encoder);
-            // The guarantee in the core's words: epsilon, delta (with a head, 1.1, in words and never
-            // "pure"), the unit, each release's share and B when it is over 1 (section 5).
+            // The guarantee in the core's words: epsilon, delta (with a head, 1.1, in the contract's
+            // words and never "pure"), the unit, each release's share and B when it is over 1 (section 5).
             StringBuilder facts = new StringBuilder().append(bundle.labels().size()).append(" labels, ").append(format)
                     .append(" encoder (").append(bundle.encoder().family()).append(")\n")  // family: 1.2, bert or mpnet
                     .append(Text.escape(bundle.privacySummary()));
+            if (bundle.delta() > 0) {  // an approximate guarantee: what delta is, the contract's statement
+                facts.append("\nwhat delta is: ").append(org.dpedge.core.Bundle.deltaStatement());
+            }
             for (PrivacyFacts r : bundle.releases().values()) {
                 facts.append(String.format(java.util.Locale.ROOT, "%n%s: epsilon %.4g, sensitivity %d, noise scale %.4g",
                         r.statistic(), r.epsilon(), r.sensitivityL1(), r.noiseScale()));

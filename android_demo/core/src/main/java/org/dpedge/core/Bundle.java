@@ -129,16 +129,34 @@ public final class Bundle {
 
     /**
      * The bundle's delta: 0.0 for pure epsilon-DP; with a head (1.1) the head's delta, above 0,
-     * and the guarantee is approximate: the epsilon bound may fail with probability up to delta.
+     * and the guarantee is approximate: delta is the additive slack in the definition, never a
+     * probability that the epsilon bound fails ({@link #deltaStatement()}, the contract's words).
      */
     public double delta() {
         return (Double) privacy.get("delta");
     }
 
     /**
+     * What delta is, in the contract's short words (schema.json "wording" "delta" "summary"), as
+     * {@link #privacySummary()} puts it in parentheses after a delta above 0.
+     */
+    public static String deltaSummary() {
+        return (String) ((Map<?, ?>) Contract.map("wording").get("delta")).get("summary");
+    }
+
+    /**
+     * What delta is, the definition in the contract's words (schema.json "wording" "delta"
+     * "statement"): an app shows it beside the summary of a bundle whose delta is above 0, never
+     * words of its own.
+     */
+    public static String deltaStatement() {
+        return (String) ((Map<?, ?>) Contract.map("wording").get("delta")).get("statement");
+    }
+
+    /**
      * One line: the guarantee in the bundle's own words, numbers to 10 significant digits, as the
-     * reference says it (runtime/describe.py privacy_summary). A bundle with a head states delta in
-     * words and never says pure.
+     * reference says it (runtime/describe.py privacy_summary). A bundle with a head says what delta
+     * is in the contract's words ({@link #deltaSummary()}) and never says pure.
      */
     public String privacySummary() {
         StringBuilder parts = new StringBuilder();
@@ -156,11 +174,10 @@ public final class Bundle {
             return "epsilon = " + g10(epsilon()) + ", delta = 0 (pure DP) per " + unit + ", spent on " + parts + batches
                     + "; discrete Laplace noise";
         }
-        return "epsilon = " + g10(epsilon()) + ", delta = " + g10(delta()) + " (approximate DP, not pure: the epsilon "
-                + "bound may fail with probability up to delta) per " + unit + ", spent on " + parts + ", head eps "
-                + g10(head.epsilon()) + " delta " + g10(head.delta()) + " (DP-SGD, " + head.steps() + " steps, sample "
-                + "rate " + g10(head.sampleRate()) + ", noise multiplier " + g10(head.noiseMultiplier())
-                + "); discrete Laplace and Gaussian noise";
+        return "epsilon = " + g10(epsilon()) + ", delta = " + g10(delta()) + " (" + deltaSummary() + ") per " + unit
+                + ", spent on " + parts + ", head eps " + g10(head.epsilon()) + " delta " + g10(head.delta())
+                + " (DP-SGD, " + head.steps() + " steps, sample rate " + g10(head.sampleRate()) + ", noise multiplier "
+                + g10(head.noiseMultiplier()) + "); discrete Laplace and Gaussian noise";
     }
 
     /** Python's {@code format(x, ".10g")} of a finite double: 10 significant digits, half to even, zeros stripped. */

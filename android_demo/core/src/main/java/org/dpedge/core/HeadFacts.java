@@ -22,7 +22,10 @@ public final class HeadFacts {
         return (Double) m.get("epsilon");
     }
 
-    /** Its delta: the bundle's (the probability that the epsilon bound may fail). */
+    /**
+     * Its delta: the bundle's, the additive slack in the definition, not a probability that the
+     * epsilon bound fails ({@link Bundle#deltaStatement()}, the contract's words).
+     */
     public double delta() {
         return (Double) m.get("delta");
     }

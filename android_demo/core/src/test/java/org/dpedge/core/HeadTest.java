@@ -62,11 +62,15 @@ public class HeadTest {
         assertEquals(b.delta(), b.head().delta(), 0.0);
         assertEquals(400, b.head().steps());
         String said = b.privacySummary();
-        // runtime/describe.py privacy_summary of the same bundle, word for word.
-        assertEquals("epsilon = 4.4, delta = 1e-05 (approximate DP, not pure: the epsilon bound may fail with "
-                + "probability up to delta) per one record, spent on class_counts eps 0.4 (scale 2.5), head eps 4 "
-                + "delta 1e-05 (DP-SGD, 400 steps, sample rate 0.25, noise multiplier 5.893434); discrete Laplace and "
-                + "Gaussian noise", said);
+        // runtime/describe.py privacy_summary of the same bundle, word for word: what delta is in the
+        // contract's words (schema.json "wording" "delta"), never "a probability that the bound fails".
+        String summary = Contract.string("wording.delta.summary");
+        assertEquals(summary, Bundle.deltaSummary());
+        assertEquals(Contract.string("wording.delta.statement"), Bundle.deltaStatement());
+        assertEquals("epsilon = 4.4, delta = 1e-05 (" + summary + ") per one record, spent on class_counts eps 0.4 "
+                + "(scale 2.5), head eps 4 delta 1e-05 (DP-SGD, 400 steps, sample rate 0.25, noise multiplier "
+                + "5.893434); discrete Laplace and Gaussian noise", said);
+        assertFalse(said, said.contains("may fail"));
         assertFalse(said, said.contains("pure DP"));
         assertFalse(said, said.contains("delta = 0 "));
     }
