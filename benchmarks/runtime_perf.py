@@ -647,9 +647,9 @@ def scoring_breakdown(clf: Classifier, text: str, reps: int) -> dict[str, Any]:
     emb = clf.encoder.embed_one(clf.tokenizer.encode([text])[0])[None, :]
     x = np.asarray(emb, np.float64)
     parts: dict[str, Callable[[], Any]] = {"float64 copy": lambda: np.asarray(emb, np.float64)}
-    if scorer._matrix is not None:
+    if scorer._directions_t is not None:
         parts["centroids + prior (all)"] = lambda: scorer._components(x)
-        parts["  one product (dim x (k + 2C))"] = lambda: row_products(x, scorer._matrix)
+        parts["  the projection z = P x (dim x k)"] = lambda: row_products(x, scorer._proj_t)
     if scorer.votes is not None:
         buckets = scorer.hasher.buckets(x)
         parts["hash (SimHash buckets)"] = lambda: scorer.hasher.buckets(x)

@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-from runtime.bundle.schema import BOOST_MAX, Bundle, Key
+from runtime.bundle.exactmath import exp_array
+from runtime.bundle.schema import BOOST_MAX, NEAR_ZERO, UNIT_MIN_NORM, Bundle, Key
 from runtime.rowwise import row_products
 from runtime.simhash import SimHasher
 
@@ -76,34 +77,46 @@ def sums_noise_norm(b: Bundle) -> float:
     return math.sqrt(2.0 * b.class_sums.shape[1] * b.batches) * r.noise_scale / r.grid
 
 
+def _sum_rows(a: np.ndarray) -> np.ndarray:
+    """Each row's sum in ascending index order (cumsum adds in order; sum() would add pairwise), shape (n, 1)."""
+    if a.shape[-1] == 0:
+        return np.zeros((*a.shape[:-1], 1))
+    return np.cumsum(a, axis=-1)[..., -1:]
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+    """Section 7's softmax: the largest subtracted, the contract's exp, the sum in index order."""
+    e = exp_array(z - z.max(axis=-1, keepdims=True))
+    return e / _sum_rows(e)
 
 
-def _unit_rows(a: np.ndarray) -> np.ndarray:
-    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+def _norms(a: np.ndarray) -> np.ndarray:
+    """|v| of each row: sqrt of its dot product with itself, summed in index order, shape (n, 1)."""
+    return np.sqrt(_sum_rows(a * a))
 
 
-#: A query whose |z| (or |x|) is at most this has no direction worth the name: its cosines
-#: would be rounding noise that two readers compute differently, so they are 0 (a uniform softmax).
-NEAR_ZERO = 1e-6
+def _unit_rows(a: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """unit(v) / temperature of each row, value by value (section 7)."""
+    out = a / np.maximum(_norms(a), UNIT_MIN_NORM)
+    return out if temperature == 1.0 else out / temperature
 
 
-def _cosines(a: np.ndarray, dots: np.ndarray) -> np.ndarray:
-    """dots / |a| row by row (each row's norm on its own, like `row_products`), 0 where |a| <= NEAR_ZERO."""
-    norms = np.array([math.sqrt(float(row @ row)) for row in a]).reshape(len(a), 1)
-    return np.where(norms > NEAR_ZERO, dots / np.maximum(norms, NEAR_ZERO), 0.0)
+def _cosines(a: np.ndarray, directions_t: np.ndarray) -> np.ndarray:
+    """dot(a, d_c) / |a| for each row of ``a`` and each column of ``directions_t``, 0 where
+    |a| <= NEAR_ZERO: the dot products first, then one division each (section 7's order)."""
+    dots = row_products(a, directions_t)
+    norms = _norms(a)
+    return np.where(norms > NEAR_ZERO, dots / np.where(norms > NEAR_ZERO, norms, 1.0), 0.0)
 
 
 class Scorer:
     """Scores embeddings against one bundle (see the module doc).
 
-    Everything that depends only on the bundle is prepared once: the projection P, the class
-    directions (temperature folded in) and the prior's unit description embeddings sit side by
-    side in one (D, k + 2C) matrix, so a query costs one product, two norms and one fused
-    softmax, plus the hashing with vote tables.
+    Everything that depends only on the bundle is prepared once (P^T, P o, the class directions
+    over their temperature, the prior's unit rows over theirs); a query then follows section 7
+    of docs/bundle-format.md in its order, so that its scores, and so its label, ties included,
+    are the same bits as the Java and TypeScript readers' (no product folded ahead, no BLAS,
+    the contract's exp).
     """
 
     def __init__(self, b: Bundle, mode: str = "blend"):
@@ -125,33 +138,31 @@ class Scorer:
         #: Algorithm 2 (summed raw votes) when there are no class statistics to blend with.
         self.plain_votes = b.votes is not None and (mode == "votes" or not has["centroids"])
         self._positive = None if self.plain_votes or b.votes is None else np.maximum(b.votes, 0)
-        self._matrix = None
+        self._directions_t = None
         if not has["centroids"]:
             return
         self.boost = prior_boost(b) if has["prior"] else 0.0
-        proj = np.asarray(b.projection, np.float64)
-        self._k = len(proj)
-        self._shift = proj @ np.asarray(b.origin, np.float64)
+        # Section 7, step by step in its order (every reader's): P^T for proj(v) = dot(v, P_j).
+        self._proj_t = np.ascontiguousarray(np.asarray(b.projection, np.float64).T)
+        self._k = self._proj_t.shape[1]
+        self._shift = row_products(np.asarray(b.origin, np.float64)[None, :], self._proj_t)[0]
         sums = b.sums
         strength = b.scoring.description_pull * sums_noise_norm(b)
         if has["prior"] and strength > 0:
             m = max(1.0, strength)
-            sums = sums / m + (strength / m) * _unit_rows(np.asarray(b.prior, np.float64) @ proj.T - self._shift)
-        dirs = _unit_rows(sums).T / b.scoring.centroid_temperature
-        self._shift_dirs = self._shift @ dirs
-        cols = [proj.T, proj.T @ dirs]
-        if has["prior"]:
-            cols.append(_unit_rows(np.asarray(b.prior, np.float64)).T / b.scoring.prior_temperature)
-        self._matrix = np.ascontiguousarray(np.concatenate(cols, axis=1))
+            toward = _unit_rows(row_products(np.asarray(b.prior, np.float64), self._proj_t) - self._shift)
+            sums = sums / m + (strength / m) * toward
+        self._directions_t = np.ascontiguousarray(_unit_rows(sums, b.scoring.centroid_temperature).T)
+        self._prior_t = None if not has["prior"] else np.ascontiguousarray(
+            _unit_rows(np.asarray(b.prior, np.float64), b.scoring.prior_temperature).T)
 
     def _components(self, x: np.ndarray) -> np.ndarray:
         """Centroid and prior probabilities, shape (n, 2, C) (without a prior its row is 0)."""
-        h = row_products(x, self._matrix)  # a text's scores must not depend on its batch
-        k, c = self._k, self.classes
-        logits = np.zeros((len(x), 2, c))
-        logits[:, 0] = _cosines(h[:, :k] - self._shift, h[:, k:k + c] - self._shift_dirs)
+        logits = np.zeros((len(x), 2, self.classes))
+        z = row_products(x, self._proj_t) - self._shift  # a text's scores must not depend on its batch
+        logits[:, 0] = _cosines(z, self._directions_t)
         if self._has_prior:
-            logits[:, 1] = _cosines(x, h[:, -c:])
+            logits[:, 1] = _cosines(x, self._prior_t)
         probs = _softmax(logits)
         if not self._has_prior:
             probs[:, 1] = 0.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +124,18 @@ def test_text_rules(row):
     assert (None if bad is None else ord(bad)) == row["unprintable"]
     assert (None if gap is None else ord(gap)) == row["unassigned"]
     assert shows_something(t) == row["shows_something"]
+
+
+def test_the_corpus_has_arithmetic_cases_on_every_function():
+    assert {r["function"] for r in INDEX["arithmetic"]} == {"exp", "log", "log1p", "expm1", "head_epsilon"}
+
+
+@pytest.mark.parametrize("row", INDEX["arithmetic"], ids=lambda r: f"{r['function']}{r['args']}")
+def test_arithmetic_is_the_contracts_bit_for_bit(row):
+    """Section 7.1's exp, log, log1p, expm1 and the accountant's bound: the same IEEE bits as the
+    corpus (which the Java and web readers check too)."""
+    from runtime.bundle import exactmath
+    from runtime.bundle.accounting import head_epsilon
+
+    fn = head_epsilon if row["function"] == "head_epsilon" else getattr(exactmath, row["function"])
+    assert struct.pack(">d", fn(*row["args"])).hex() == row["bits"]

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 import numpy as np
 
-from runtime.bundle.accounting import head_epsilon
+from runtime.bundle.accounting import ACCOUNTANT_RTOL, head_epsilon
 from runtime.bundle.reader import CONDITION_HOLDS, has_path
 from runtime.contract import schema as _contract
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH, NUMBER_DIGITS,
@@ -879,6 +879,37 @@ def head_release(classes: int, dim: int, **facts: Any) -> dict[str, Any]:
             "weights": _f4(3.0 * np.sin(1.7 * i + 0.3)), "bias": _f4(0.5 * np.cos(np.arange(classes, dtype=np.float64)))}
 
 
+#: (noise multiplier, sample rate, steps, delta) of the heads whose epsilon sits at the
+#: accountant's edge: subsampled and full-batch, the bound's two regimes.
+EDGES = ((1.1, 0.1, 1000, 1e-5), (42.4, 1.0, 100, 1e-5), (0.93, 0.0078125, 3000, 1e-6))
+
+
+def edge_epsilons(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> tuple[float, float]:
+    """The least epsilon a head with these numbers may claim (the contract's bound over 1 + rtol,
+    found double by double: no rounding of the refusal rule can cross it) and the double below
+    it, which is refused. Every reader computes the same bound bit for bit (section 7.1), so
+    every reader accepts the first and refuses the second."""
+    bound = head_epsilon(noise_multiplier, sample_rate, steps, delta)
+    eps = bound / (1.0 + ACCOUNTANT_RTOL)
+    while bound > eps * (1.0 + ACCOUNTANT_RTOL):  # refused: one double up
+        eps = math.nextafter(eps, math.inf)
+    while not bound > math.nextafter(eps, 0.0) * (1.0 + ACCOUNTANT_RTOL):  # the one below still accepted
+        eps = math.nextafter(eps, 0.0)
+    return eps, math.nextafter(eps, 0.0)
+
+
+def at_edge(doc: dict[str, Any], edge: tuple[float, float, int, float], accepted: bool) -> None:
+    """``doc``'s head given ``edge``'s numbers and the edge epsilon (`edge_epsilons`) on the
+    accepted or the refused side; the noise scale and privacy.epsilon and delta follow."""
+    z, q, steps, delta = edge
+    head = doc["releases"]["head"]
+    eps = edge_epsilons(*edge)[0 if accepted else 1]
+    head.update(noise_multiplier=z, noise_scale=z * head["sensitivity_l2"], sample_rate=q, steps=steps, delta=delta,
+                epsilon=eps)
+    doc["privacy"]["epsilon"] = sum(r["epsilon"] for r in doc["releases"].values())
+    doc["privacy"]["delta"] = delta
+
+
 def with_head(doc: dict[str, Any], head: dict[str, Any]) -> None:
     """Give ``doc`` ``head`` (1.1): version, requires, and the privacy facts' epsilon and delta."""
     put(doc, "version", [1, 1])
@@ -941,6 +972,10 @@ def head_cases(base: dict[str, Any]) -> Iterator[Case]:
         hb, (f"{HEAD}.delta", 1e-3), ("privacy.delta", 1e-3), (f"{HEAD}.steps", 40000)), "relation.accountant",
         f"{HEAD}.epsilon")
     yield Case("head-not-in-requires", _edit(hb, ("requires", _DROP)), "relation.requires", "requires")
+    for i, edge in enumerate(EDGES):  # one double below the least epsilon these numbers allow
+        doc = copy.deepcopy(hb)
+        at_edge(doc, edge, accepted=False)
+        yield Case(f"head-epsilon-one-double-below-the-bound-{i}", seal(doc), "relation.accountant", f"{HEAD}.epsilon")
 
 
 def malformed(base: dict[str, Any]) -> list[Case]:

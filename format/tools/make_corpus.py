@@ -22,8 +22,10 @@ import argparse
 import copy
 import dataclasses
 import json
+import math
 import os
 import shutil
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -41,14 +43,18 @@ from runtime import bundle as fmt  # noqa: E402
 from runtime.scoring import Scorer  # noqa: E402
 from runtime.text import escape, escape_json, label_key, shows_something, unassigned, unprintable  # noqa: E402
 from runtime.tokenizer import TextTokenizer  # noqa: E402
+from runtime.bundle import exactmath  # noqa: E402
+from runtime.bundle.accounting import head_epsilon  # noqa: E402
 from runtime.bundle.tokenizer_family import check_tokenizer_json  # noqa: E402
 
 CORPUS = ROOT / "format" / "1" / "corpus"
 DATA = ROOT / "data" / "assistant"
 
-#: How close another reader's numbers must be (cases.json repeats them for readers).
+#: How close another reader's numbers must be (cases.json repeats them for readers). Scores from a
+#: given embedding are exact: every reader computes them with the same operations in the same
+#: order (docs/bundle-format.md section 7), so they agree bit for bit, ties included.
 TOLERANCE = {
-    "scores": 1e-9,
+    "scores": 0.0,
     "embedding": 1e-5,
     "embedding_cosine": 0.999,
     "label_margin": 0.02,
@@ -225,8 +231,44 @@ def vectors(path: Path, dim: int, embeddings: list[list[float]],
     rng = np.random.default_rng(7)  # public test vectors, not noise
     embs = [np.asarray(e, np.float32) for e in embeddings[:6]]
     embs += [rng.standard_normal(dim).astype(np.float32) for _ in range(4)]
-    embs += [np.zeros(dim, np.float32), 3.0 * embs[0], np.float32(1e-7) * embs[1], embs[1] + embs[2]]
+    embs += [np.zeros(dim, np.float32), 3.0 * embs[0], np.float32(1e-7) * embs[1], embs[1] + embs[2],
+             np.full(dim, 0.5, np.float32)]  # equal coordinates: the tie cases' query
     return [{"embedding": _floats(e), **_scored(scorer, b.labels, e)} for e in embs]
+
+
+def _bits(x: float) -> str:
+    return struct.pack(">d", x).hex()
+
+
+def arithmetic_rows() -> list[dict[str, Any]]:
+    """The contract's exp, log, log1p, expm1 (section 7.1) and the accountant's bound, each result
+    as the 16 hex digits of its IEEE double: every reader must compute the same bits. The edges
+    (the clamps, the sqrt(2) split, subnormals, the series' switch, k's rounding) and public
+    pseudo-random values."""
+    rng = np.random.default_rng(20261128)  # public test values, not noise
+    a = exactmath
+    nudge = lambda x, n: [x] + [float(v) for v in (np.nextafter(x, np.inf), np.nextafter(x, -np.inf))][:n]
+    values: dict[str, list[float]] = {
+        "exp": [0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, -1e-300, 5e-324, 700.0, -700.0, 745.0, -745.0,
+                *nudge(a.EXP_MAX, 2), *nudge(a.EXP_MIN, 2), *nudge(0.5 * a.LN2_HI, 2), *nudge(-0.5 * a.LN2_HI, 2),
+                *[float(v) for v in rng.uniform(-708, 709, 40)], *[float(v) for v in rng.uniform(-3, 3, 40)],
+                *[float(v) for v in -rng.exponential(30.0, 20)]],
+        "log": [1.0, 2.0, 0.5, 5e-324, 2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308,
+                *nudge(1.0, 2), *nudge(a.SQRT2, 2), *nudge(a.SQRT2 / 2, 2), 1e-5, 1e-10, 0.1, 0.25, 0.9375,
+                *[float(v) for v in np.exp(rng.uniform(-700, 700, 40))], *[float(v) for v in rng.uniform(0, 4, 40)]],
+        "log1p": [0.0, -0.5, -0.9999999999999999, 1e-17, -1e-17, 1e-8, 2.220446049250313e-16, 1.0, 1e300,
+                  *[float(v) for v in -rng.uniform(0, 1, 30)], *[float(v) for v in 10.0 ** rng.uniform(-16, 0, 30)]],
+        "expm1": [0.0, 1e-17, -1e-17, 1e-8, *nudge(a.EXPM1_BELOW, 2), *nudge(-a.EXPM1_BELOW, 2), -40.0, -800.0,
+                  *[float(v) for v in rng.uniform(-1, 1, 40)], *[float(v) for v in -rng.exponential(20.0, 20)]],
+    }
+    rows = [{"function": name, "args": [x], "bits": _bits(getattr(a, name)(x))}
+            for name, xs in values.items() for x in xs if not math.isnan(getattr(a, name)(x))]
+    heads = [(1.1, 0.1, 1000, 1e-5), (42.4, 1.0, 100, 1e-5), (0.6, 1.0, 1, 1e-3), (200.0, 0.5, 10, 1e-12),
+             (0.5, 0.001, 1, 1e-5), *[e for e in cases.EDGES]]
+    heads += [(float(rng.uniform(0.5, 50)), float(rng.uniform(0.001, 1)), int(rng.integers(1, 5000)),
+               float(10.0 ** rng.uniform(-12, -3))) for _ in range(40)]
+    rows += [{"function": "head_epsilon", "args": list(h), "bits": _bits(head_epsilon(*h))} for h in heads]
+    return rows
 
 
 def text_rows() -> list[dict[str, Any]]:
@@ -299,6 +341,45 @@ def _as_head(**facts: Any) -> Edit:
     return edit
 
 
+def _head_edge(edge: tuple[float, float, int, float]) -> Edit:
+    return lambda d: cases.at_edge(d, edge, accepted=True)
+
+
+def _tie(pull: bool) -> Edit:
+    """Classes 0 and 1 tied in real arithmetic: P reverses the coordinates (k = D = 4), origin 0,
+    class 1's sum and projected description class 0's rotated by one place; for a query with equal coordinates
+    (`vectors` gives one) every dot product and norm of class 1 adds the same terms as class 0's
+    in another order, so rounding alone picks the label. The pattern is the first of a public
+    sequence whose label changes when every sum runs the other way: a reader that sums in any
+    order but the contract's (a folded product, BLAS, pairwise) may well label it otherwise."""
+    def edit(d: dict[str, Any]) -> None:
+        sub, sums, prior = d["subspace"], d["releases"]["class_sums"]["values"], d["prior"]
+        dim = d["encoder"]["dim"]
+        flip = np.eye(dim)[::-1]  # P reverses the coordinates: a product folded ahead sums the other way
+        sub["projection"] = cases._f4(flip)
+        sub["origin"] = cases._f4(np.zeros(dim))
+        rng = np.random.default_rng(11)  # a public search for a pattern, not noise
+        for _ in range(1000):
+            s0 = rng.integers(-600, 600, dim)
+            e0 = np.float32(rng.uniform(-1, 1, dim))
+            s_rows = np.stack([s0, np.roll(s0, 1), rng.integers(-60, 60, dim)]).astype("<i4")
+            e_rows = np.stack([e0, np.roll(e0[::-1], 1)[::-1], np.float32(rng.uniform(-0.1, 0.1, dim))])
+            if not pull:
+                d["scoring"]["description_pull"] = 0.0
+            labels = []
+            for order in (slice(None), slice(None, None, -1)):  # the contract's order, and every sum reversed
+                sums.update(cases._record(s_rows[:, order], "<i4"))
+                prior.update(cases._f4(e_rows[:, order]))
+                scores = Scorer(fmt.unpack(cases.seal(d))).scores(np.full((1, dim), 0.5, np.float32))[0]
+                labels.append(int(np.argmax(scores)) if max(scores[0], scores[1]) > scores[2] else -1)
+            if labels[0] != labels[1] and -1 not in labels:  # the order picks the label: keep the first
+                sums.update(cases._record(s_rows, "<i4"))
+                prior.update(cases._f4(e_rows))
+                return
+        raise AssertionError("no rounding-sensitive tie in 1000 patterns")
+    return edit
+
+
 def _extremes(shape: tuple[int, ...]) -> np.ndarray:
     """float32's largest magnitudes, alternating in sign: logits near 1e42, finite in float64."""
     return np.where(np.arange(int(np.prod(shape))).reshape(shape) % 3 == 0, -3.4e38, 3.4e38)
@@ -331,6 +412,10 @@ SCORED: dict[str, list[Edit]] = {
     "head-full-batches-small-delta": [_as_head(sample_rate=1.0, steps=20, delta=1e-12, epsilon=50.0)],
     "head-logits-at-float32-bounds": [_as_head(arrays={"weights": _extremes, "bias": _extremes})],
     "head-tied-logits": [_as_head(arrays={"weights": np.zeros, "bias": np.zeros})],
+    "tie-broken-by-rounding": [_drop("releases.votes", "hashing"), _spend(8.0), _tie(pull=True)],
+    "tie-broken-by-rounding-without-pull": [_drop("releases.votes", "hashing"), _spend(8.0), _tie(pull=False)],
+    # the least epsilon the accountant allows these numbers (one double less is refused: cases.py)
+    **{f"head-epsilon-at-the-bound-{i}": [_as_head(), _head_edge(edge)] for i, edge in enumerate(cases.EDGES)},
 }
 
 
@@ -456,7 +541,7 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
     real.append(("three-records-per-person", work / _write(work, "three-records-per-person.dpedge", cases.seal(person))))
 
     index: dict[str, Any] = {"tolerance": REAL_TOLERANCE if real_only else TOLERANCE, "accept": [], "refuse": [],
-                             "text": text_rows()}
+                             "text": text_rows(), "arithmetic": arithmetic_rows()}
     texts = SAMPLE + [json.loads(line)["text"] for line in (DATA / "test.jsonl").read_text().splitlines()[:12]]
     for name, path in real:
         b = fmt.load(path)
@@ -468,7 +553,7 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
         index["accept"].append(entry)
     if real_only:
         shutil.rmtree(work, ignore_errors=True)
-        return {**index, "text": []}
+        return {**index, "text": [], "arithmetic": []}
     # Load-time refusal: a unit check embedding the engine does not compute (another direction).
     doc = copy.deepcopy(tables_doc)
     _values("encoder.check_embedding", lambda a: a.__setitem__(slice(None), a[::-1].copy()))(doc)
@@ -517,10 +602,12 @@ def mpnet_pack_case(out: Path, index: dict[str, Any], bundle: Path, texts: list[
 def dumps(index: dict[str, Any]) -> str:
     """cases.json: one case per line (diffs stay readable)."""
     lines = ["{", f'  "about": {json.dumps(ABOUT)},', f'  "tolerance": {json.dumps(index["tolerance"])},']
-    for key in ("accept", "refuse", "refuse_pack", "text"):
+    keys = [k for k in ("accept", "refuse", "refuse_pack", "text", "numbers", "arithmetic") if k in index or k in (
+        "accept", "refuse", "refuse_pack", "text")]
+    for key in keys:
         rows = index.get(key, [])
         body = ",\n".join("    " + json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)
-        lines.append(f'  "{key}": [\n{body}\n  ]' + ("," if key != "text" else ""))
+        lines.append(f'  "{key}": [\n{body}\n  ]' + ("," if key != keys[-1] else ""))
     return "\n".join(lines + ["}"]) + "\n"
 
 
@@ -537,7 +624,9 @@ ABOUT = ("The conformance corpus of format 1 (docs/bundle-format.md section 9 sa
          "pack (1.1), when present, is the encoder pack file the reader is given with the bundle (absent: none). "
          "refuse_pack: each encoder pack file is refused with code and path, read with expect (when present) as the "
          "digests the application accepts. "
-         "text: escape, escape_json, key and the text rules of each string.")
+         "text: escape, escape_json, key and the text rules of each string. "
+         "arithmetic: the function (section 7.1's exp, log, log1p, expm1, or head_epsilon, the accountant's bound "
+         "of section 5) of args, its IEEE double result as 16 hex digits, bit for bit.")
 
 
 def main(argv: list[str] | None = None) -> int:

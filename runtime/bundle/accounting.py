@@ -17,8 +17,10 @@ and a step's Renyi divergence is log A_a / (a - 1); T steps compose to T times i
 conversion to (epsilon, delta) is dp-accounting's (Balle et al. 2020, Proposition 12):
 epsilon_a = R + log(1 - 1/a) - log(delta a) / (a - 1), 0 when delta^2 + expm1(-R) > 0, and
 epsilon is the least over the orders (at least 0). The sums are evaluated in log space, in
-index order, the binomial coefficients' logs by the running recurrence, so that the Java and
-TypeScript readers compute the same bits with the same operations.
+index order, the binomial coefficients' logs by the running recurrence, with the contract's own
+exp and log (`runtime.bundle.exactmath`, section 7.1), never a platform's: the decision to
+accept or refuse a head is then the same in the Java and TypeScript readers, bit for bit, on
+every machine, whichever side of the bound a crafted epsilon sits.
 
 Example:
     >>> round(head_epsilon(1.1, 0.1, 1000, 1e-5), 3)
@@ -29,13 +31,14 @@ from __future__ import annotations
 
 import math
 
+from runtime.bundle.exactmath import exp, expm1, log, log1p
 from runtime.contract import schema as _contract
 
 _A = _contract()["accountant"]
 #: The integer Renyi orders the contract evaluates (dp-accounting's RdpAccountant is given the same).
 ORDERS: tuple[int, ...] = tuple(range(_A["orders"][0], _A["orders"][1] + 1))
 #: A head may claim an epsilon this much (relative) below the bound before it is refused: the
-#: readers' logarithms may differ in the last bits.
+#: exporter calibrates with dp-accounting, whose arithmetic differs from this in the last bits.
 ACCOUNTANT_RTOL: float = _A["rtol"]
 
 
@@ -45,18 +48,18 @@ def log_moment(noise_multiplier: float, sample_rate: float, order: int) -> float
     inv = 1.0 / (2.0 * noise_multiplier * noise_multiplier)
     if q >= 1.0:
         return float(a * a - a) * inv
-    log_q, log_1q = math.log(q), math.log1p(-q)
+    log_q, log_1q = log(q), log1p(-q)
     terms = []
     log_binom = 0.0
     for j in range(a + 1):
         if j > 0:
-            log_binom += math.log(a - j + 1) - math.log(j)
+            log_binom += log(float(a - j + 1)) - log(float(j))
         terms.append(log_binom + j * log_q + (a - j) * log_1q + float(j * j - j) * inv)
     top = max(terms)
     total = 0.0
     for t in terms:  # in index order: every reader adds alike
-        total += math.exp(t - top)
-    return top + math.log(total)
+        total += exp(t - top)
+    return top + log(total)
 
 
 def head_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
@@ -64,9 +67,9 @@ def head_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta:
     best = math.inf
     for a in ORDERS:
         rdp = steps * (log_moment(noise_multiplier, sample_rate, a) / (a - 1))
-        if delta * delta + math.expm1(-rdp) > 0:
+        if delta * delta + expm1(-rdp) > 0:
             eps = 0.0
         else:
-            eps = rdp + math.log1p(-1.0 / a) - math.log(delta * a) / (a - 1)
+            eps = rdp + log1p(-1.0 / a) - log(delta * a) / (a - 1)
         best = min(best, eps)
     return max(0.0, best)

@@ -4,10 +4,11 @@
  * schema.json "accountant", converted to (epsilon, delta). A port of
  * runtime/bundle/accounting.py with the same operations in the same order (log-space terms by
  * the running log-binomial recurrence, their max, then the sum of exp(term - max) in index
- * order), so that the readers compute the same bits up to their logarithms' last bits, which
- * the relation's tolerance (schema.json "accountant" rtol) absorbs.
+ * order), with the contract's own exp and log (section 7.1, ./exactmath.ts): the readers
+ * compute the same bits, so a head at the edge of the bound gets one answer from all three.
  */
 import { SCHEMA } from "./contract.js";
+import { exp, expm1, log, log1p } from "./exactmath.js";
 
 const [LOW, HIGH] = SCHEMA.accountant.orders;
 /** The integer Renyi orders the contract evaluates. */
@@ -21,19 +22,19 @@ export function logMoment(noiseMultiplier: number, sampleRate: number, order: nu
   const a = order;
   const inv = 1.0 / (2.0 * noiseMultiplier * noiseMultiplier);
   if (q >= 1.0) return (a * a - a) * inv;
-  const logQ = Math.log(q);
-  const log1Q = Math.log1p(-q);
+  const logQ = log(q);
+  const log1Q = log1p(-q);
   const terms = new Float64Array(a + 1);
   let logBinom = 0.0;
   for (let j = 0; j <= a; j++) {
-    if (j > 0) logBinom += Math.log(a - j + 1) - Math.log(j);
+    if (j > 0) logBinom += log(a - j + 1) - log(j);
     terms[j] = logBinom + j * logQ + (a - j) * log1Q + (j * j - j) * inv;
   }
   let top = terms[0]!;
   for (let j = 1; j <= a; j++) if (terms[j]! > top) top = terms[j]!; // Python's max: the first of the largest
   let total = 0.0;
-  for (const t of terms) total += Math.exp(t - top); // in index order: every reader adds alike
-  return top + Math.log(total);
+  for (const t of terms) total += exp(t - top); // in index order: every reader adds alike
+  return top + log(total);
 }
 
 /** The least epsilon over `ORDERS` for `steps` Poisson-sampled Gaussian steps at `delta` (at least 0). */
@@ -41,7 +42,7 @@ export function headEpsilon(noiseMultiplier: number, sampleRate: number, steps: 
   let best = Infinity;
   for (const a of ORDERS) {
     const rdp = steps * (logMoment(noiseMultiplier, sampleRate, a) / (a - 1));
-    const eps = delta * delta + Math.expm1(-rdp) > 0 ? 0.0 : rdp + Math.log1p(-1.0 / a) - Math.log(delta * a) / (a - 1);
+    const eps = delta * delta + expm1(-rdp) > 0 ? 0.0 : rdp + log1p(-1.0 / a) - log(delta * a) / (a - 1);
     if (eps < best) best = eps; // Python's min(best, eps)
   }
   return best > 0.0 ? best : 0.0; // Python's max(0.0, best)

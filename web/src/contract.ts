@@ -80,6 +80,12 @@ export interface Schema {
   };
   /** The contract's bound on a head's epsilon (1.1): the integer Renyi orders [low, high] and the relation's tolerance. */
   readonly accountant: { readonly orders: readonly [number, number]; readonly rtol: number };
+  /** Section 7.1's exp and log: their constants and series lengths (1.2). */
+  readonly arithmetic: {
+    readonly exp_min: number; readonly exp_max: number; readonly exp_terms: number; readonly expm1_below: number;
+    readonly expm1_terms: number; readonly log_terms: number; readonly inv_ln2: number; readonly ln2_hi: number;
+    readonly ln2_lo: number; readonly sqrt2: number;
+  };
   readonly privacy_rtol: number;
   readonly check_norm: readonly [number, number];
   readonly max_work: number;

@@ -18,9 +18,13 @@
  *
  * Either way the scores are a distribution over the labels: non-negative, summing to 1.
  *
- * Everything that depends only on the bundle is prepared once; a query costs a few products.
+ * Every step follows section 7 in its order (as the Python and Java readers do): z = P x - P o
+ * first, then each dot product summed in ascending order, the contract's exp in the softmax. No
+ * product is folded ahead, so the scores are the same bits in every reader and so is the label,
+ * exact ties included. Everything that depends only on the bundle is prepared once.
  */
 import { SCHEMA } from "./contract.js";
+import { exp } from "./exactmath.js";
 import type { Bundle } from "./reader.js";
 
 /** A query whose |z| (or |x|) is at most this has no direction: its cosines are 0. */
@@ -35,22 +39,28 @@ export function priorBoost(b: Bundle): number {
   return Math.min(rc / (b.epsilon * n), BOOST_MAX);
 }
 
-/** Rows of a [rows, cols] float64 matrix scaled to unit length (rows of norm 0 stay 0). */
-function unitRows(a: Float64Array, rows: number, cols: number): Float64Array {
+/** dot(u, v) over n values from the given offsets, summed in ascending order (section 7). */
+function dot(u: ArrayLike<number>, ui: number, v: ArrayLike<number>, vi: number, n: number): number {
+  let s = 0;
+  for (let i = 0; i < n; i++) s += u[ui + i]! * v[vi + i]!;
+  return s;
+}
+
+/** Each row of a [rows, cols] matrix over max(its norm, unit_min_norm), then over `temperature`. */
+function unitRows(a: Float64Array, rows: number, cols: number, temperature = 1): Float64Array {
   const out = new Float64Array(a.length);
   for (let r = 0; r < rows; r++) {
-    let s = 0;
-    for (let j = 0; j < cols; j++) s += a[r * cols + j]! ** 2;
-    const norm = Math.max(Math.sqrt(s), UNIT_MIN_NORM);
-    for (let j = 0; j < cols; j++) out[r * cols + j] = a[r * cols + j]! / norm;
+    const norm = Math.max(Math.sqrt(dot(a, r * cols, a, r * cols, cols)), UNIT_MIN_NORM);
+    for (let j = 0; j < cols; j++) out[r * cols + j] = a[r * cols + j]! / norm / temperature;
   }
   return out;
 }
 
+/** Section 7's softmax: the largest subtracted, the contract's exp, the sum in index order. */
 function softmax(z: Float64Array): Float64Array {
   let max = -Infinity;
   for (const v of z) max = Math.max(max, v);
-  const e = z.map((v) => Math.exp(v - max));
+  const e = z.map((v) => exp(v - max));
   let sum = 0;
   for (const v of e) sum += v;
   return e.map((v) => v / sum);
@@ -69,7 +79,7 @@ export class SimHasher {
         const row = (t * this.bits + h) * this.dim;
         let dot = 0;
         for (let j = 0; j < this.dim; j++) dot += x[j]! * this.planes[row + j]!;
-        if (dot > (this.offsets === null ? 0 : this.offsets[t * this.bits + h]!)) bucket += 2 ** h;
+        if (dot > (this.offsets === null ? 0 : this.offsets[t * this.bits + h]!)) bucket |= 1 << h;
       }
       out.push(bucket);
     }
@@ -88,10 +98,11 @@ export class Scorer {
   private readonly b: Bundle;
   private readonly k: number = 0;
   private readonly dim: number;
-  /** P^T, P^T dirs and the unit descriptions over tau_p, side by side: (D, k + 2C), row-major. */
-  private readonly matrix: Float64Array | null = null;
+  /** P (k, D) as stored, P o, the class directions over tau_c (C, k), the prior's unit rows over tau_p (C, D). */
+  private readonly projection: Float32Array | null = null;
   private readonly shift: Float64Array | null = null;
-  private readonly shiftDirs: Float64Array | null = null;
+  private readonly directions: Float64Array | null = null;
+  private readonly priorRows: Float64Array | null = null;
   private readonly hasPrior: boolean;
 
   constructor(b: Bundle) {
@@ -106,12 +117,8 @@ export class Scorer {
     this.boost = this.hasPrior ? priorBoost(b) : 0;
     this.k = k;
     const proj = b.projection!;
-    const shift = new Float64Array(k);
-    for (let r = 0; r < k; r++) {
-      let s = 0;
-      for (let j = 0; j < D; j++) s += proj[r * D + j]! * b.origin![j]!;
-      shift[r] = s;
-    }
+    const shift = new Float64Array(k); // P o
+    for (let r = 0; r < k; r++) shift[r] = dot(b.origin!, 0, proj, r * D, D);
     const sums = b.classSums;
     const release = b.releases["class_sums"]!;
     let s = new Float64Array(C * k);
@@ -123,37 +130,15 @@ export class Scorer {
       const m = Math.max(1, strength);
       const pe = new Float64Array(C * k); // P e_c - P o
       for (let c = 0; c < C; c++) {
-        for (let r = 0; r < k; r++) {
-          let dot = 0;
-          for (let j = 0; j < D; j++) dot += b.prior![c * D + j]! * proj[r * D + j]!;
-          pe[c * k + r] = dot - shift[r]!;
-        }
+        for (let r = 0; r < k; r++) pe[c * k + r] = dot(b.prior!, c * D, proj, r * D, D) - shift[r]!;
       }
       const pull = unitRows(pe, C, k);
       s = s.map((v, i) => v / m + (strength / m) * pull[i]!);
     }
-    const dirs = unitRows(s, C, k).map((v) => v / b.scoring!.centroid_temperature); // (C, k)
-    const shiftDirs = new Float64Array(C);
-    for (let c = 0; c < C; c++) {
-      let dot = 0;
-      for (let r = 0; r < k; r++) dot += shift[r]! * dirs[c * k + r]!;
-      shiftDirs[c] = dot;
-    }
-    const width = k + 2 * C;
-    const matrix = new Float64Array(D * width);
-    const priorUnit = this.hasPrior ? unitRows(Float64Array.from(b.prior!), C, D) : null;
-    for (let j = 0; j < D; j++) {
-      for (let r = 0; r < k; r++) matrix[j * width + r] = proj[r * D + j]!;
-      for (let c = 0; c < C; c++) {
-        let dot = 0;
-        for (let r = 0; r < k; r++) dot += proj[r * D + j]! * dirs[c * k + r]!;
-        matrix[j * width + k + c] = dot;
-        if (priorUnit) matrix[j * width + k + C + c] = priorUnit[c * D + j]! / b.scoring!.prior_temperature;
-      }
-    }
-    this.matrix = matrix;
+    this.projection = proj;
     this.shift = shift;
-    this.shiftDirs = shiftDirs;
+    this.directions = unitRows(s, C, k, b.scoring!.centroid_temperature);
+    this.priorRows = this.hasPrior ? unitRows(Float64Array.from(b.prior!), C, D, b.scoring!.prior_temperature) : null;
   }
 
   /** Per-class vote sums of the query's buckets (negative cells read as 0 when `positive`). */
@@ -162,7 +147,7 @@ export class Scorer {
     const votes = this.b.votes!;
     const out = new Float64Array(C);
     this.hasher!.buckets(x).forEach((bucket, t) => {
-      const row = (t * 2 ** H + bucket) * C;
+      const row = ((t << H) + bucket) * C;
       for (let c = 0; c < C; c++) out[c] = out[c]! + (positive ? Math.max(votes[row + c]!, 0) : votes[row + c]!);
     });
     return out;
@@ -175,27 +160,17 @@ export class Scorer {
     if (this.plainVotes) return shares(this.voteSums(x, false).map((v) => Math.max(v, 0)));
     const C = this.classes;
     const k = this.k;
-    const width = k + 2 * C;
-    const h = new Float64Array(width);
-    for (let j = 0; j < this.dim; j++) {
-      const xj = x[j]!;
-      if (xj === 0) continue;
-      for (let i = 0; i < width; i++) h[i] = h[i]! + xj * this.matrix![j * width + i]!;
-    }
-    let zz = 0;
-    for (let r = 0; r < k; r++) zz += (h[r]! - this.shift![r]!) ** 2;
-    const zNorm = Math.sqrt(zz);
+    const D = this.dim;
+    const z = new Float64Array(k); // z = P x - P o, value by value
+    for (let r = 0; r < k; r++) z[r] = dot(x, 0, this.projection!, r * D, D) - this.shift![r]!;
+    const zNorm = Math.sqrt(dot(z, 0, z, 0, k));
     const centroid = new Float64Array(C);
-    for (let c = 0; c < C; c++) {
-      centroid[c] = zNorm > NEAR_ZERO ? (h[k + c]! - this.shiftDirs![c]!) / Math.max(zNorm, NEAR_ZERO) : 0;
-    }
+    for (let c = 0; c < C; c++) centroid[c] = zNorm > NEAR_ZERO ? dot(z, 0, this.directions!, c * k, k) / zNorm : 0;
     const out = softmax(centroid);
     if (this.hasPrior) {
-      let xx = 0;
-      for (const v of x) xx += v * v;
-      const xNorm = Math.sqrt(xx);
+      const xNorm = Math.sqrt(dot(x, 0, x, 0, D));
       const prior = new Float64Array(C);
-      for (let c = 0; c < C; c++) prior[c] = xNorm > NEAR_ZERO ? h[k + C + c]! / Math.max(xNorm, NEAR_ZERO) : 0;
+      for (let c = 0; c < C; c++) prior[c] = xNorm > NEAR_ZERO ? dot(x, 0, this.priorRows!, c * D, D) / xNorm : 0;
       const p = softmax(prior);
       for (let c = 0; c < C; c++) out[c] = out[c]! + this.boost * p[c]!;
     }

@@ -13,6 +13,8 @@ import { Classifier, nodeEngine } from "../src/index.js";
 import type { Engine } from "../src/engine.js";
 import { BundleError, InputError } from "../src/errors.js";
 import { readBundle, readPack, type Bundle, type EncoderPack } from "../src/reader.js";
+import { headEpsilon } from "../src/accounting.js";
+import { exp, expm1, log, log1p } from "../src/exactmath.js";
 import { Scorer } from "../src/scoring.js";
 import { escape, escapeJson, labelKey, showsSomething, unassigned, unprintable } from "../src/text.js";
 import { TextTokenizer } from "../src/tokenizer.js";
@@ -142,5 +144,20 @@ describe.each(corpora)("$name", (corpus) => {
         unassigned: r.unassigned, shows_something: r.shows_something,
       });
     }
+  });
+
+  const arithmetic = cases.arithmetic ?? [];
+  it.skipIf(!arithmetic.length)(`computes each of the ${arithmetic.length} arithmetic cases bit for bit`, () => {
+    const fns: Record<string, (...a: number[]) => number> = {
+      exp, log, log1p, expm1, head_epsilon: (z, q, t, d) => headEpsilon(z!, q!, t!, d!),
+    };
+    const bits = (x: number): string => {
+      const v = new DataView(new ArrayBuffer(8));
+      v.setFloat64(0, x, false);
+      return v.getBigUint64(0, false).toString(16).padStart(16, "0");
+    };
+    const wrong = arithmetic.filter((r) => bits(fns[r.function]!(...r.args)) !== r.bits)
+      .map((r) => `${r.function}(${r.args.join(", ")}) = ${bits(fns[r.function]!(...r.args))}, expected ${r.bits}`);
+    expect(wrong).toEqual([]);
   });
 });

@@ -237,7 +237,7 @@ public final class Scorer {
         double[] e = new double[z.length];
         double sum = 0;
         for (int i = 0; i < z.length; i++) {
-            e[i] = Math.exp(z[i] - max);
+            e[i] = ExactMath.exp(z[i] - max);  // section 7.1: the same bits in every reader
             sum += e[i];
         }
         for (int i = 0; i < z.length; i++) {

@@ -99,6 +99,33 @@ public class ConformanceTest {
     }
 
     @Test
+    public void theContractsArithmeticGivesTheCorpusBitsExactly() throws Exception {
+        for (File corpus : corpora()) {
+            Failures f = new Failures();
+            List<Map<String, Object>> cases = rows(index(corpus), "arithmetic");
+            for (Map<String, Object> c : cases) {
+                List<?> args = (List<?>) c.get("args");
+                double x = ((Number) args.get(0)).doubleValue();
+                double got;
+                switch ((String) c.get("function")) {
+                    case "exp": got = ExactMath.exp(x); break;
+                    case "log": got = ExactMath.log(x); break;
+                    case "log1p": got = ExactMath.log1p(x); break;
+                    case "expm1": got = ExactMath.expm1(x); break;
+                    case "head_epsilon": got = Accountant.headEpsilon(x, ((Number) args.get(1)).doubleValue(),
+                            ((Number) args.get(2)).longValue(), ((Number) args.get(3)).doubleValue()); break;
+                    default: f.check(false, "unknown function " + c.get("function")); continue;
+                }
+                String bits = String.format("%016x", Double.doubleToRawLongBits(got));
+                f.check(bits.equals(c.get("bits")), c.get("function") + " " + args + ": " + bits + " (" + got + "), expected "
+                        + c.get("bits"));
+            }
+            f.done(corpus + " arithmetic");
+            System.out.println("conformance " + corpus + ": " + cases.size() + " arithmetic cases, bit for bit");
+        }
+    }
+
+    @Test
     public void everyRefusedBundleIsRefusedWithItsCodeAndPath() throws Exception {
         for (File corpus : corpora()) {
             Failures f = new Failures();
