@@ -34,7 +34,7 @@ from runtime import onnx_engine, tflite_engine
 from runtime.bundle.schema import CHECK_MIN_COSINE, EncoderSpec
 from runtime.limits import LOAD_RUN_SECONDS, QUERY_RUN_SECONDS
 from runtime.errors import BundleError, InputError
-from runtime.onnx_engine import EngineTimeout
+from runtime.onnx_engine import EngineOverBudget
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -166,9 +166,9 @@ class TextEncoder:
         """
         try:
             emb = self._runner().embed_one(token_ids, seconds)
-        except RuntimeError as exc:  # the engines' one-line failures (EngineTimeout: past its budget)
+        except RuntimeError as exc:  # the engines' one-line failures (EngineOverBudget: past its time or memory budget)
             error = InputError("query.engine", "", f"the encoder failed on this text: {exc}")
-            error.timed_out = isinstance(exc, EngineTimeout)
+            error.over_budget = isinstance(exc, EngineOverBudget)
             raise error from None
         return self._checked(emb)
 
@@ -196,7 +196,7 @@ class TextEncoder:
         try:
             emb = self.embed_one(check_ids, LOAD_RUN_SECONDS)
         except InputError as exc:
-            code = ("engine.budget" if getattr(exc, "timed_out", False) else "engine.load") \
+            code = ("engine.budget" if getattr(exc, "over_budget", False) else "engine.load") \
                 if exc.code == "query.engine" else "engine.check"
             raise BundleError(code, "encoder.check_embedding" if code == "engine.check" else "encoder.model",
                               f"the bundle's encoder fails at load on the {self.engine} engine: "

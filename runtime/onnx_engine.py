@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import time as time_module
 from typing import Any, Sequence
@@ -184,8 +185,22 @@ def _used(clock: int, since: float) -> float:
 _watchdog = _Watchdog()
 
 
-class EngineTimeout(RuntimeError):
+class EngineOverBudget(RuntimeError):
+    """A run (or a load) that went over the engine's memory or time budget: `engine.budget` at
+    load, as the contract and the other readers say, never `engine.load`."""
+
+
+class EngineTimeout(EngineOverBudget):
     """A run stopped at its deadline (the engine's time budget)."""
+
+
+#: How onnxruntime says a tensor did not fit the capped arena (or the machine): a memory budget.
+_OUT_OF_MEMORY = re.compile(r"BFCArena|Failed to allocate memory|is smaller than requested bytes|bad_alloc")
+
+
+def over_memory(exc: BaseException) -> bool:
+    """Whether onnxruntime's error is an allocation that did not fit the arena's cap."""
+    return bool(_OUT_OF_MEMORY.search(str(exc)))
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:
@@ -267,7 +282,7 @@ class OnnxRuntimeEngine:
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             stopped = _watchdog.finish(key)
             why = f"loading took more than {LOAD_RUN_SECONDS:g} s of work" if stopped else _one_line(exc)
-            raise BundleError("engine.budget" if stopped else "engine.load", "encoder.model",
+            raise BundleError("engine.budget" if stopped or over_memory(exc) else "engine.load", "encoder.model",
                               f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {why} "
                               f"(dpedge needs onnxruntime >= 1.22: {INSTALL})") from None
         _watchdog.finish(key)
@@ -307,6 +322,9 @@ class OnnxRuntimeEngine:
         except Exception as exc:  # noqa: BLE001 - onnxruntime's Fail, RuntimeException, InvalidArgument...
             if _watchdog.finish(key):
                 raise EngineTimeout(f"the run took more than {seconds:g} s of work and was stopped") from None
+            if over_memory(exc):
+                raise EngineOverBudget(f"the run needed more memory than the engine's budget of "
+                                       f"{ENGINE_ARENA_BYTES // 2**20} MiB: {_one_line(exc)}") from None
             raise RuntimeError(_one_line(exc)) from None
         _watchdog.finish(key)
         return out

@@ -429,3 +429,16 @@ def test_fuzz_onnx_models_with_the_real_engine(dp_bundle, seed):
             assert "\n" not in str(exc)
             continue
         assert v.shape == (384,) and np.isfinite(v).all()
+
+
+@pytest.mark.parametrize("model", [hb.onnx_expand_constant, hb.onnx_matmul_square], ids=["expand", "matmul-square"])
+def test_a_graph_over_the_arena_at_load_is_engine_budget(dp_bundle, tmp_path, model):
+    """A model whose tensors exceed the engine's memory budget when it first runs (the check
+    text, at load) is refused with `engine.budget`, the contract's code for exactly this (and
+    the web's), not `engine.load`."""
+    pytest.importorskip("onnx")
+    path = tmp_path / "over.dpedge"
+    path.write_bytes(hb.with_model(model)(hb.Base.read(dp_bundle)))
+    with pytest.raises(BundleError) as info:
+        Classifier.load(path, threads=1)
+    assert (info.value.code, info.value.path) == ("engine.budget", "encoder.model"), str(info.value)
