@@ -930,13 +930,17 @@ DOCUMENT_MUTATIONS: dict[str, Callable[[dict, Chooser], None]] = {
 ENDINGS = ("seal", "seal", "seal", "seal", "seal", "seal", "truncate", "truncate and reseal", "flip", "flip and reseal", "trailing bytes")
 
 
-def mutate(doc: dict[str, Any], ch: Chooser) -> tuple[str, bytes]:
-    """One hostile input from a (valid) document: one to three document mutations, then an
-    ending. Returns (a short description, the bytes). ``doc`` is not changed."""
+def mutate(doc: dict[str, Any], ch: Chooser, count: int | None = None,
+           ending: str | None = None) -> tuple[str, bytes]:
+    """One hostile input from a (valid) document: one to three document mutations (``count``
+    of them when given), then an ending (``ending`` when given: "seal" keeps the file whole, so
+    that two faults meet in one sealed file). Returns (a short description, the bytes). ``doc``
+    is not changed."""
     doc: Any = copy.deepcopy(doc)
     done = []
-    for _ in range(ch.integer(1, 3)):
-        if not isinstance(doc, dict):  # the root became pairs: it is sealed as it is
+    want = ch.integer(1, 3) if count is None else count
+    for _ in range(want if count is None else 4 * count):  # with a count, tries until that many took
+        if not isinstance(doc, dict) or len(done) == want:  # the root became pairs: it is sealed as it is
             break
         name = ch.choice(list(DOCUMENT_MUTATIONS))
         try:
@@ -946,7 +950,7 @@ def mutate(doc: dict[str, Any], ch: Chooser) -> tuple[str, bytes]:
         doc = doc if new is None else new
         done.append(name)
     blob = seal(doc)
-    ending = ch.choice(ENDINGS)
+    ending = ch.choice(ENDINGS) if ending is None else ending
     head = blob[:-TAIL_BYTES]
     if ending == "truncate":
         blob = blob[:ch.integer(0, len(blob) - 1)]

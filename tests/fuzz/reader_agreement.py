@@ -11,7 +11,10 @@ repeated keys, lying msgpack headers, look-alike labels, drifting privacy facts,
 edits, model bytes flipped; then sealed, truncated or bit-flipped), a quarter given a tokenizer
 variant (`tokenizer_variant`), the rest as it is, each with four random texts; a statistics
 bundle (format 1.1) is read with the corpus's encoder pack, and one bundle in ten with its own
-encoder is given that pack too (a refusal). Each reader answers, per bundle,
+encoder is given that pack too (a refusal). Strategies aimed at edges: two faults in one sealed
+file (`bs.mutate` with count 2), a head's epsilon at the accountant's bound or one double
+below it (`accountant_edge`), and classes tied in real arithmetic (`tie`), where only the
+contract's exact arithmetic and order give one answer. Each reader answers, per bundle,
 either its refusal (code and path) or its labels, the token ids and `has_token` of a set of
 texts, and the scores of a unit vector; per string, the text rules (escape, escape_json, key,
 unprintable, unassigned, shows_something). Answers must be equal; scores within the corpus's
@@ -41,9 +44,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT), str(HERE.parent)]
+sys.path[:0] = [str(ROOT), str(HERE.parent), str(ROOT / "format" / "tools")]
 
 import bundle_strategies as bs  # noqa: E402 - after the path above
+import cases  # noqa: E402 - format/tools: the accountant's edge
 from runtime import bundle as fmt  # noqa: E402
 from runtime.bundle.tokenizer_family import check_tokenizer_json  # noqa: E402
 from runtime.errors import BundleError  # noqa: E402
@@ -163,17 +167,64 @@ def _ends(post: dict[str, Any], vocab: dict[str, int]) -> tuple[list[Any], list[
     return [[t, vocab[t]] for t in (name(post["single"][0]), name(post["single"][2]))]
 
 
+def accountant_edge(doc: dict[str, Any], rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """A head bundle whose epsilon is the least its numbers allow, or one double less: random
+    noise multiplier, sample rate, steps and delta (cases.at_edge). A reader whose bound differs
+    from the contract's in the last bit answers the other way."""
+    doc = copy.deepcopy(doc)
+    edge = (rng.uniform(0.3, 60.0), rng.choice([1.0, rng.uniform(1e-3, 1.0)]), rng.randint(1, 3000),
+            10.0 ** rng.uniform(-12, -3))
+    accepted = rng.random() < 0.5
+    cases.at_edge(doc, edge, accepted=accepted)
+    return f"accountant edge ({'at' if accepted else 'one double below'} the bound)", doc
+
+
+def tie(doc: dict[str, Any], rng: random.Random) -> tuple[str, dict[str, Any], list[float]]:
+    """A blend whose classes 0 and 1 tie in real arithmetic for a query of equal coordinates
+    (the corpus's tie cases, format/tools/make_corpus.py `_tie`, with random patterns): P reverses
+    the coordinates (k = D), origin 0, class 1's sum and projected description class 0's rotated.
+    Rounding alone picks the label, so only the contract's order gives the corpus's answer."""
+    doc = copy.deepcopy(doc)
+    dim, classes = doc["subspace"]["origin"]["shape"][0], len(doc["labels"])
+    flip = np.eye(dim)[::-1]
+    doc["subspace"]["projection"] = cases._f4(flip)
+    doc["subspace"]["origin"] = cases._f4(np.zeros(dim))
+    s0 = np.array([rng.randint(-600, 600) for _ in range(dim)])
+    sums = np.array([[rng.randint(-60, 60) for _ in range(dim)] for _ in range(classes)])
+    sums[0], sums[1] = s0, np.roll(s0, 1)
+    doc["releases"]["class_sums"]["values"] = cases._record(sums, "<i4")
+    if "prior" in doc:
+        e0 = np.float32([rng.uniform(-1, 1) for _ in range(dim)])
+        prior = np.float32([[rng.uniform(-0.1, 0.1) for _ in range(dim)] for _ in range(classes)])
+        prior[0], prior[1] = e0, np.roll(e0[::-1], 1)[::-1]
+        doc["prior"] = cases._f4(prior)
+    if rng.random() < 0.5 and "scoring" in doc:
+        doc["scoring"]["description_pull"] = 0.0
+    return "tie in real arithmetic", doc, [float(np.float32(1.0 / np.sqrt(dim)))] * dim
+
+
 def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[str, Any]:
     """Writes the mutated bundles into ``folder`` and returns the questions (the texts, the
     strings, and per bundle its file and, once Python has read it, its vector)."""
     rng = random.Random(seed)
     docs = bases()
+    heads = [d for d in docs if "head" in d.get("releases", {})]
+    blends = [d for d in docs if "class_sums" in d.get("releases", {}) and "subspace" in d]
     rows = []
     for i in range(n_bundles):
-        doc, kind = rng.choice(docs), rng.random()
-        if kind < 0.6:  # hostile: most are refused, each with a code and a path every reader must name
+        doc, kind, x = rng.choice(docs), rng.random(), None
+        if kind < 0.5:  # hostile: most are refused, each with a code and a path every reader must name
             how, blob = bs.mutate(doc, bs.Dice(rng))
-        elif kind < 0.85:  # accepted, with a tokenizer of its own
+        elif kind < 0.58:  # two faults in one sealed file: every reader must name the same one
+            how, blob = bs.mutate(doc, bs.Dice(rng), count=2, ending="seal")
+            how = f"two faults: {how}"
+        elif kind < 0.66 and heads:  # the accountant's edge
+            how, edged = accountant_edge(rng.choice(heads), rng)
+            blob = bs.seal(edged)
+        elif kind < 0.74 and blends:  # an exact tie in real arithmetic
+            how, tied, x = tie(rng.choice(blends), rng)
+            blob = bs.seal(tied)
+        elif kind < 0.9:  # accepted, with a tokenizer of its own
             how, blob = "tokenizer variant", bs.seal(tokenizer_variant(doc, rng))
         else:  # accepted as it is: new texts and vectors
             how, blob = "as it is", bs.seal(doc)
@@ -182,7 +233,7 @@ def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[s
         named = doc.get("encoder_pack")
         given = PACKS.get(bytes(named), PACK) if isinstance(named, bytes) else PACK if rng.random() < 0.1 else None
         rows.append({"file": name, "how": how, "texts": [random_string(rng) for _ in range(4)],
-                     "pack": None if given is None else str(given)})
+                     "pack": None if given is None else str(given), **({} if x is None else {"x": x})})
     strings = [random_string(rng) for _ in range(n_strings)] + TEXTS
     return {"texts": TEXTS, "strings": strings, "bundles": rows, "seed": seed}
 
@@ -198,7 +249,8 @@ def python_answers(folder: Path, q: dict[str, Any]) -> dict[str, Any]:
             tok = TextTokenizer(check_tokenizer_json(b.encoder.tokenizer_json), b.encoder.max_length,
                                 b.encoder.text_prefix)
             texts = q["texts"] + row["texts"]
-            row["x"] = unit_vector(rng, b.encoder.dim)
+            x = unit_vector(rng, b.encoder.dim)  # drawn for every bundle: the sequence stays the seed's
+            row["x"] = row.get("x", x)
             scores = Scorer(b).scores(np.asarray(row["x"], np.float32)[None, :])[0]
             out.append({"labels": list(b.labels), "ids": [tok.encode_one(t) for t in texts],
                         "has": [tok.has_token(t) for t in texts], "scores": [float(s) for s in scores]})
