@@ -57,8 +57,16 @@ quickstart: models/quickstart.dpedge
 	$(PY) -m exporter evaluate --bundle models/quickstart.dpedge --test data/assistant/test.jsonl \
 	    --plot models/quickstart-evaluation.png
 
-test: $(VENV)/.test
-	$(PY) -m pytest -q
+# The corpus of the real encoder (format/1/corpus is the committed one, of tiny encoders): written
+# once from the exported encoder and read by the Java tests in `make test` and the web's in
+# `make test-web`; written again only when a tracked source it comes from changes.
+REAL_CORPUS := $(CURDIR)/build/real-corpus
+REAL_CORPUS_SOURCES := $(shell git ls-files runtime exporter format data/assistant 2>/dev/null | grep -v '^format/1/corpus/')
+$(REAL_CORPUS)/cases.json: $(VENV)/.test $(REAL_CORPUS_SOURCES)
+	$(PY) format/tools/make_corpus.py --real --out $(REAL_CORPUS)
+
+test: $(VENV)/.test $(REAL_CORPUS)/cases.json
+	DPEDGE_REAL_CORPUS=$(REAL_CORPUS) $(PY) -m pytest -q
 
 # The bare runtime (numpy, msgpack, tokenizers, onnxruntime) plus the test extra, reading the
 # encoder that .venv exported into models/.
@@ -85,11 +93,9 @@ check: $(RUNTIME_VENV)/.installed
 clean:
 	rm -rf models/encoders models/*.dpedge .cache .pytest_cache
 
-# The web runtime (web/): its packages from the committed lock file, a conformance corpus of the
-# real encoder (format/1/corpus is the committed one, of tiny encoders), then vitest in Node and in
-# headless Chromium (Debian's chromium package), then the three readers' differential fuzzing.
-REAL_CORPUS := $(CURDIR)/build/real-corpus
-test-web: $(VENV)/.test
-	$(PY) format/tools/make_corpus.py --real --out $(REAL_CORPUS)
+# The web runtime (web/): its packages from the committed lock file, the corpus of the real
+# encoder, then vitest in Node and in headless Chromium (Debian's chromium package), then the three
+# readers' differential fuzzing.
+test-web: $(VENV)/.test $(REAL_CORPUS)/cases.json
 	cd web && npm ci --no-audit --no-fund && DPEDGE_REAL_CORPUS=$(REAL_CORPUS) npm test
 	$(PY) -m pytest -q -p no:cacheprovider tests/fuzz/test_reader_agreement.py
