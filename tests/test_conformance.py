@@ -139,3 +139,9 @@ def test_arithmetic_is_the_contracts_bit_for_bit(row):
 
     fn = head_epsilon if row["function"] == "head_epsilon" else getattr(exactmath, row["function"])
     assert struct.pack(">d", fn(*row["args"])).hex() == row["bits"]
+
+
+@pytest.mark.parametrize("row", INDEX["numbers"], ids=lambda r: repr(r["value"]))
+def test_numbers_are_written_by_the_contracts_rule(row):
+    """Section 5: 10 significant digits of the exact value, ties to even (the privacy summary's `.10g`)."""
+    assert f"{row['value']:.10g}" == row["text"]

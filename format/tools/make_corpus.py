@@ -271,6 +271,21 @@ def arithmetic_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def number_rows() -> list[dict[str, Any]]:
+    """The contract's number formatting (section 5: Python's ".10g"): the exact binary value to
+    10 significant digits, ties to even. Exact ties (values whose decimal expansion stops at an
+    11th digit 5, both ways), carries into a new exponent, both exponent switches, and public
+    pseudo-random values."""
+    rng = np.random.default_rng(5)  # public test values, not noise
+    values = [2.0 ** -15, 3 * 2.0 ** -15, 5 * 2.0 ** -15, 2.0 ** -14, 12345678905.0, 12345678915.0, -12345678925.0,
+              9999999999.5, 9999999998.5, 99999.999995, 0.00012207031250000001, 2.0 ** -13, 1e-4, 9.9999999995e-5,
+              1e-5, 1e10, 9999999999.0, 0.1, 1.6, 1.5999999999999996, 20.000000000000004, 123456789.125, 0.0, -0.0,
+              5e-324, 1.7976931348623157e308, -2.5, 1.00000000049, 8.0, 1e-300]
+    values += [float(v) for v in rng.uniform(-1e6, 1e6, 20)] + [float(10.0 ** v) for v in rng.uniform(-12, 12, 20)]
+    values += [k * 2.0 ** -20 for k in rng.integers(1, 2**20, 20).tolist()]
+    return [{"value": v, "text": format(v, ".10g")} for v in values]
+
+
 def text_rows() -> list[dict[str, Any]]:
     rows = []
     for t in TEXT_CASES:
@@ -541,7 +556,7 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
     real.append(("three-records-per-person", work / _write(work, "three-records-per-person.dpedge", cases.seal(person))))
 
     index: dict[str, Any] = {"tolerance": REAL_TOLERANCE if real_only else TOLERANCE, "accept": [], "refuse": [],
-                             "text": text_rows(), "arithmetic": arithmetic_rows()}
+                             "text": text_rows(), "numbers": number_rows(), "arithmetic": arithmetic_rows()}
     texts = SAMPLE + [json.loads(line)["text"] for line in (DATA / "test.jsonl").read_text().splitlines()[:12]]
     for name, path in real:
         b = fmt.load(path)
@@ -553,7 +568,7 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
         index["accept"].append(entry)
     if real_only:
         shutil.rmtree(work, ignore_errors=True)
-        return {**index, "text": [], "arithmetic": []}
+        return {**index, "text": [], "numbers": [], "arithmetic": []}
     # Load-time refusal: a unit check embedding the engine does not compute (another direction).
     doc = copy.deepcopy(tables_doc)
     _values("encoder.check_embedding", lambda a: a.__setitem__(slice(None), a[::-1].copy()))(doc)
@@ -625,6 +640,7 @@ ABOUT = ("The conformance corpus of format 1 (docs/bundle-format.md section 9 sa
          "refuse_pack: each encoder pack file is refused with code and path, read with expect (when present) as the "
          "digests the application accepts. "
          "text: escape, escape_json, key and the text rules of each string. "
+         "numbers: value written as the contract writes numbers (10 significant digits, ties to even). "
          "arithmetic: the function (section 7.1's exp, log, log1p, expm1, or head_epsilon, the accountant's bound "
          "of section 5) of args, its IEEE double result as 16 hex digits, bit for bit.")
 

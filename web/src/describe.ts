@@ -21,18 +21,36 @@ export function plain(v: Value, depth = 0): unknown {
 }
 
 /**
- * A number as Python's format spec ".10g" writes it (the reference's describe): at most 10
- * significant digits (1.6, not 1.5999999999999996), trailing zeros dropped, and an exponent
- * ("1e-05") below 1e-4 or from 1e10 on.
+ * A number by the contract's rule (docs/bundle-format.md section 5; Python's ".10g", Java's
+ * Bundle.g10): the exact binary value rounded to 10 significant digits, ties to the even digit,
+ * trailing zeros dropped, and an exponent ("1e-05") below 1e-4 or from 1e10 on.
+ * toExponential rounds a tie up, so a tie is found exactly: a value whose exact decimal
+ * expansion stops at its 11th digit, a 5 (such a value has at most 11 significant digits, so
+ * toExponential(100), exact to 101, shows it whole).
  */
 export function short(x: number): string {
   if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
   if (x === 0) return Object.is(x, -0) ? "-0" : "0";
-  const trim = (m: string): string => (m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m);
-  const [mantissa, e] = x.toExponential(9).split("e") as [string, string];
+  const sign = x < 0 ? "-" : "";
+  const a = Math.abs(x);
+  const [m, e9] = a.toExponential(9).split("e") as [string, string];
+  let digits = m.replace(".", "");
+  let e = e9;
+  const [fm, fe] = a.toExponential(100).split("e") as [string, string];
+  const all = fm.replace(".", "");
+  if (all[10] === "5" && /^0*$/.test(all.slice(11)) && Number(all[9]) % 2 === 0) {
+    digits = all.slice(0, 10); // the tie goes down to the even digit
+    e = fe;
+  }
   const exp = Number(e);
-  if (exp < -4 || exp >= 10) return `${trim(mantissa)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
-  return trim(x.toFixed(9 - exp));
+  const d = digits.replace(/0+$/, "");
+  if (exp < -4 || exp >= 10) {
+    return `${sign}${d[0]}${d.length > 1 ? `.${d.slice(1)}` : ""}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+  }
+  if (exp < 0) return `${sign}0.${"0".repeat(-exp - 1)}${d}`;
+  const whole = d.slice(0, exp + 1).padEnd(exp + 1, "0");
+  const frac = d.slice(exp + 1);
+  return `${sign}${whole}${frac ? `.${frac}` : ""}`;
 }
 
 /**

@@ -14,6 +14,7 @@ import type { Engine } from "../src/engine.js";
 import { BundleError, InputError } from "../src/errors.js";
 import { readBundle, readPack, type Bundle, type EncoderPack } from "../src/reader.js";
 import { headEpsilon } from "../src/accounting.js";
+import { short } from "../src/describe.js";
 import { exp, expm1, log, log1p } from "../src/exactmath.js";
 import { Scorer } from "../src/scoring.js";
 import { escape, escapeJson, labelKey, showsSomething, unassigned, unprintable } from "../src/text.js";
@@ -144,6 +145,11 @@ describe.each(corpora)("$name", (corpus) => {
         unassigned: r.unassigned, shows_something: r.shows_something,
       });
     }
+  });
+
+  const numbers = cases.numbers ?? [];
+  it.skipIf(!numbers.length)(`writes each of the ${numbers.length} numbers by the contract's rule`, () => {
+    expect(numbers.map((r) => short(r.value))).toEqual(numbers.map((r) => r.text));
   });
 
   const arithmetic = cases.arithmetic ?? [];

@@ -38,6 +38,8 @@ export interface Cases {
   refuse_pack?: { file: string; code: string; path: string; expect?: string[] }[];
   text: { text: string; escaped: string; escaped_json: string; key: string; unprintable: number | null;
     unassigned: number | null; shows_something: boolean }[];
+  /** Numbers as the contract writes them (section 5): 10 significant digits, ties to even (1.2). */
+  numbers?: { value: number; text: string }[];
   /** Section 7.1's functions and the accountant's bound: args and the result's IEEE bits in hex (1.2). */
   arithmetic?: { function: string; args: number[]; bits: string }[];
 }

@@ -99,6 +99,20 @@ public class ConformanceTest {
     }
 
     @Test
+    public void numbersAreWrittenByTheContractsRule() throws Exception {
+        for (File corpus : corpora()) {
+            Failures f = new Failures();
+            List<Map<String, Object>> cases = rows(index(corpus), "numbers");
+            for (Map<String, Object> c : cases) {
+                double v = ((Number) c.get("value")).doubleValue();
+                f.check(Bundle.g10(v).equals(c.get("text")), v + ": " + Bundle.g10(v) + ", expected " + c.get("text"));
+            }
+            f.done(corpus + " numbers");
+            System.out.println("conformance " + corpus + ": " + cases.size() + " numbers written");
+        }
+    }
+
+    @Test
     public void theContractsArithmeticGivesTheCorpusBitsExactly() throws Exception {
         for (File corpus : corpora()) {
             Failures f = new Failures();
