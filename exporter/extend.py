@@ -27,15 +27,14 @@ from exporter.privacy import TEST_HOOK
 from exporter.public_basis import PublicBasis
 from exporter.stages import ENCODER_IS_PUBLIC, ENCODER_STATED_BY_BUILDER
 from exporter.votes import INT16_MAX, INT16_MIN
-from runtime.bundle.schema import PRIVACY_RTOL, Bundle, Key
+from runtime.bundle import wording
+from runtime.bundle.schema import PRIVACY_RTOL, STATISTICS, Bundle, Key
 
 #: The options that choose what an extension takes from the earlier bundle.
 FIXED_BY_EARLIER = {"hashing": "aligned", "votes_share": 0.0, "basis_dim": None, "clip_l1": None, "tables": None,
                     "bits": None, "seed": None, "public_directions": 0, "encoder_source": None, "encoder_format": "onnx",
                     "planned_records": None}
 
-COMPOSITION = ("parallel over {batches} disjoint batches whose noisy releases are summed (each record, or each "
-               "person, is in one batch: the builder's promise); within a batch, {within}")
 BATCH_INPUT = "each batch after the first: the earlier bundle's labels, encoder, basis, clip, grid and hyperplanes"
 
 
@@ -111,8 +110,9 @@ def merged(old: Bundle, new: Bundle) -> Bundle:
         return total.astype(dtype)
 
     i32 = np.iinfo(np.int32)
-    within = new.privacy[Key.COMPOSITION]
-    privacy = {**new.privacy, Key.BATCHES: batches, Key.COMPOSITION: COMPOSITION.format(batches=batches, within=within),
+    # the contract's words (relation "composition"): parallel over the batches, each as the new one
+    composition = wording.composition([s for s in STATISTICS if s in new.releases], new.head is not None, batches)
+    privacy = {**new.privacy, Key.BATCHES: batches, Key.COMPOSITION: composition,
                Key.PUBLIC_INPUTS: list(dict.fromkeys([*old.privacy[Key.PUBLIC_INPUTS], *new.privacy[Key.PUBLIC_INPUTS]]))}
     old_source, new_source = old.privacy[Key.NOISE_SOURCE], new.privacy[Key.NOISE_SOURCE]
     if TEST_HOOK in old_source and TEST_HOOK not in new_source:  # a pinned batch's marker stays for ever after

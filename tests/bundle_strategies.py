@@ -570,6 +570,8 @@ def documents(draw, encoders: Sequence[EncoderBytes], budget: int = BUDGET, cano
     for f in FIELDS:
         if f.parent == Key.PRIVACY and f.key not in privacy and (f.need == "required" or draw(st.booleans())):
             privacy[f.key] = draw(field_values(f.path))
+    if Key.COMPOSITION in privacy:  # derived too (relation "composition")
+        privacy[Key.COMPOSITION] = wording.composition(names, has_head, privacy.get(Key.BATCHES, 1))
     # Arrays: any finite float32, any integer of the dtype; the check embedding a unit vector.
     # A fill value and a few drawn elements each (hnp.arrays with ``fill``): large arrays stay
     # cheap to draw and to shrink.

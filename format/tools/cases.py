@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 import numpy as np
 
+from runtime.bundle import wording
 from runtime.bundle.accounting import ACCOUNTANT_RTOL, head_epsilon
 from runtime.bundle.reader import CONDITION_HOLDS, has_path
 from runtime.contract import schema as _contract
@@ -550,6 +551,21 @@ def relation_cases(base: dict[str, Any]) -> Iterator[Case]:
     grid = sums["grid"]
     yield Case("grid-times-clip-below-one", _edit(base, ("releases.class_sums.clip_l1", 0.4 / grid)),
                "relation.clip", "releases.class_sums.clip_l1")
+    # The composition: the contract's words for these releases, nothing else (a head's words on a
+    # pure bundle, one batch's words on three, another order, free text).
+    names = [n for n in STATISTICS if n in base["releases"]]
+    yield Case("composition-of-a-head-on-a-pure-bundle", _edit(base, ("privacy.composition", wording.composition(
+        names, head=True))), "relation.composition", "privacy.composition")
+    yield Case("composition-releases-in-another-order", _edit(base, ("privacy.composition", wording.composition(
+        names[::-1], head=False))), "relation.composition", "privacy.composition")
+    three_batches = copy.deepcopy(base)
+    put(three_batches, "version", [1, 1])
+    put(three_batches, "requires", ["privacy.batches"])
+    put(three_batches, "privacy.batches", 3)
+    yield Case("composition-of-one-batch-on-three", seal(three_batches), "relation.composition",
+               "privacy.composition")
+    yield Case("composition-free-text", _edit(base, ("privacy.composition", "pure epsilon-DP, delta = 0")),
+               "relation.composition", "privacy.composition")
     # The wording: record words with K > 1, person words that overstate or misstate K.
     three = per_unit(3, base)
     yield Case("wording-one-record-but-k-3", _edit(base, *three, ("privacy.privacy_unit", "one record"),
@@ -910,6 +926,16 @@ def at_edge(doc: dict[str, Any], edge: tuple[float, float, int, float], accepted
     doc["privacy"]["delta"] = delta
 
 
+def composed(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with its composition (when it has one) the contract's words for its releases, head
+    and batches (relation "composition"), after an edit that changed them."""
+    if "composition" in doc.get("privacy", {}):
+        releases = doc.get("releases", {})
+        doc["privacy"]["composition"] = wording.composition([s for s in STATISTICS if s in releases], "head" in releases,
+                                                            doc["privacy"].get("batches", 1))
+    return doc
+
+
 def with_head(doc: dict[str, Any], head: dict[str, Any]) -> None:
     """Give ``doc`` ``head`` (1.1): version, requires, and the privacy facts' epsilon and delta."""
     put(doc, "version", [1, 1])
@@ -917,9 +943,7 @@ def with_head(doc: dict[str, Any], head: dict[str, Any]) -> None:
     put(doc, HEAD, head)
     doc["privacy"]["epsilon"] = sum(r["epsilon"] for r in doc["releases"].values())
     doc["privacy"]["delta"] = head["delta"]
-    if "composition" in doc["privacy"]:
-        doc["privacy"]["composition"] = ("sequential: " + ", then ".join(doc["releases"]) + "; their epsilons add up "
-                                         "to epsilon, and the head's delta is the bundle's")
+    composed(doc)
     if "post_processing" in doc["privacy"] and "votes" not in doc["releases"]:
         doc["privacy"]["post_processing"] = "the head's weights and bias are the noisy gradient sums' updates"
 
@@ -972,6 +996,11 @@ def head_cases(base: dict[str, Any]) -> Iterator[Case]:
         hb, (f"{HEAD}.delta", 1e-3), ("privacy.delta", 1e-3), (f"{HEAD}.steps", 40000)), "relation.accountant",
         f"{HEAD}.epsilon")
     yield Case("head-not-in-requires", _edit(hb, ("requires", _DROP)), "relation.requires", "requires")
+    pure_words = wording.composition([s for s in STATISTICS if s in hb["releases"]], head=False)
+    yield Case("head-composition-says-pure", _edit(hb, ("privacy.composition", pure_words)), "relation.composition",
+               "privacy.composition")
+    yield Case("head-composition-says-delta-zero", _edit(hb, ("privacy.composition", "pure, delta = 0")),
+               "relation.composition", "privacy.composition")
     for i, edge in enumerate(EDGES):  # one double below the least epsilon these numbers allow
         doc = copy.deepcopy(hb)
         at_edge(doc, edge, accepted=False)
@@ -1046,7 +1075,7 @@ def valid(base: dict[str, Any]) -> list[tuple[str, bytes]]:
         ("labels-in-other-scripts", _edit(base, ("labels", lambda ls: ["天気", "погода"] + ls[2:]))),
         ("external-data-in-bundle-form", _edit(base, ("encoder.model", tiny_onnx(initializers=(
             external_tensor("a", 0, 8), external_tensor("b", 8, 56)))), ("encoder.weights", bytes(64)))),
-        ("strings-with-escapable-but-printable-text", _edit(base, ("privacy.composition", "tab-free, emoji 👍🏽, "
+        ("strings-with-escapable-but-printable-text", _edit(base, ("privacy.post_processing", "tab-free, emoji 👍🏽, "
                                                                    "RTL مرحبا, CJK 𠮷"))),
         ("tokenizer-settings-null", _edit(base, tokenizer(lambda d: d.update(truncation=None, padding=None)))),
         ("tokenizer-settings-full", _edit(base, tokenizer(lambda d: d.update(

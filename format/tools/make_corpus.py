@@ -338,6 +338,7 @@ def _batches(n: int) -> Edit:
         cases.put(d, "version", [1, 1])
         cases.put(d, "requires", ["privacy.batches"])
         cases.put(d, "privacy.batches", n)
+        cases.composed(d)
     return edit
 
 
@@ -385,7 +386,7 @@ def _tie(pull: bool) -> Edit:
             for order in (slice(None), slice(None, None, -1)):  # the contract's order, and every sum reversed
                 sums.update(cases._record(s_rows[:, order], "<i4"))
                 prior.update(cases._f4(e_rows[:, order]))
-                scores = Scorer(fmt.unpack(cases.seal(d))).scores(np.full((1, dim), 0.5, np.float32))[0]
+                scores = Scorer(fmt.unpack(cases.seal(cases.composed(d)))).scores(np.full((1, dim), 0.5, np.float32))[0]
                 labels.append(int(np.argmax(scores)) if max(scores[0], scores[1]) > scores[2] else -1)
             if labels[0] != labels[1] and -1 not in labels:  # the order picks the label: keep the first
                 sums.update(cases._record(s_rows, "<i4"))
@@ -581,7 +582,7 @@ def write(out: Path, encoders: Path, real_only: bool = False) -> dict[str, Any]:
         doc = copy.deepcopy(base)
         for edit in edits:
             edit(doc)
-        data = cases.seal(doc)
+        data = cases.seal(cases.composed(doc))  # an edit may drop a release: the composition follows
         path = work / _write(work, f"{name}.dpedge", data)
         index["accept"].append({"file": _write(out, f"accept/scoring/{name}.dpedge", data), "engine": None,
                                 "labels": list(doc["labels"]),

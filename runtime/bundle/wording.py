@@ -5,7 +5,9 @@ while its numbers are record-level would make a reader repeat a guarantee the re
 give. So the words are a function of ``privacy.max_records_per_unit`` (K) and the unit's kind
 (format/1/schema.json "wording"): the exporter writes them with `privacy_unit` and
 `neighbour_relation`, and a reader refuses a bundle whose words are not these (`check`,
-relation ``wording``). What delta means is worded once too (`DELTA_SUMMARY`, `DELTA_STATEMENT`):
+relation ``wording``). The composition is derived the same way, from the releases, the head and
+the batches (`composition`, relation ``composition``): a bundle with a head cannot call itself
+pure in its own words. What delta means is worded once too (`DELTA_SUMMARY`, `DELTA_STATEMENT`):
 delta is the additive slack in the definition, never "the probability that the bound fails".
 
 Example:
@@ -68,3 +70,27 @@ def check(unit: str, relation: str, k: int) -> None:
         raise BundleError("relation.wording", "privacy.neighbour_relation",
                           f"field 'privacy.neighbour_relation' must read {prefix}...{suffix} for {k} record(s) per "
                           f"person: the privacy facts contradict each other")
+
+
+def composition(releases: list[str], head: bool, batches: int = 1) -> str:
+    """How the releases compose, in the contract's words: the pure releases in release order
+    (sequential), then the head when there is one; with B > 1 batches, parallel over them.
+
+    Example:
+        >>> composition(["class_counts", "class_sums"], head=False)
+        'sequential: class_counts, then class_sums; their epsilons add up to epsilon'
+    """
+    words = WORDING["composition"]
+    within = words["head" if head else "pure"].replace("{releases}", words["separator"].join(releases))
+    if batches > 1:
+        return words["batches"].replace("{batches}", str(batches)).replace("{within}", within)
+    return within
+
+
+def check_composition(text: str | None, releases: list[str], head: bool, batches: int) -> None:
+    """Refuse (``relation.composition``) a composition that is not the contract's words for
+    these releases: free words could state a guarantee the numbers contradict."""
+    if text is not None and text != composition(releases, head, batches):
+        raise BundleError("relation.composition", "privacy.composition",
+                          f"field 'privacy.composition' must be {composition(releases, head, batches)!r}: the "
+                          f"privacy facts contradict each other")

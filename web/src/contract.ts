@@ -98,6 +98,8 @@ export interface Schema {
     };
     /** What delta is (1.1), the one wording every reader shows: a short form and the definition. */
     readonly delta: { readonly summary: string; readonly statement: string };
+    /** How the releases compose (1.2, relation "composition"): {releases}, {batches}, {within} replaced. */
+    readonly composition: { readonly pure: string; readonly head: string; readonly batches: string; readonly separator: string };
   };
   readonly tokenizer: {
     readonly max_depth: number;

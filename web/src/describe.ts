@@ -23,26 +23,23 @@ export function plain(v: Value, depth = 0): unknown {
 /**
  * A number by the contract's rule (docs/bundle-format.md section 5; Python's ".10g", Java's
  * Bundle.g10): the exact binary value rounded to 10 significant digits, ties to the even digit,
- * trailing zeros dropped, and an exponent ("1e-05") below 1e-4 or from 1e10 on.
- * toExponential rounds a tie up, so a tie is found exactly: a value whose exact decimal
- * expansion stops at its 11th digit, a 5 (such a value has at most 11 significant digits, so
- * toExponential(100), exact to 101, shows it whole).
+ * trailing zeros dropped, and an exponent ("1e-05") below 1e-4 or from 1e10 on (the rounded
+ * value's exponent). The exact value is expanded in BigInt (toExponential rounds a tie up).
  */
 export function short(x: number): string {
   if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
   if (x === 0) return Object.is(x, -0) ? "-0" : "0";
   const sign = x < 0 ? "-" : "";
-  const a = Math.abs(x);
-  const [m, e9] = a.toExponential(9).split("e") as [string, string];
-  let digits = m.replace(".", "");
-  let e = e9;
-  const [fm, fe] = a.toExponential(100).split("e") as [string, string];
-  const all = fm.replace(".", "");
-  if (all[10] === "5" && /^0*$/.test(all.slice(11)) && Number(all[9]) % 2 === 0) {
-    digits = all.slice(0, 10); // the tie goes down to the even digit
-    e = fe;
+  let [digits, exp] = exactDecimal(Math.abs(x)); // the value is d1.d2d3... x 10^exp
+  if (digits.length > 10) {
+    const rest = digits.slice(10);
+    const up = rest[0]! > "5" || (rest[0] === "5" && (/[1-9]/.test(rest.slice(1)) || Number(digits[9]) % 2 === 1));
+    digits = up ? (BigInt(digits.slice(0, 10)) + 1n).toString() : digits.slice(0, 10);
+    if (digits.length > 10) { // 9999999999 + 1: a new leading digit
+      digits = digits.slice(0, 10);
+      exp += 1;
+    }
   }
-  const exp = Number(e);
   const d = digits.replace(/0+$/, "");
   if (exp < -4 || exp >= 10) {
     return `${sign}${d[0]}${d.length > 1 ? `.${d.slice(1)}` : ""}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
@@ -51,6 +48,23 @@ export function short(x: number): string {
   const whole = d.slice(0, exp + 1).padEnd(exp + 1, "0");
   const frac = d.slice(exp + 1);
   return `${sign}${whole}${frac ? `.${frac}` : ""}`;
+}
+
+/**
+ * The exact decimal expansion of a positive finite double: all its significant digits, and the
+ * decimal exponent of the first (m x 2^e is m x 5^-e x 10^e when e < 0).
+ */
+function exactDecimal(a: number): [string, number] {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, a);
+  const bits = view.getBigUint64(0);
+  const biased = Number(bits >> 52n);
+  const m = biased === 0 ? bits & 0xfffffffffffffn : (bits & 0xfffffffffffffn) | (1n << 52n);
+  const e = biased === 0 ? -1074 : biased - 1075;
+  const n = e >= 0 ? m << BigInt(e) : m * 5n ** BigInt(-e);
+  const s = n.toString();
+  const digits = s.replace(/0+$/, "");
+  return [digits, s.length - 1 + Math.min(e, 0)];
 }
 
 /**

@@ -430,6 +430,19 @@ function roundHalfEven(x: number): bigint {
 
 const isClose = (a: number, b: number): boolean => Math.abs(a - b) <= SCHEMA.privacy_rtol * Math.max(Math.abs(a), Math.abs(b));
 
+/**
+ * Relation "composition": privacy.composition, when present, is the contract's words for the
+ * bundle's releases (in "statistics" order), its head and B (section 5).
+ */
+function composition(text: string | undefined, releases: string[], head: boolean, batches: bigint): void {
+  if (text === undefined) return;
+  const words = SCHEMA.wording.composition;
+  const names = SCHEMA.statistics.filter((s) => releases.includes(s));
+  const within = words[head ? "head" : "pure"].replace("{releases}", names.join(words.separator));
+  const want = batches > 1n ? words.batches.replace("{batches}", String(batches)).replace("{within}", within) : within;
+  if (text !== want) throw fail("relation.composition", "privacy.composition", `must be "${want}"`);
+}
+
 /** Relation "wording": the privacy unit and the neighbour relation are the words of K. */
 function wording(unit: string, relation: string, k: bigint): void {
   const { record, person } = SCHEMA.wording;
@@ -485,6 +498,8 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
   }
   if (head !== null) headRelations(head);
   wording(v.get("privacy.privacy_unit") as string, v.get("privacy.neighbour_relation") as string, perUnit);
+  composition(v.get("privacy.composition") as string | undefined, releases.map((r) => r.statistic), head !== null,
+    (v.get("privacy.batches") as bigint | undefined) ?? 1n);
   const labels = v.get("labels") as string[];
   const descriptions = v.get("label_descriptions") as string[] | undefined;
   if (descriptions !== undefined && descriptions.length !== labels.length) {

@@ -714,6 +714,9 @@ public final class BundleReader {
             headRelations(head);
         }
         wording((String) v.get("privacy.privacy_unit"), (String) v.get("privacy.neighbour_relation"), perUnit);
+        Object batches = v.get("privacy.batches");
+        composition((String) v.get("privacy.composition"), releases.keySet(), head != null,
+                batches == null ? 1 : ((Number) batches).longValue());
         List<?> labels = (List<?>) v.get("labels");
         List<?> descriptions = (List<?>) v.get("label_descriptions");
         if (descriptions != null && descriptions.size() != labels.size()) {
@@ -797,6 +800,31 @@ public final class BundleReader {
                 (Container.Bin) v.get("encoder.model"), weights == null ? 0 : weights.length);
         return new Bundle.Encoder(v, new Tokenizer(tokenizer, ((Long) v.get("encoder.max_length")).intValue(),
                 (String) v.get("encoder.text_prefix")), external);
+    }
+
+    /**
+     * Relation "composition": privacy.composition, when present, is schema.json "wording"
+     * "composition" for the bundle's releases (in "statistics" order), its head and B (section 5).
+     */
+    static void composition(String text, Set<String> releases, boolean head, long batches)
+            throws BundleException {
+        if (text == null) {
+            return;
+        }
+        Map<?, ?> words = (Map<?, ?>) Contract.map("wording").get("composition");
+        List<String> names = new ArrayList<>();
+        for (Object name : Contract.list("statistics")) {
+            if (releases.contains((String) name)) {
+                names.add((String) name);
+            }
+        }
+        String within = ((String) words.get(head ? "head" : "pure"))
+                .replace("{releases}", String.join((String) words.get("separator"), names));
+        String want = batches > 1 ? ((String) words.get("batches")).replace("{batches}", Long.toString(batches))
+                .replace("{within}", within) : within;
+        if (!text.equals(want)) {
+            throw fail("relation.composition", "privacy.composition", "must be '" + want + "'");
+        }
     }
 
     /** Relation "wording": the privacy unit and neighbour relation are schema.json "wording" for K. */
