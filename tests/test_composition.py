@@ -61,6 +61,8 @@ def test_the_contracts_words_are_the_exporters_three_forms():
 
 @pytest.mark.exporter
 def test_the_exporters_budget_writes_the_contracts_words():
+    pytest.importorskip("opendp")
+    pytest.importorskip("dp_accounting")  # the exporter extra: skipped in the bare runtime's check tier
     from exporter.privacy import PrivacyBudget, default_shares, head_shares
     from noise_hooks import ConstantGaussian, ConstantNoise
 
