@@ -44,8 +44,9 @@ from runtime.simhash import SimHasher
 MODES = ("blend", "votes", "centroids", "prior", "head")
 
 
-def vote_sums(buckets: np.ndarray, votes: np.ndarray) -> np.ndarray:
-    """Per-class sums of the noisy votes of each query's buckets, shape (n, classes), int64.
+def vote_sums(buckets: np.ndarray, votes: np.ndarray, positive: bool = False) -> np.ndarray:
+    """Per-class sums of the noisy votes of each query's buckets, shape (n, classes), int64
+    (``positive``: negative cells read as 0, on the gathered cells, not a copy of the tables).
 
     Example:
         >>> votes = np.array([[[1, 0], [0, 3]], [[2, 2], [5, -1]]], dtype=np.int16)
@@ -53,7 +54,10 @@ def vote_sums(buckets: np.ndarray, votes: np.ndarray) -> np.ndarray:
         array([[2, 5]])
     """
     tables = np.arange(votes.shape[0])
-    return votes[tables[None, :], buckets].sum(axis=1, dtype=np.int64)
+    cells = votes[tables[None, :], buckets]  # (n, T, C): a new array, n x T x C values
+    if positive:
+        np.maximum(cells, 0, out=cells)
+    return cells.sum(axis=1, dtype=np.int64)
 
 
 def prior_boost(b: Bundle) -> float:
@@ -137,7 +141,7 @@ class Scorer:
         self.votes = b.votes
         #: Algorithm 2 (summed raw votes) when there are no class statistics to blend with.
         self.plain_votes = b.votes is not None and (mode == "votes" or not has["centroids"])
-        self._positive = None if self.plain_votes or b.votes is None else np.maximum(b.votes, 0)
+        self._positive = not self.plain_votes and b.votes is not None
         self._directions_t = None
         if not has["centroids"]:
             return
@@ -182,8 +186,8 @@ class Scorer:
             return parts[:, 0 if self.mode == "centroids" else 1]
         out = parts[:, 0] + self.boost * parts[:, 1]
         weight = 1.0 + self.boost
-        if self._positive is not None:
-            out += _shares(vote_sums(self.hasher.buckets(x), self._positive))
+        if self._positive:
+            out += _shares(vote_sums(self.hasher.buckets(x), self.votes, positive=True))
             weight += 1.0
         return out / weight
 
