@@ -74,7 +74,7 @@ def check_runtime_sections(result: dict, bundle_path, engine: tuple[str, str] = 
     # Section 6: the blend's parts, each timed alone.
     sc = entry["scoring"]
     assert sc["mode"] == "blend" and sc["whole_p50_us"] > 0
-    assert set(sc["parts_p50_us"]) >= {"float64 copy", "centroids + prior (all)", "  one product (dim x (k + 2C))"}
+    assert set(sc["parts_p50_us"]) >= {"float64 copy", "centroids + prior (all)", "  the projection z = P x (dim x k)"}
     assert "hash (SimHash buckets)" not in sc["parts_p50_us"]  # the default bundle has no tables
     return entry
 
