@@ -1,7 +1,9 @@
 /**
  * The runtime against the conformance corpora (format/1/corpus/cases.json; test/corpus.ts), in
  * Node: every refused file with its code and path, every accepted file read with its labels,
- * token ids, query refusals and scores, every text rule; the engine bundles end to end on
+ * token ids, query refusals and scores (bit for bit when tolerance.scores is 0), every text
+ * rule, every number, every arithmetic case (section 7.1's exp, log, log1p, expm1 and the
+ * accountant's bound, bit for bit); the engine bundles end to end on
  * onnxruntime-node (the reference engine's kernels: embeddings within tolerance.embedding per
  * coordinate) and through a stand-in engine that answers with the corpus's embeddings (the
  * Classifier's load check and query rules, for TFLite bundles too, which no JavaScript engine runs).
@@ -16,7 +18,7 @@ import { readBundle, readPack, type Bundle, type EncoderPack } from "../src/read
 import { headEpsilon } from "../src/accounting.js";
 import { short } from "../src/describe.js";
 import { exp, expm1, log, log1p } from "../src/exactmath.js";
-import { Scorer } from "../src/scoring.js";
+import { argmax, Scorer } from "../src/scoring.js";
 import { escape, escapeJson, labelKey, showsSomething, unassigned, unprintable } from "../src/text.js";
 import { TextTokenizer } from "../src/tokenizer.js";
 import { corpora, type AcceptCase, type Corpus } from "./corpus.js";
@@ -49,11 +51,29 @@ async function packOf(corpus: Corpus, c: { pack?: string }): Promise<EncoderPack
   return c.pack === undefined ? undefined : readPack(corpus.read(c.pack));
 }
 
+/** The IEEE double's 64 bits in hex (16 lowercase digits), as the corpus writes them. */
+function bits(x: number): string {
+  const v = new DataView(new ArrayBuffer(8));
+  v.setFloat64(0, x, false);
+  return v.getBigUint64(0, false).toString(16).padStart(16, "0");
+}
+
+/**
+ * A vector's scores against the corpus's: with tolerance.scores 0 (section 7: every reader
+ * computes the same bits) bit for bit, else within the tolerance; the label (argmax, ties to
+ * the lower index) either way.
+ */
 function expectScores(corpus: Corpus, b: Bundle, scorer: Scorer, row: { embedding: number[]; scores: number[]; label: string }): void {
   const s = scorer.scores(Float32Array.from(row.embedding));
-  const worst = Math.max(...row.scores.map((x, i) => Math.abs(x - s[i]!)));
-  expect(worst).toBeLessThanOrEqual(corpus.cases.tolerance.scores);
-  expect(b.labels[s.indexOf(Math.max(...s))]).toBe(row.label);
+  expect(s.length).toBe(row.scores.length);
+  const tolerance = corpus.cases.tolerance.scores;
+  if (tolerance === 0) {
+    expect(Array.from(s, bits), `scores' bits of ${JSON.stringify(row.scores)}`).toEqual(row.scores.map(bits));
+  } else {
+    const worst = Math.max(...row.scores.map((x, i) => Math.abs(x - s[i]!)));
+    expect(worst).toBeLessThanOrEqual(tolerance);
+  }
+  expect(b.labels[argmax(s)]).toBe(row.label);
   expect(Math.abs(s.reduce((a, x) => a + x, 0) - 1)).toBeLessThanOrEqual(1e-9);
 }
 
@@ -152,18 +172,28 @@ describe.each(corpora)("$name", (corpus) => {
     expect(numbers.map((r) => short(r.value))).toEqual(numbers.map((r) => r.text));
   });
 
-  const arithmetic = cases.arithmetic ?? [];
-  it.skipIf(!arithmetic.length)(`computes each of the ${arithmetic.length} arithmetic cases bit for bit`, () => {
-    const fns: Record<string, (...a: number[]) => number> = {
-      exp, log, log1p, expm1, head_epsilon: (z, q, t, d) => headEpsilon(z!, q!, t!, d!),
-    };
-    const bits = (x: number): string => {
-      const v = new DataView(new ArrayBuffer(8));
-      v.setFloat64(0, x, false);
-      return v.getBigUint64(0, false).toString(16).padStart(16, "0");
-    };
-    const wrong = arithmetic.filter((r) => bits(fns[r.function]!(...r.args)) !== r.bits)
-      .map((r) => `${r.function}(${r.args.join(", ")}) = ${bits(fns[r.function]!(...r.args))}, expected ${r.bits}`);
-    expect(wrong).toEqual([]);
-  });
+  const arithmetic = cases.arithmetic;
+  if (arithmetic === undefined) {
+    const why = `${corpus.name}: its cases.json has no "arithmetic" key (a corpus older than section 7.1): ` +
+      "exp, log, log1p, expm1 and head_epsilon are not compared bit for bit";
+    console.warn(`dpedge web tests: ${why}`);
+    it.skip(`arithmetic cases: skipped, ${why}`, () => undefined);
+  } else {
+    it(`computes each of the ${arithmetic.length} arithmetic cases bit for bit (section 7.1 and the accountant's bound)`, () => {
+      const fns: Record<string, (...a: number[]) => number> = {
+        exp, log, log1p, expm1, head_epsilon: (z, q, t, d) => headEpsilon(z!, q!, t!, d!),
+      };
+      const wrong: string[] = [];
+      for (const r of arithmetic) {
+        const fn = fns[r.function];
+        if (fn === undefined) {
+          wrong.push(`${r.function}: not a function this reader knows (${Object.keys(fns).join(", ")})`);
+          continue;
+        }
+        const got = bits(fn(...r.args));
+        if (got !== r.bits) wrong.push(`${r.function}(${r.args.join(", ")}) = ${got}, expected ${r.bits}`);
+      }
+      expect(wrong).toEqual([]);
+    });
+  }
 });

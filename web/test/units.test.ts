@@ -10,9 +10,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { headEpsilon, logMoment } from "../src/accounting.js";
-import { DELTA_STATEMENT, DELTA_SUMMARY } from "../src/contract.js";
+import { DELTA_STATEMENT, DELTA_SUMMARY, SCHEMA } from "../src/contract.js";
 import { bundleInfo, privacySummary, short } from "../src/describe.js";
 import { BundleError } from "../src/errors.js";
+import { exp, expm1, log, log1p } from "../src/exactmath.js";
 import { readBundle } from "../src/reader.js";
 import { escape, escapeJson, fold, unprintable } from "../src/text.js";
 import { TextTokenizer } from "../src/tokenizer.js";
@@ -171,23 +172,87 @@ describe("the privacy summary of a bundle with a head (1.1)", () => {
 });
 
 describe("the head's accountant (runtime/bundle/accounting.py)", () => {
-  // head_epsilon(z, q, T, delta) and log_moment in Python, recorded (repr). The readers' logarithms may
-  // differ in the last bits (the relation's tolerance is 1e-6): these agree within 1e-13.
+  // head_epsilon(z, q, T, delta) and log_moment in Python, recorded (repr): with the contract's own
+  // exp and log (section 7.1) every reader computes the same bits, so these are exact.
   const points: [number, number, number, number, number][] = [
-    [1.1, 0.1, 1000, 1e-5, 22.89658105071254], [5.893434, 0.25, 400, 1e-5, 3.9999992826802746],
+    [1.1, 0.1, 1000, 1e-5, 22.89658105071257], [5.893434, 0.25, 400, 1e-5, 3.9999992826802746],
     [0.898761, 1.0, 20, 1e-12, 49.99996261740913], [0.01, 1e-9, 1, 1e-3, 9964.074929243969],
     [1e6, 1.0, 1000000, 1e-12, 0.08282525233160477], [0.5, 1.0, 1, 1e-5, 10.801691480042894],
     [2.0, 0.001, 3000, 1e-6, 0.19011501122140798], [0.3, 0.7, 7, 1e-9, 92.12140892508155],
     [100.0, 1e-4, 1, 1e-3, 0], [1.0, 0.5, 1000000, 1e-12, 357400.2642355434],
   ];
   it.each(points)("head_epsilon(%s, %s, %s, %s) = %s", (z, q, steps, delta, want) => {
-    const got = headEpsilon(z, q, steps, delta);
-    expect(Math.abs(got - want)).toBeLessThanOrEqual(1e-13 * Math.abs(want));
+    expect(headEpsilon(z, q, steps, delta)).toBe(want);
   });
 
   it("log_moment, sampled and with q = 1", () => {
-    expect(Math.abs(logMoment(1.1, 0.1, 32) - 336.2346323982433)).toBeLessThanOrEqual(1e-13 * 336.2346323982433);
+    expect(logMoment(1.1, 0.1, 32)).toBe(336.2346323982433);
     expect(logMoment(0.898761, 1.0, 256)).toBe(40407.474963333145);
+  });
+});
+
+describe("the contract's exp and log (section 7.1; runtime/bundle/exactmath.py)", () => {
+  /** The distance in units in the last place between two finite doubles of the same sign. */
+  const ulps = (a: number, b: number): number => {
+    const v = new DataView(new ArrayBuffer(16));
+    v.setFloat64(0, a);
+    v.setFloat64(8, b);
+    const d = v.getBigInt64(0) - v.getBigInt64(8);
+    return Number(d < 0n ? -d : d);
+  };
+
+  it("gives section 7.1's special values", () => {
+    const A = SCHEMA.arithmetic;
+    expect(exp(NaN)).toBeNaN();
+    expect(exp(Infinity)).toBe(Infinity);
+    expect(exp(-Infinity)).toBe(0);
+    expect(exp(A.exp_max)).toBeLessThan(Infinity);
+    expect(exp(A.exp_max + 2 ** -42)).toBe(Infinity); // two doubles above 709
+    expect(exp(A.exp_min)).toBeGreaterThan(2.2250738585072014e-308); // a normal number: p x 2^k is exact
+    expect(exp(A.exp_min - 2 ** -43)).toBe(0); // the double below -708
+    expect(exp(0)).toBe(1);
+    expect(Object.is(exp(-0), 1)).toBe(true);
+    for (const x of [NaN, -1, -Infinity, -5e-324]) expect(log(x)).toBeNaN();
+    expect(log(0)).toBe(-Infinity);
+    expect(log(-0)).toBe(-Infinity);
+    expect(log(Infinity)).toBe(Infinity);
+    expect(log(1)).toBe(0);
+    expect(log1p(-1)).toBe(-Infinity);
+    expect(log1p(-1.5)).toBeNaN();
+    expect(log1p(NaN)).toBeNaN();
+    expect(log1p(1e-300)).toBe(1e-300); // u = 1: y itself
+    expect(Object.is(log1p(-0), -0)).toBe(true);
+    expect(Object.is(expm1(-0), -0)).toBe(true);
+    expect(expm1(NaN)).toBeNaN();
+    expect(expm1(-Infinity)).toBe(-1);
+    expect(expm1(Infinity)).toBe(Infinity);
+  });
+
+  it("reads subnormal numbers (times 2^54 first) and the extremes of the doubles", () => {
+    // log(2^-1074) = -1074 ln 2, log of the largest double ~ 709.78: within a few ulps of the truth.
+    expect(ulps(log(5e-324), -744.4400719213812)).toBeLessThanOrEqual(2);
+    expect(ulps(log(2.2250738585072014e-308), -708.3964185322641)).toBeLessThanOrEqual(2);
+    expect(ulps(log(2.225073858507201e-308), -708.3964185322641)).toBeLessThanOrEqual(2);
+    expect(ulps(log(1.7976931348623157e308), 709.782712893384)).toBeLessThanOrEqual(2);
+  });
+
+  it("is within a few units in the last place of the platform's (which no decision uses)", () => {
+    fc.assert(fc.property(fc.double({ min: -708, max: 709, noNaN: true }), (x) => ulps(exp(x), Math.exp(x)) <= 4),
+      { numRuns: 5000 });
+    fc.assert(fc.property(fc.double({ min: 5e-324, max: 1.7976931348623157e308, noNaN: true }),
+      (x) => ulps(log(x), Math.log(x)) <= 4 || Math.abs(log(x) - Math.log(x)) <= 4e-16), { numRuns: 5000 });
+    fc.assert(fc.property(fc.double({ min: -0.999, max: 1e6, noNaN: true }),
+      (y) => ulps(log1p(y), Math.log1p(y)) <= 4 || Math.abs(log1p(y) - Math.log1p(y)) <= 4e-16), { numRuns: 5000 });
+    fc.assert(fc.property(fc.double({ min: -700, max: 700, noNaN: true }),
+      (x) => ulps(expm1(x), Math.expm1(x)) <= 4 || Math.abs(expm1(x) - Math.expm1(x)) <= 4e-16), { numRuns: 5000 });
+  });
+
+  it("has no Math.exp, log, log1p, expm1, pow or ** where src/ decides (exactmath, accounting, scoring, reader)", () => {
+    const dir = new URL("../src/", import.meta.url);
+    const code = (f: string): string => readFileSync(new URL(f, dir), "utf-8").replace(/\/\*[^]*?\*\/|\/\/.*/g, "");
+    const used = ["exactmath.ts", "accounting.ts", "scoring.ts", "reader.ts"]
+      .filter((f) => /Math\.(exp|expm1|log|log1p|log2|log10|pow|hypot|cbrt)\b|[^*]\*\*[^*]/.test(code(f).replace(/\b\d+n \*\*/g, "")));
+    expect(used).toEqual([]);
   });
 });
 
