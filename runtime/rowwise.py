@@ -54,6 +54,26 @@ def row_products(x: np.ndarray, m: np.ndarray) -> np.ndarray:
         out += term
     return out
 
+def row_sums(a: np.ndarray) -> np.ndarray:
+    """Each row's sum along the last axis in ascending index order (cumsum adds in order; sum()
+    adds pairwise), keeping that axis as 1.
+
+    Example:
+        >>> row_sums(np.array([[1e16, 1.0, -1e16]])).tolist()
+        [[0.0]]
+    """
+    a = np.asarray(a, np.float64)
+    if a.shape[-1] == 0:
+        return np.zeros((*a.shape[:-1], 1))
+    return np.cumsum(a, axis=-1)[..., -1:]
+
+
+def row_norms(a: np.ndarray) -> np.ndarray:
+    """Each row's L2 norm: sqrt of its dot product with itself, summed in index order (n, 1)."""
+    a = np.asarray(a, np.float64)
+    return np.sqrt(row_sums(a * a))
+
+
 def row_l1(z: np.ndarray) -> np.ndarray:
     """Each row's L1 norm, summed over columns in ascending order (shape (n, 1)).
 

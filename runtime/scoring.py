@@ -37,7 +37,7 @@ import numpy as np
 
 from runtime.bundle.exactmath import exp_array
 from runtime.bundle.schema import BOOST_MAX, NEAR_ZERO, UNIT_MIN_NORM, Bundle, Key
-from runtime.rowwise import row_products
+from runtime.rowwise import row_norms, row_products, row_sums
 from runtime.simhash import SimHasher
 
 #: What `Scorer` can return: the blend, or one component alone (`python -m runtime.classify --score`).
@@ -81,27 +81,15 @@ def sums_noise_norm(b: Bundle) -> float:
     return math.sqrt(2.0 * b.class_sums.shape[1] * b.batches) * r.noise_scale / r.grid
 
 
-def _sum_rows(a: np.ndarray) -> np.ndarray:
-    """Each row's sum in ascending index order (cumsum adds in order; sum() would add pairwise), shape (n, 1)."""
-    if a.shape[-1] == 0:
-        return np.zeros((*a.shape[:-1], 1))
-    return np.cumsum(a, axis=-1)[..., -1:]
-
-
 def _softmax(z: np.ndarray) -> np.ndarray:
     """Section 7's softmax: the largest subtracted, the contract's exp, the sum in index order."""
     e = exp_array(z - z.max(axis=-1, keepdims=True))
-    return e / _sum_rows(e)
-
-
-def _norms(a: np.ndarray) -> np.ndarray:
-    """|v| of each row: sqrt of its dot product with itself, summed in index order, shape (n, 1)."""
-    return np.sqrt(_sum_rows(a * a))
+    return e / row_sums(e)
 
 
 def _unit_rows(a: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """unit(v) / temperature of each row, value by value (section 7)."""
-    out = a / np.maximum(_norms(a), UNIT_MIN_NORM)
+    out = a / np.maximum(row_norms(a), UNIT_MIN_NORM)
     return out if temperature == 1.0 else out / temperature
 
 
@@ -109,7 +97,7 @@ def _cosines(a: np.ndarray, directions_t: np.ndarray) -> np.ndarray:
     """dot(a, d_c) / |a| for each row of ``a`` and each column of ``directions_t``, 0 where
     |a| <= NEAR_ZERO: the dot products first, then one division each (section 7's order)."""
     dots = row_products(a, directions_t)
-    norms = _norms(a)
+    norms = row_norms(a)
     return np.where(norms > NEAR_ZERO, dots / np.where(norms > NEAR_ZERO, norms, 1.0), 0.0)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from runtime.bundle.exactmath import exp_array, expm1, log, log1p
 from runtime.contract import schema as _contract
+from runtime.rowwise import row_sums
 
 _A = _contract()["accountant"]
 #: The integer Renyi orders the contract evaluates (dp-accounting's RdpAccountant is given the same).
@@ -66,7 +67,7 @@ def log_moment(noise_multiplier: float, sample_rate: float, order: int) -> float
     log_binom = np.cumsum(steps)  # lb_j = lb_{j-1} + (...), in index order
     terms = ((log_binom + j * log_q) + (a - j) * log_1q) + (j * j - j) * inv
     top = float(terms.max())
-    total = float(np.cumsum(exp_array(terms - top))[-1])  # in index order: every reader adds alike
+    total = float(row_sums(exp_array(terms - top))[0])  # in index order: every reader adds alike
     return top + log(total)
 
 
