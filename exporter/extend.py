@@ -28,7 +28,7 @@ from exporter.public_basis import PublicBasis
 from exporter.stages import ENCODER_IS_PUBLIC, ENCODER_STATED_BY_BUILDER
 from exporter.votes import INT16_MAX, INT16_MIN
 from runtime.bundle import wording
-from runtime.bundle.schema import PRIVACY_RTOL, STATISTICS, Bundle, Key
+from runtime.bundle.schema import PRIVACY_RTOL, Bundle, Key
 
 #: The options that choose what an extension takes from the earlier bundle.
 FIXED_BY_EARLIER = {"hashing": "aligned", "votes_share": 0.0, "basis_dim": None, "clip_l1": None, "tables": None,
@@ -111,7 +111,7 @@ def merged(old: Bundle, new: Bundle) -> Bundle:
 
     i32 = np.iinfo(np.int32)
     # the contract's words (relation "composition"): parallel over the batches, each as the new one
-    composition = wording.composition([s for s in STATISTICS if s in new.releases], new.head is not None, batches)
+    composition = wording.composition(new.releases, new.head is not None, batches)
     privacy = {**new.privacy, Key.BATCHES: batches, Key.COMPOSITION: composition,
                Key.PUBLIC_INPUTS: list(dict.fromkeys([*old.privacy[Key.PUBLIC_INPUTS], *new.privacy[Key.PUBLIC_INPUTS]]))}
     old_source, new_source = old.privacy[Key.NOISE_SOURCE], new.privacy[Key.NOISE_SOURCE]

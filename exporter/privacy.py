@@ -38,7 +38,7 @@ import numpy as np
 from exporter import accountant
 from exporter.noise import GaussianNoiseSource, NoiseSource, OpenDPDiscreteGaussian, OpenDPDiscreteLaplace
 from runtime.bundle import wording
-from runtime.bundle.schema import FIELDS_BY_PATH, PRIVACY_RTOL, STATISTICS, Key, ReleaseFacts
+from runtime.bundle.schema import FIELDS_BY_PATH, PRIVACY_RTOL, Key, ReleaseFacts
 
 #: Share of epsilon the class counts get; the class sums get the rest, less the vote tables'
 #: share when a bundle has them (docs/accuracy.md measures the split).
@@ -393,8 +393,7 @@ class PrivacyBudget:
 
     def privacy_facts(self) -> dict[str, Any]:
         """The bundle's ``privacy`` map (each release's own facts are in `releases`)."""
-        # the contract's words (relation "composition"): the releases in the contract's order
-        composition = wording.composition([s for s in STATISTICS if s in self.releases], self._head is not None)
+        composition = wording.composition(self.releases, self._head is not None)  # relation "composition"
         return {
             Key.EPSILON: self.epsilon,
             Key.DELTA: 0.0 if self._head is None else self._head.delta,

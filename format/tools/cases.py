@@ -553,11 +553,12 @@ def relation_cases(base: dict[str, Any]) -> Iterator[Case]:
                "relation.clip", "releases.class_sums.clip_l1")
     # The composition: the contract's words for these releases, nothing else (a head's words on a
     # pure bundle, one batch's words on three, another order, free text).
-    names = [n for n in STATISTICS if n in base["releases"]]
     yield Case("composition-of-a-head-on-a-pure-bundle", _edit(base, ("privacy.composition", wording.composition(
-        names, head=True))), "relation.composition", "privacy.composition")
-    yield Case("composition-releases-in-another-order", _edit(base, ("privacy.composition", wording.composition(
-        names[::-1], head=False))), "relation.composition", "privacy.composition")
+        base["releases"], head=True))), "relation.composition", "privacy.composition")
+    words = _contract()["wording"]["composition"]
+    reversed_names = [n for n in STATISTICS if n in base["releases"]][::-1]
+    yield Case("composition-releases-in-another-order", _edit(base, ("privacy.composition", words["pure"].replace(
+        "{releases}", words["separator"].join(reversed_names)))), "relation.composition", "privacy.composition")
     three_batches = copy.deepcopy(base)
     put(three_batches, "version", [1, 1])
     put(three_batches, "requires", ["privacy.batches"])
@@ -931,7 +932,7 @@ def composed(doc: dict[str, Any]) -> dict[str, Any]:
     and batches (relation "composition"), after an edit that changed them."""
     if "composition" in doc.get("privacy", {}):
         releases = doc.get("releases", {})
-        doc["privacy"]["composition"] = wording.composition([s for s in STATISTICS if s in releases], "head" in releases,
+        doc["privacy"]["composition"] = wording.composition(releases, "head" in releases,
                                                             doc["privacy"].get("batches", 1))
     return doc
 
@@ -996,7 +997,7 @@ def head_cases(base: dict[str, Any]) -> Iterator[Case]:
         hb, (f"{HEAD}.delta", 1e-3), ("privacy.delta", 1e-3), (f"{HEAD}.steps", 40000)), "relation.accountant",
         f"{HEAD}.epsilon")
     yield Case("head-not-in-requires", _edit(hb, ("requires", _DROP)), "relation.requires", "requires")
-    pure_words = wording.composition([s for s in STATISTICS if s in hb["releases"]], head=False)
+    pure_words = wording.composition(hb["releases"], head=False)
     yield Case("head-composition-says-pure", _edit(hb, ("privacy.composition", pure_words)), "relation.composition",
                "privacy.composition")
     yield Case("head-composition-says-delta-zero", _edit(hb, ("privacy.composition", "pure, delta = 0")),

@@ -477,7 +477,7 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
     if head is not None:
         _head_relations(head)
     wording.check(v["privacy.privacy_unit"], v["privacy.neighbour_relation"], per_unit)
-    wording.check_composition(v.get("privacy.composition"), list(releases), head is not None,
+    wording.check_composition(v.get("privacy.composition"), releases, head is not None,
                               v.get("privacy.batches", 1))
     labels = v[Key.LABELS]
     descriptions = v.get(Key.LABEL_DESCRIPTIONS)

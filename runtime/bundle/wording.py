@@ -19,7 +19,9 @@ Example:
 
 from __future__ import annotations
 
-from runtime.bundle.schema import WORDING
+from typing import Iterable
+
+from runtime.bundle.schema import STATISTICS, WORDING
 from runtime.errors import BundleError
 
 
@@ -72,22 +74,24 @@ def check(unit: str, relation: str, k: int) -> None:
                           f"person: the privacy facts contradict each other")
 
 
-def composition(releases: list[str], head: bool, batches: int = 1) -> str:
-    """How the releases compose, in the contract's words: the pure releases in release order
-    (sequential), then the head when there is one; with B > 1 batches, parallel over them.
+def composition(releases: Iterable[str], head: bool, batches: int = 1) -> str:
+    """How the releases compose, in the contract's words: the pure releases named in
+    ``releases``, in the contract's `statistics` order whatever order they come in (sequential),
+    then the head when there is one; with B > 1 batches, parallel over them.
 
     Example:
         >>> composition(["class_counts", "class_sums"], head=False)
         'sequential: class_counts, then class_sums; their epsilons add up to epsilon'
     """
-    words = WORDING["composition"]
-    within = words["head" if head else "pure"].replace("{releases}", words["separator"].join(releases))
+    words, named = WORDING["composition"], set(releases)
+    names = [s for s in STATISTICS if s in named]
+    within = words["head" if head else "pure"].replace("{releases}", words["separator"].join(names))
     if batches > 1:
         return words["batches"].replace("{batches}", str(batches)).replace("{within}", within)
     return within
 
 
-def check_composition(text: str | None, releases: list[str], head: bool, batches: int) -> None:
+def check_composition(text: str | None, releases: Iterable[str], head: bool, batches: int) -> None:
     """Refuse (``relation.composition``) a composition that is not the contract's words for
     these releases: free words could state a guarantee the numbers contradict."""
     if text is not None and text != composition(releases, head, batches):
