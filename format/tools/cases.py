@@ -927,6 +927,26 @@ def at_edge(doc: dict[str, Any], edge: tuple[float, float, int, float], accepted
     doc["privacy"]["delta"] = delta
 
 
+def tie(doc: dict[str, Any], rng: np.random.Generator, pull: bool = True) -> None:
+    """Classes 0 and 1 of ``doc`` (a blend) tied in real arithmetic for a query of equal
+    coordinates: P reverses the coordinates (k = D), origin 0, class 1's sum and projected
+    description class 0's rotated by one place, the others small (a pattern from ``rng``,
+    public). Every dot product and norm of class 1 adds the same terms as class 0's in another
+    order, so rounding alone picks the label: only section 7's order gives the corpus's."""
+    dim, classes = doc["subspace"]["origin"]["shape"][0], len(doc["labels"])
+    doc["subspace"]["projection"] = _f4(np.eye(dim)[::-1])  # a product folded ahead sums the other way
+    doc["subspace"]["origin"] = _f4(np.zeros(dim))
+    s0 = rng.integers(-600, 600, dim)
+    e0 = np.float32(rng.uniform(-1, 1, dim))
+    sums = np.concatenate([[s0, np.roll(s0, 1)], rng.integers(-60, 60, (classes - 2, dim))])
+    prior = np.concatenate([[e0, np.roll(e0[::-1], 1)[::-1]], np.float32(rng.uniform(-0.1, 0.1, (classes - 2, dim)))])
+    doc["releases"]["class_sums"]["values"] = _record(sums, "<i4")
+    if "prior" in doc:
+        doc["prior"] = _f4(prior)
+    if not pull:
+        doc["scoring"]["description_pull"] = 0.0
+
+
 def composed(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` with its composition (when it has one) the contract's words for its releases, head
     and batches (relation "composition"), after an edit that changed them."""

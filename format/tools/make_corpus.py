@@ -362,35 +362,24 @@ def _head_edge(edge: tuple[float, float, int, float]) -> Edit:
 
 
 def _tie(pull: bool) -> Edit:
-    """Classes 0 and 1 tied in real arithmetic: P reverses the coordinates (k = D = 4), origin 0,
-    class 1's sum and projected description class 0's rotated by one place; for a query with equal coordinates
-    (`vectors` gives one) every dot product and norm of class 1 adds the same terms as class 0's
-    in another order, so rounding alone picks the label. The pattern is the first of a public
-    sequence whose label changes when every sum runs the other way: a reader that sums in any
-    order but the contract's (a folded product, BLAS, pairwise) may well label it otherwise."""
+    """`cases.tie` with the first pattern of a public sequence whose label changes when every
+    sum runs the other way (for the query of equal coordinates `vectors` gives): a reader that
+    sums in any order but the contract's (a folded product, BLAS, pairwise) may well label it
+    otherwise."""
     def edit(d: dict[str, Any]) -> None:
-        sub, sums, prior = d["subspace"], d["releases"]["class_sums"]["values"], d["prior"]
         dim = d["encoder"]["dim"]
-        flip = np.eye(dim)[::-1]  # P reverses the coordinates: a product folded ahead sums the other way
-        sub["projection"] = cases._f4(flip)
-        sub["origin"] = cases._f4(np.zeros(dim))
         rng = np.random.default_rng(11)  # a public search for a pattern, not noise
         for _ in range(1000):
-            s0 = rng.integers(-600, 600, dim)
-            e0 = np.float32(rng.uniform(-1, 1, dim))
-            s_rows = np.stack([s0, np.roll(s0, 1), rng.integers(-60, 60, dim)]).astype("<i4")
-            e_rows = np.stack([e0, np.roll(e0[::-1], 1)[::-1], np.float32(rng.uniform(-0.1, 0.1, dim))])
-            if not pull:
-                d["scoring"]["description_pull"] = 0.0
+            cases.tie(d, rng, pull)
             labels = []
-            for order in (slice(None), slice(None, None, -1)):  # the contract's order, and every sum reversed
-                sums.update(cases._record(s_rows[:, order], "<i4"))
-                prior.update(cases._f4(e_rows[:, order]))
-                scores = Scorer(fmt.unpack(cases.seal(cases.composed(d)))).scores(np.full((1, dim), 0.5, np.float32))[0]
+            for reverse in (False, True):  # the contract's order, and every sum reversed
+                trial = cases.composed(copy.deepcopy(d))
+                if reverse:
+                    for r in (trial["releases"]["class_sums"]["values"], trial["prior"]):
+                        r.update(cases._record(cases._values(r)[:, ::-1], r["dtype"]))
+                scores = Scorer(fmt.unpack(cases.seal(trial))).scores(np.full((1, dim), 0.5, np.float32))[0]
                 labels.append(int(np.argmax(scores)) if max(scores[0], scores[1]) > scores[2] else -1)
-            if labels[0] != labels[1] and -1 not in labels:  # the order picks the label: keep the first
-                sums.update(cases._record(s_rows, "<i4"))
-                prior.update(cases._f4(e_rows))
+            if labels[0] != labels[1] and -1 not in labels:  # the order picks the label: keep it
                 return
         raise AssertionError("no rounding-sensitive tie in 1000 patterns")
     return edit

@@ -181,26 +181,12 @@ def accountant_edge(doc: dict[str, Any], rng: random.Random) -> tuple[str, dict[
 
 def tie(doc: dict[str, Any], rng: random.Random) -> tuple[str, dict[str, Any], list[float]]:
     """A blend whose classes 0 and 1 tie in real arithmetic for a query of equal coordinates
-    (the corpus's tie cases, format/tools/make_corpus.py `_tie`, with random patterns): P reverses
-    the coordinates (k = D), origin 0, class 1's sum and projected description class 0's rotated.
-    Rounding alone picks the label, so only the contract's order gives the corpus's answer."""
+    (`cases.tie`, a random pattern): rounding alone picks the label, so only the contract's
+    order gives Python's answer."""
     doc = copy.deepcopy(doc)
-    dim, classes = doc["subspace"]["origin"]["shape"][0], len(doc["labels"])
-    flip = np.eye(dim)[::-1]
-    doc["subspace"]["projection"] = cases._f4(flip)
-    doc["subspace"]["origin"] = cases._f4(np.zeros(dim))
-    s0 = np.array([rng.randint(-600, 600) for _ in range(dim)])
-    sums = np.array([[rng.randint(-60, 60) for _ in range(dim)] for _ in range(classes)])
-    sums[0], sums[1] = s0, np.roll(s0, 1)
-    doc["releases"]["class_sums"]["values"] = cases._record(sums, "<i4")
-    if "prior" in doc:
-        e0 = np.float32([rng.uniform(-1, 1) for _ in range(dim)])
-        prior = np.float32([[rng.uniform(-0.1, 0.1) for _ in range(dim)] for _ in range(classes)])
-        prior[0], prior[1] = e0, np.roll(e0[::-1], 1)[::-1]
-        doc["prior"] = cases._f4(prior)
-    if rng.random() < 0.5 and "scoring" in doc:
-        doc["scoring"]["description_pull"] = 0.0
-    return "tie in real arithmetic", doc, [float(np.float32(1.0 / np.sqrt(dim)))] * dim
+    cases.tie(doc, np.random.default_rng(rng.getrandbits(32)), pull=rng.random() < 0.5)
+    dim = doc["subspace"]["origin"]["shape"][0]
+    return "tie in real arithmetic", cases.composed(doc), [float(np.float32(1.0 / np.sqrt(dim)))] * dim
 
 
 def questions(folder: Path, n_bundles: int, n_strings: int, seed: int) -> dict[str, Any]:
