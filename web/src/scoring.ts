@@ -76,10 +76,8 @@ export class SimHasher {
     for (let t = 0; t < this.tables; t++) {
       let bucket = 0;
       for (let h = 0; h < this.bits; h++) {
-        const row = (t * this.bits + h) * this.dim;
-        let dot = 0;
-        for (let j = 0; j < this.dim; j++) dot += x[j]! * this.planes[row + j]!;
-        if (dot > (this.offsets === null ? 0 : this.offsets[t * this.bits + h]!)) bucket |= 1 << h;
+        const d = dot(x, 0, this.planes, (t * this.bits + h) * this.dim, this.dim);
+        if (d > (this.offsets === null ? 0 : this.offsets[t * this.bits + h]!)) bucket |= 1 << h;
       }
       out.push(bucket);
     }
