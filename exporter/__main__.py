@@ -28,6 +28,7 @@ from exporter.dataset import FORMATS, DatasetError
 from exporter.privacy import MAX_EXACT_VALUE
 from exporter.encoder_export import ENCODER_FORMATS, EncoderExportError, export_encoder
 from runtime import bundle as bundle_format
+from runtime.classify import option_hint
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError, InputError
 from exporter import encoders
@@ -233,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.pack is not None:
                 out, digest = bundle_format.save_pack(exported.to_bundle_encoder(), args.pack)
                 print(f"wrote encoder pack {out} ({out.stat().st_size / 2**20:.1f} MiB), sha256 {digest.hex()}")
-    except (BuildError, DatasetError, EncoderExportError, BundleError, InputError, PlotUnavailable) as exc:
+    except BundleError as exc:  # the same hint as python -m runtime.classify (a pack the bundle names)
+        print(f"error: {exc}{option_hint(exc)}", file=sys.stderr)
+        return 2
+    except (BuildError, DatasetError, EncoderExportError, InputError, PlotUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

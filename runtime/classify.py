@@ -44,6 +44,23 @@ LINE_SECONDS = 2 * QUERY_RUN_SECONDS
 #: What one character of a query may cost while it is tokenized: a 1,000,000-character line of
 #: CJK ideographs takes `tokenizers` 621 MiB (each becomes a word), of letters about 100 MiB.
 QUERY_BYTES_PER_CHAR = 1024
+#: What a command line adds to a refusal its options can mend, by the refusal's code: the one
+#: wording of this command and `python -m exporter` (build, inspect and evaluate take the same
+#: --encoder-pack PACK).
+OPTION_HINTS = {"pack.missing": "give it with --encoder-pack PACK"}
+
+
+def option_hint(exc: BundleError) -> str:
+    """`` (give it with --encoder-pack PACK)`` for a refusal an option mends, else "".
+
+    Example:
+        >>> option_hint(BundleError("pack.missing", "encoder_pack", "none was given"))
+        ' (give it with --encoder-pack PACK)'
+        >>> option_hint(BundleError("file.truncated", "", "too short"))
+        ''
+    """
+    hint = OPTION_HINTS.get(exc.code)
+    return f" ({hint})" if hint else ""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -210,9 +227,8 @@ def _main(args: argparse.Namespace) -> int:
         say(sys.stderr, f"error: {exc}")
         return 2
     except BundleError as exc:
-        hint = "" if args.bundle else " (build the default bundle with `make quickstart`, or pass --bundle)"
-        if exc.code == "pack.missing":
-            hint = " (give it with --encoder-pack PACK)"
+        hint = option_hint(exc) or ("" if args.bundle else
+                                    " (build the default bundle with `make quickstart`, or pass --bundle)")
         say(sys.stderr, f"error: {exc}{hint}")
         return 2
     if hasattr(sys.stdout, "reconfigure"):

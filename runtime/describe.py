@@ -117,6 +117,24 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
+def format_sizes(sizes: dict[str, int]) -> str:
+    """The sizes line of `format_info`: the file's total and its parts, and a statistics
+    bundle's encoder apart from them: it is in the pack, a separate file shipped once, so it is
+    neither in the file's total nor one of its parts.
+
+    Example:
+        >>> format_sizes({"encoder": 23_000_000, "prior": 10_000, "file": 23_020_000})
+        '21.95 MiB total: encoder 21.93 MiB, prior 0.01 MiB'
+        >>> format_sizes({"encoder_pack": 23_000_000, "prior": 10_000, "file": 20_000})
+        '0.02 MiB in this file: prior 0.01 MiB; the encoder, 21.93 MiB, is in its encoder pack (a separate file)'
+    """
+    parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k not in ("file", "encoder_pack"))
+    if "encoder_pack" not in sizes:
+        return f"{_mib(sizes['file'])} total: {parts}" if "file" in sizes else parts
+    text = f"{_mib(sizes['file'])} in this file: {parts}; " if "file" in sizes else f"{parts}; "
+    return text + f"the encoder, {_mib(sizes['encoder_pack'])}, is in its encoder pack (a separate file)"
+
+
 def format_info(info: dict[str, Any], summary: str) -> str:
     """Human-readable text of `bundle_info` (``summary``: `privacy_summary`)."""
     p, enc, sizes = info["privacy"], info["encoder"], info["sizes_bytes"]
@@ -164,8 +182,7 @@ def format_info(info: dict[str, Any], summary: str) -> str:
     if isinstance(fid, dict) and all(isinstance(fid.get(k), (int, float)) for k in ("mean_cosine", "min_cosine")):
         lines.append(f"  fidelity vs fp32      mean cosine {fid['mean_cosine']:.4f}, min {fid['min_cosine']:.4f} "
                      f"over {fid.get('texts', '?')} texts")
-    parts = ", ".join(f"{k} {_mib(v)}" for k, v in sizes.items() if k != "file")
-    lines.append(f"size        {_mib(sizes['file']) + ' total: ' if 'file' in sizes else ''}{parts}")
+    lines.append(f"size        {format_sizes(sizes)}")
     ex = info["exporter"] if isinstance(info["exporter"], dict) else {}
     lines.append(f"exporter    {ex.get(Key.NAME, '?')} {ex.get(Key.VERSION, '?')}, created {ex.get(Key.CREATED, '?')}")
     return "\n".join(lines)
