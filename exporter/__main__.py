@@ -8,7 +8,7 @@
     python -m exporter inspect BUNDLE [--encoder-pack PACK] [--json]
     python -m exporter encoder [--encoder NAME|FOLDER] [--encoder-format onnx|tflite] [--pack OUT]
     python -m exporter encoders
-    python -m exporter evaluate --bundle B --test FILE [--plot PNG] [--json]
+    python -m exporter evaluate --bundle B --test FILE [--plot [PNG]] [--json]
 
 Exit status 0 on success, 2 on bad input or settings (the message names what to fix).
 """
@@ -32,7 +32,11 @@ from runtime.classify import option_hint
 from runtime.describe import bundle_info, format_info, privacy_summary
 from runtime.errors import BundleError, InputError
 from exporter import encoders
-from exporter.evaluate import NOTICE, PlotUnavailable, evaluate, format_report, plot
+from exporter.evaluate import NOTICE, PlotUnavailable, evaluate, format_report, plot, plot_path
+
+
+#: The value of --plot given without a file name: the plot goes beside the bundle (plot_path).
+BESIDE_BUNDLE = object()
 
 
 def _add_encoder_format(p: argparse.ArgumentParser) -> None:
@@ -152,7 +156,7 @@ def _print_report(r: BuildReport) -> None:
     print("  (record counts above are for you; the bundle contains only the noisy releases)")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m exporter", description="dpedge exporter: build DP bundles.")
     sub = ap.add_subparsers(dest="command", required=True)
     _add_build(sub)
@@ -176,13 +180,27 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--bundle", required=True, type=Path)
     _add_encoder_pack(ev, "the encoder pack a statistics bundle names")
     ev.add_argument("--test", required=True, type=Path, help="labelled records: .jsonl, .csv or .tsv")
-    ev.add_argument("--plot", type=Path, metavar="PNG", help="write the confusion matrix and reliability plot here")
+    ev.add_argument("--plot", type=Path, nargs="?", const=BESIDE_BUNDLE, default=None, metavar="PNG",
+                    help="write the confusion matrix and reliability plot to PNG (without PNG: beside the bundle, "
+                         "BUNDLE-evaluation.png, e.g. models/quickstart-evaluation.png)")
     ev.add_argument("--json", action="store_true", help="print the figures as one JSON document")
     ev.add_argument("--format", dest="fmt", choices=FORMATS, default=None, help="default: from the extension")
     ev.add_argument("--text-field", default="text")
     ev.add_argument("--label-field", default="label")
     ev.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's settings, as main() runs them (tests read the README's commands with it)."""
+    args = _parser().parse_args(argv)
+    if getattr(args, "plot", None) is BESIDE_BUNDLE:
+        args.plot = plot_path(args.bundle)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         if args.command == "build":

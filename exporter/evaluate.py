@@ -1,6 +1,6 @@
 """How accurate a bundle is on the owner's own labelled test file.
 
-`python -m exporter evaluate --bundle B --test FILE [--plot PNG] [--json]` classifies every
+`python -m exporter evaluate --bundle B --test FILE [--plot [PNG]] [--json]` classifies every
 record of FILE with the runtime (exactly as a device would) and reports accuracy, macro-F1,
 per-class precision and recall, the confusion matrix and how often the top score is right at
 each score level (a reliability table; with --plot, both as pictures).
@@ -151,9 +151,19 @@ def format_report(ev: Evaluation, bundle: Path, test: Path) -> str:
     return "\n".join(lines)
 
 
-def plot(ev: Evaluation, out: Path) -> None:
-    """The confusion matrix (row-normalised) and the reliability diagram side by side, written
-    atomically to ``out`` (PNG)."""
+def plot_path(bundle: os.PathLike[str] | str) -> Path:
+    """Where `--plot` without a file name writes: beside the bundle, never in the working
+    directory (the figures are private, like the test file).
+
+    Example:
+        >>> plot_path("models/quickstart.dpedge").as_posix()
+        'models/quickstart-evaluation.png'
+    """
+    bundle = Path(bundle)
+    return bundle.with_name(f"{bundle.stem}-evaluation.png")
+
+
+def _pyplot():
     try:
         import matplotlib
     except ImportError:
@@ -161,8 +171,17 @@ def plot(ev: Evaluation, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def figure(ev: Evaluation):
+    """The confusion matrix (row-normalised) and the reliability diagram side by side: a
+    matplotlib Figure (close it with matplotlib.pyplot.close). Every count label is inside its
+    axes: beside its point, on the side away from the nearer edge."""
+    plt = _pyplot()
     c = len(ev.labels)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6 + 0.45 * c, 5 + 0.15 * c), width_ratios=[1.4, 1])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6 + 0.45 * c, 5 + 0.15 * c), width_ratios=[1.4, 1],
+                                   layout="constrained")
     rows = ev.confusion / np.maximum(ev.confusion.sum(axis=1, keepdims=True), 1)
     ax1.imshow(rows, cmap="Blues", vmin=0, vmax=1)
     ax1.set_xticks(range(c), ev.labels, rotation=60, ha="right", fontsize=8)
@@ -180,15 +199,30 @@ def plot(ev: Evaluation, out: Path) -> None:
     ax2.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
     ax2.plot([b["mean_score"] for b in bins], [b["accuracy"] for b in bins], marker="o")
     for b in bins:
-        ax2.annotate(str(b["records"]), (b["mean_score"], b["accuracy"]), fontsize=7, xytext=(3, -10),
-                     textcoords="offset points")
-    ax2.set_xlim(0, 1)
-    ax2.set_ylim(0, 1.02)
+        x, y = b["mean_score"], b["accuracy"]
+        # Off the curve, which mostly rises: above left of a point on the right (the headroom above
+        # 1 holds it), below right of one on the left, unless it is near 0.
+        left = x > 0.6
+        up = left or y < 0.15
+        ax2.annotate(str(b["records"]), (x, y), xytext=(-5 if left else 5, 5 if up else -5),
+                     textcoords="offset points", ha="right" if left else "left", va="bottom" if up else "top",
+                     fontsize=7, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none",
+                                       "alpha": 0.8})
+    # Headroom: a point at 0 or 1 (a bin every record of which is right) stays off the frame, and
+    # the label above it inside.
+    ax2.set_xlim(-0.03, 1.03)
+    ax2.set_ylim(-0.03, 1.1)
     ax2.set_xlabel("top score (mean in its bin)")
-    ax2.set_ylabel("accuracy")
+    ax2.set_ylabel("accuracy (numbers: records in the bin)")
     ax2.set_title("reliability of the top score")
     fig.suptitle("private test figures: for the data owner, not a release", fontsize=9)
-    fig.tight_layout()
+    return fig
+
+
+def plot(ev: Evaluation, out: Path) -> None:
+    """`figure` written atomically to ``out`` (PNG)."""
+    plt = _pyplot()
+    fig = figure(ev)
     png = io.BytesIO()
     try:
         fig.savefig(png, format="png", dpi=120)

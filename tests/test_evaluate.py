@@ -4,8 +4,10 @@ runtime exactly as a device classifies, with the notice that they are private.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,3 +70,70 @@ def test_a_malformed_test_line_names_file_and_line(dp_bundle, tmp_path):
     r = subprocess.run([sys.executable, "-m", "exporter", "evaluate", "--bundle", str(dp_bundle), "--test", str(test)],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and f"{test}:2" in r.stderr and "Traceback" not in r.stderr
+
+
+def _hand_evaluation(records_at_top: int = 12345) -> Evaluation:
+    """Bins at the plot's edges: a crowded one near score 1 all right, one near 1/3 all wrong,
+    one in the middle, with counts of several digits."""
+    top = np.array([0.995] * records_at_top + [0.34] * 250 + [0.55] * 1000)
+    correct = np.array([True] * records_at_top + [False] * 250 + [True, False] * 500)
+    confusion = np.array([[records_at_top, 125, 0], [125, 500, 0], [0, 500, 0]])
+    return Evaluation(("alarm", "weather", "music"), confusion, top, correct)
+
+
+def test_the_plot_keeps_every_label_and_point_inside_its_axes():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from exporter.evaluate import figure
+
+    ev = _hand_evaluation()
+    assert {b["records"] for b in ev.reliability()} == {12345, 250, 1000}
+    fig = figure(ev)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            frame = ax.get_window_extent(renderer)
+            assert ax.texts, "the counts are labelled"
+            for t in ax.texts:
+                box = t.get_window_extent(renderer)
+                assert (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1), \
+                    f"label {t.get_text()!r} at {box.bounds} leaves its axes {frame.bounds}"
+        reliability = fig.axes[1]
+        (x0, x1), (y0, y1) = reliability.get_xlim(), reliability.get_ylim()
+        assert x0 < 0 and x1 > 1 and y0 < 0 and y1 > 1  # a point at 0 or 1 is off the frame
+    finally:
+        plt.close(fig)
+
+
+def test_plot_without_a_file_name_goes_beside_the_bundle_not_the_working_directory(dp_bundle, tmp_path):
+    bundle = tmp_path / "bundles" / "app.dpedge"
+    bundle.parent.mkdir()
+    bundle.symlink_to(dp_bundle)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    r = subprocess.run([sys.executable, "-m", "exporter", "evaluate", "--bundle", str(bundle), "--test",
+                        str(DATA / "test.jsonl"), "--threads", "1", "--plot"], cwd=cwd, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    png = bundle.parent / "app-evaluation.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {png}" in r.stdout
+    assert list(cwd.iterdir()) == []
+
+
+def test_the_readmes_evaluate_commands_write_their_plot_under_models():
+    """The README's commands run from the repository's root: a plot there would be a stray file
+    (and private figures); under models/ it is beside the bundle and ignored by git."""
+    import shlex
+
+    from exporter.__main__ import parse_args
+
+    lines = [line.split("#")[0] for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+             if line.startswith("python -m exporter evaluate")]
+    assert lines
+    for line in lines:
+        args = parse_args(shlex.split(line)[3:])
+        assert args.plot is not None and args.plot.parent == Path("models"), line
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(args.plot)], cwd=ROOT)
+        assert ignored.returncode == 0, f"{args.plot} is not ignored by git"
