@@ -93,11 +93,39 @@ let configuredPaths: WasmPaths | undefined;
 /** The first failure to start onnxruntime-web: it does not try again in this page. */
 let deploymentFailure: string | null = null;
 
+/** Where the web README says how each bundler runs dpedge/worker. */
+const WORKER_HELP = "dpedge's web README, \"In a Web Worker\"";
+
+/**
+ * Why onnxruntime-web could not be imported, and the fix, by where this module runs. In a bundled
+ * app a missing package fails the build, so a failure here is rarely a missing package: in a Web
+ * Worker it is a worker script that the app's bundler copied as a file instead of bundling it
+ * (its imports are bare package names no browser resolves); on a page, a browser that cannot
+ * resolve a bare name says so ("Failed to resolve module specifier" in Chromium, "bare
+ * specifier" in Firefox, "does not resolve to a valid URL" in Safari).
+ */
+export function importFailure(reason: string, scope: { inWorker: boolean; href: string }): string {
+  const head = `onnxruntime-web, dpedge/browser's engine, cannot be imported (${reason})`;
+  if (scope.inWorker) {
+    return `${head} in the Web Worker ${scope.href}: a deployment problem of the worker, not a missing package. ` +
+      "The worker's script was not bundled with its imports: Vite and webpack 5 bundle dpedge/worker's own worker " +
+      "when WorkerClassifier.load is given no `worker` option; with esbuild (or a bundler that copies " +
+      "new Worker(new URL(...)) as a file) build \"dpedge/worker-script\" as an entry of its own and give its URL: " +
+      `WorkerClassifier.load(bytes, { worker: new URL("./worker-script.js", import.meta.url) }) (${WORKER_HELP})`;
+  }
+  if (/module specifier|bare specifier|does not resolve to a valid URL/i.test(reason)) {
+    return `${head}: the page runs dpedge's module unbundled, where a browser cannot resolve the package name ` +
+      "\"onnxruntime-web/wasm\": bundle the app (Vite, webpack, esbuild) or map the name with an import map";
+  }
+  return `${head}: install it beside dpedge (npm install onnxruntime-web@1.30.0; it is an optional peer dependency)`;
+}
+
 function importOrt(): Promise<OrtWeb> {
   ortWeb ??= import("onnxruntime-web/wasm").then((m) => m as unknown as OrtWeb, (e: unknown) => {
     ortWeb = null;
-    throw new DeploymentError(`onnxruntime-web, dpedge/browser's engine, cannot be imported (${oneLine(e)}): ` +
-      "install it beside dpedge (npm install onnxruntime-web@1.30.0; it is an optional peer dependency)");
+    const g = globalThis as { WorkerGlobalScope?: abstract new () => unknown; location?: { href?: string } };
+    const inWorker = typeof g.WorkerGlobalScope === "function" && globalThis instanceof g.WorkerGlobalScope;
+    throw new DeploymentError(importFailure(oneLine(e), { inWorker, href: g.location?.href ?? "" }));
   });
   return ortWeb;
 }

@@ -65,6 +65,20 @@ export function fromData(e: ErrorData): Error {
   return new Error(e.message);
 }
 
+/**
+ * The worker did not start: its script could not be fetched, was not a module script, or threw
+ * at its start. A browser's error event does not say which, so the message names the script and
+ * the usual cause: a bundler that does not follow `new Worker(new URL(...))` in a dependency
+ * (esbuild) leaves no worker-script.js beside the app's script.
+ */
+export function workerStartFailure(detail: string, script: string): string {
+  return `the classifier's Web Worker did not start (${detail || "no detail from the browser"}): ${script} could not be ` +
+    "loaded as a module or failed at its start. Vite and webpack 5 bundle dpedge/worker's own worker when " +
+    "WorkerClassifier.load is given no `worker` option; with esbuild (or a bundler that does not follow " +
+    "new Worker(new URL(...)) in a dependency) build \"dpedge/worker-script\" as an entry of its own and give its URL: " +
+    "WorkerClassifier.load(bytes, { worker: new URL(\"./worker-script.js\", import.meta.url) }) (dpedge's web README, \"In a Web Worker\")";
+}
+
 function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("the operation was aborted", "AbortError");
 }
@@ -112,8 +126,17 @@ export class WorkerClassifier {
     const { signal } = options;
     if (signal?.aborted) throw abortError(signal);
     const given = options.worker;
+    // Named in words: a second `new URL("./worker-script.js", import.meta.url)` here would make
+    // Vite and webpack copy the unbundled script as an asset as well.
+    const script = given instanceof Worker ? "the Worker it was given"
+      : given === undefined ? "its default script (worker-script.js beside dpedge/worker's module)" : `its script ${String(given)}`;
+    // The default is written as the literal `new Worker(new URL("./worker-script.js", import.meta.url), ...)`:
+    // Vite and webpack 5 recognise exactly that pattern in a dependency and bundle the worker
+    // script with its imports (onnxruntime-web). Any other spelling (`given ?? new URL(...)`)
+    // makes them copy the script as a file whose imports no browser can resolve.
     const worker = given instanceof Worker ? given
-      : new Worker(given ?? new URL("./worker-script.js", import.meta.url), { type: "module", name: "dpedge" });
+      : given !== undefined ? new Worker(given, { type: "module", name: "dpedge" })
+      : new Worker(new URL("./worker-script.js", import.meta.url), { type: "module", name: "dpedge" });
     const copy = (b: Uint8Array | ArrayBuffer): Uint8Array => (b instanceof Uint8Array ? b.slice() : new Uint8Array(b.slice(0)));
     const request: Request = {
       op: "load", bytes: copy(bytes), ...(options.encoderPack ? { encoderPack: copy(options.encoderPack) } : {}),
@@ -137,7 +160,7 @@ export class WorkerClassifier {
       worker.onerror = (event: ErrorEvent) => {
         signal?.removeEventListener("abort", onAbort);
         event.preventDefault();
-        stop(new Error(`the classifier's worker did not start: ${event.message || "its script could not be loaded"}`));
+        stop(new DeploymentError(workerStartFailure(event.message, script)));
       };
       worker.postMessage(request, [request.bytes.buffer, ...(request.encoderPack ? [request.encoderPack.buffer] : [])]);
     });

@@ -1,9 +1,11 @@
 /**
  * The package as another app gets it: `npm pack` of web/, installed offline from the tarball
- * (and the npm cache, which web/'s own `npm ci` filled) into a copy of examples/browser-app,
- * whose build (esbuild) and type checks (strict, skipLibCheck false, moduleResolution bundler
- * and node16) must pass; then the built page, served as a static site, classifies a text of the
- * committed corpus's default bundle in headless Chromium with the corpus's label. Also:
+ * (and the npm cache) into a copy of examples/browser-app, whose builds (esbuild, Vite and
+ * webpack 5, each with its default handling of the package) and type checks (strict,
+ * skipLibCheck false, moduleResolution bundler and node16) must pass; then each built page,
+ * served as a static site, classifies a text of the committed corpus's default bundle in
+ * headless Chromium with the corpus's label, on the page and in dpedge/worker's Web Worker
+ * (Vite and webpack bundle that worker themselves; esbuild's build makes it an entry). Also:
  *
  * - a program importing both entry points type-checks with the same strict settings, no DOM and
  *   no @types/node, and the declarations import no package (no engine's types are needed);
@@ -13,11 +15,13 @@
  *   classifier is a DeploymentError naming onnxruntime-node;
  * - without ort-wasm-simd-threaded.wasm beside the script, or with an HTML page in its place,
  *   the page fails with engine.deployment naming the file's URL (not a refusal of the bundle);
- *   with the load option wasmPaths naming another folder, it classifies; built by Vite instead
- *   (which emits the WebAssembly file itself, no copy step), it classifies.
+ *   with the load option wasmPaths naming another folder, it classifies;
+ * - a worker script that cannot be loaded, or one copied unbundled (its import of onnxruntime-web
+ *   left to a browser, as a bundler that copies `new Worker(new URL(...))` as a file leaves it), is
+ *   an engine.deployment error of the worker naming the fix, not "install onnxruntime-web".
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -80,10 +84,10 @@ describe("the packed package in an app", () => {
     expect(readFileSync(join(app, "node_modules", "dpedge", "LICENSE"), "utf-8")).toContain("Apache License\n                           Version 2.0, January 2004");
   });
 
-  it("builds with esbuild and type-checks strictly (bundler and node16 resolution, skipLibCheck false)", () => {
+  it("builds with esbuild, Vite and webpack 5 and type-checks strictly (bundler and node16 resolution, skipLibCheck false)", () => {
     run(NPM, ["run", "-s", "build"], app);
     run(NPM, ["run", "-s", "typecheck"], app);
-  });
+  }, 180_000);
 
   it("type-checks a program that imports both entry points (no DOM, no @types/node); the declarations import no package", () => {
     const dts = files.filter((f) => f.endsWith(".d.ts"));
@@ -152,15 +156,26 @@ describe("the packed package in an app", () => {
     const q = c.queries!.find((x) => !x.code && x.margin! > committed.cases.tolerance.label_margin && /^[\x20-\x7e]+$/.test(x.text))!;
 
     beforeAll(async () => {
-      run(NPM, ["run", "-s", "build"], app);
+      if (!existsSync(join(app, "dist", "webpack", "index.html"))) run(NPM, ["run", "-s", "build"], app);
       const dist = join(app, "dist");
+      const esbuilt = join(dist, "esbuild");
       const bare = join(root, "bare");
-      cpSync(dist, bare, { recursive: true, filter: (src) => !src.endsWith(".wasm") });
+      cpSync(esbuilt, bare, { recursive: true, filter: (src) => !src.endsWith(".wasm") });
       // A server that answers every path with the app's page (a single-page app's fallback).
       const html = join(root, "html");
       cpSync(bare, html, { recursive: true });
       writeFileSync(join(html, "ort-wasm-simd-threaded.wasm"), "<!doctype html><title>app</title>");
-      server = await startServer({ "/": dist, "/bare/": bare, "/html/": html, "/vite/": join(root, "vite"), "/corpus/": committed.dir,
+      // The worker's script missing, and the package's worker script copied as a file, unbundled.
+      const noWorker = join(root, "no-worker");
+      cpSync(esbuilt, noWorker, { recursive: true, filter: (src) => !src.endsWith("worker-script.js") });
+      const unbundled = join(root, "unbundled");
+      cpSync(esbuilt, unbundled, { recursive: true });
+      // (with the chunks it imports: its own modules load, its import of onnxruntime-web cannot)
+      const packaged = join(app, "node_modules", "dpedge", "dist");
+      cpSync(join(packaged, "worker-script.js"), join(unbundled, "worker-script.js"));
+      cpSync(join(packaged, "chunks"), join(unbundled, "chunks"), { recursive: true });
+      server = await startServer({ "/esbuild/": esbuilt, "/vite/": join(dist, "vite"), "/webpack/": join(dist, "webpack"),
+        "/bare/": bare, "/html/": html, "/no-worker/": noWorker, "/unbundled/": unbundled, "/corpus/": committed.dir,
         "/ort/": join(app, "node_modules", "onnxruntime-web", "dist") });
       const address = server.address();
       origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
@@ -190,12 +205,28 @@ describe("the packed package in an app", () => {
       return out;
     }
 
-    it("classifies a corpus text with the corpus's label, the WebAssembly file beside the script", async () => {
-      expect(await open("/?bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
+    for (const bundler of ["esbuild", "vite", "webpack"]) {
+      it(`classifies a corpus text with the corpus's label, built by ${bundler}, on the page and in a Web Worker`, async () => {
+        for (const where of ["", "worker&"]) {
+          expect(await open(`/${bundler}/?${where}bundle=/corpus/accept/default.dpedge`)).toMatchObject({ state: "answered", label: q.label, error: "" });
+        }
+      });
+    }
+
+    it("reports a worker script that cannot be loaded as a deployment error of the worker, naming it and the fix", async () => {
+      const got = await open("/no-worker/?worker&bundle=/corpus/accept/default.dpedge");
+      expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });
+      expect(got.error).toContain(`the classifier's Web Worker did not start`);
+      expect(got.error).toContain(`its script ${origin}/no-worker/worker-script.js`);
+      expect(got.error).toContain(`build "dpedge/worker-script" as an entry of its own`);
     });
 
-    it("classifies the same in a Web Worker (dpedge/worker, its script an entry of the app's build)", async () => {
-      expect(await open("/?worker&bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
+    it("reports a worker script copied unbundled as a deployment problem of the worker, not as a missing package", async () => {
+      const got = await open("/unbundled/?worker&bundle=/corpus/accept/default.dpedge");
+      expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });
+      expect(got.error).toContain(`in the Web Worker ${origin}/unbundled/worker-script.js: a deployment problem of the worker, not a missing package`);
+      expect(got.error).toContain("onnxruntime-web/wasm");
+      expect(got.error).not.toContain("npm install");
     });
 
     it("reports a missing WebAssembly file as a deployment error naming it, not as a refused bundle", async () => {
@@ -210,17 +241,6 @@ describe("the packed package in an app", () => {
       const got = await open("/html/?bundle=/corpus/accept/default.dpedge");
       expect(got).toMatchObject({ state: "failed", code: "engine.deployment" });
       expect(got.error).toContain(`${origin}/html/ort-wasm-simd-threaded.wasm is not WebAssembly`);
-    });
-
-    it("classifies the same in the same app built by Vite, which emits the WebAssembly file itself", async () => {
-      // Vite is web/'s (vitest's); the app's sources and packages are the example's.
-      const vite = join(root, "vite-app");
-      cpSync(join(app, "src"), join(vite, "src"), { recursive: true });
-      symlinkSync(join(app, "node_modules"), join(vite, "node_modules"), "dir");
-      writeFileSync(join(vite, "index.html"), readFileSync(join(app, "index.html"), "utf-8").replace('src="app.js"', 'src="/src/main.ts"'));
-      run(process.execPath, [join(WEB, "node_modules", "vite", "bin", "vite.js"), "build", "--base", "./", "--outDir", join(root, "vite"),
-        "--logLevel", "warn"], vite);
-      expect(await open("/vite/?bundle=/corpus/accept/default.dpedge")).toMatchObject({ state: "answered", label: q.label, error: "" });
     });
 
     it("finds the WebAssembly files where the load option wasmPaths says", async () => {

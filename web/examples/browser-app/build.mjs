@@ -1,26 +1,27 @@
 /**
- * Bundles src/main.ts (with dpedge/browser and onnxruntime-web) into dist/app.js with esbuild,
- * and dpedge/worker-script (the Web Worker of dpedge/worker) into dist/worker-script.js,
- * copies index.html, and copies onnxruntime-web's WebAssembly file beside the script: esbuild
- * does not emit files named by `new URL(..., import.meta.url)`, so this is the one step an
- * esbuild app adds (Vite and webpack emit the file themselves).
+ * The esbuild build, dist/esbuild/: src/main.ts (with dpedge/browser, dpedge/worker and
+ * onnxruntime-web) into app.js; "dpedge/worker-script" (the worker dpedge/worker starts) into
+ * worker-script.js, an entry of its own because esbuild does not follow
+ * `new Worker(new URL(...))`; the page; and onnxruntime-web's WebAssembly file beside the
+ * scripts, because esbuild does not emit files named by `new URL(..., import.meta.url)`.
+ * Those two steps are what an esbuild app adds (Vite and webpack 5 need neither).
  *
- *     npm run build      # then serve dist/ with a bundle at dist/bundle.dpedge
+ *     npm run build:esbuild      # then serve dist/esbuild/ with a bundle at bundle.dpedge
  */
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
+import { writePage } from "./page.mjs";
 
-const out = "dist";
+const out = join("dist", "esbuild");
+rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-await build({ entryPoints: ["src/main.ts"], bundle: true, format: "esm", platform: "browser", target: "es2022",
-  minify: true, outfile: join(out, "app.js"), logLevel: "warning" });
-// The Web Worker dpedge/worker starts (?worker): esbuild does not follow `new Worker(new URL(...))`,
-// so the worker script is an entry of its own, beside app.js, whose URL the page gives.
-await build({ entryPoints: ["dpedge/worker-script"], bundle: true, format: "esm", platform: "browser", target: "es2022",
-  minify: true, outfile: join(out, "worker-script.js"), logLevel: "warning" });
-copyFileSync("index.html", join(out, "index.html"));
+const common = { bundle: true, format: "esm", platform: "browser", target: "es2022", minify: true, logLevel: "warning" };
+await build({ ...common, entryPoints: ["src/main.ts"], outfile: join(out, "app.js"),
+  define: { WORKER_SCRIPT: JSON.stringify("./worker-script.js") } });
+await build({ ...common, entryPoints: ["dpedge/worker-script"], outfile: join(out, "worker-script.js") });
+writePage(out, "app.js");
 const ortDist = dirname(createRequire(import.meta.url).resolve("onnxruntime-web/ort-wasm-simd-threaded.wasm"));
 copyFileSync(join(ortDist, "ort-wasm-simd-threaded.wasm"), join(out, "ort-wasm-simd-threaded.wasm"));
 console.log(`built ${out}/: app.js, worker-script.js, index.html, ort-wasm-simd-threaded.wasm`);

@@ -15,9 +15,19 @@ function show(state: string, text: string): void {
   $("status").textContent = text;
 }
 
-/** ?worker: the same page with dpedge/worker, the worker script built by build.mjs beside app.js. */
+/**
+ * The one line a bundler may need: Vite and webpack 5 bundle the worker dpedge/worker starts
+ * (`new Worker(new URL(...))` in the package), so the page gives no `worker` option; esbuild
+ * does not, so build.mjs builds "dpedge/worker-script" as an entry of its own, beside app.js,
+ * and defines WORKER_SCRIPT as its name (in an esbuild app of your own, write the URL itself:
+ * `{ worker: new URL("./worker-script.js", import.meta.url) }`).
+ */
+declare const WORKER_SCRIPT: string | undefined;
+const workerOption = typeof WORKER_SCRIPT === "string" ? { worker: new URL(WORKER_SCRIPT, import.meta.url) } : {};
+
+/** ?worker: the same page with dpedge/worker. */
 async function inWorker(bytes: Uint8Array): Promise<void> {
-  const clf = await WorkerClassifier.load(bytes, { worker: new URL("./worker-script.js", import.meta.url) });
+  const clf = await WorkerClassifier.load(bytes, workerOption);
   show("ready", `${clf.labels.length} labels, in a Web Worker`);
   const classify = async (): Promise<void> => {
     const [r] = await clf.classify([$<HTMLInputElement>("text").value], { topK: 3 });
