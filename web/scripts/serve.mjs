@@ -8,7 +8,7 @@
  * "/" is web/demo; "/bundles/" is DIR (default: ../models), so that
  * http://127.0.0.1:8080/?bundle=bundles/quickstart.dpedge opens the quick-start bundle.
  */
-import { createReadStream, statSync } from "node:fs";
+import { createReadStream, existsSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,7 +66,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const i = process.argv.indexOf(name);
     return i > 0 ? process.argv[i + 1] : fallback;
   };
-  const server = await startServer({ "/": join(WEB, "demo"), "/bundles/": resolve(arg("--bundles", join(WEB, "..", "models"))) },
-    Number(arg("--port", "8080")));
-  console.log(`dpedge demo on http://127.0.0.1:${server.address().port}/ (bundles from /bundles/)`);
+  const bundles = resolve(arg("--bundles", join(WEB, "..", "models")));
+  const server = await startServer({ "/": join(WEB, "demo"), "/bundles/": bundles }, Number(arg("--port", "8080")));
+  const page = `http://127.0.0.1:${server.address().port}/`;
+  console.log(`dpedge demo on ${page} (bundles from ${bundles} at /bundles/)`);
+  // The URL that opens a first bundle at once, or how to get one.
+  if (existsSync(join(bundles, "quickstart.dpedge"))) console.log(`open the quick-start bundle: ${page}?bundle=bundles/quickstart.dpedge`);
+  else console.log(`no quickstart.dpedge in ${bundles}: \`make quickstart\` in the repository writes it (or open any .dpedge file on the page)`);
 }

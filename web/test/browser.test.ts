@@ -19,8 +19,9 @@
  *   page's request and is not seen here: the flags of scripts/chromium.mjs turn it off
  *   (--disable-background-networking, --disable-component-update, --disable-sync; docs/web.md).
  */
-import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -88,6 +89,7 @@ type Runtime = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
   let server: Server;
+  let quickstartDir = "";
   let browser: Awaited<ReturnType<typeof launch>>;
   let origin = "";
   const requests: string[] = [];
@@ -95,8 +97,11 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
   beforeAll(async () => {
     execFileSync(process.execPath, [join(WEB, "scripts", "build.mjs"), "--no-tsc"], { stdio: "inherit" });
     await buildWorker(); // the demo page runs the runtime in a Web Worker
-    server = await startServer({ "/": join(WEB, "demo"), "/test-page/": join(WEB, "test", "page"),
-      ...Object.fromEntries(mounts.map((m) => [m.url, m.corpus.dir])) });
+    // /bundles/ as `npm run demo` serves models/, with a quick-start bundle; /plain/ the page without one.
+    quickstartDir = mkdtempSync(join(tmpdir(), "dpedge-bundles-"));
+    cpSync(join(committed.corpus.dir, "accept", "default.dpedge"), join(quickstartDir, "quickstart.dpedge"));
+    server = await startServer({ "/": join(WEB, "demo"), "/plain/": join(WEB, "demo"), "/bundles/": quickstartDir,
+      "/test-page/": join(WEB, "test", "page"), ...Object.fromEntries(mounts.map((m) => [m.url, m.corpus.dir])) });
     const address = server.address();
     origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
     browser = await launch();
@@ -108,6 +113,7 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
   afterAll(async () => {
     await browser?.close();
     await new Promise((done) => server?.close(done));
+    if (quickstartDir) rmSync(quickstartDir, { recursive: true, force: true });
   });
 
   async function openPage(path: string, until: string[] = ["ready", "refused", "empty"]): Promise<Page> {
@@ -264,6 +270,31 @@ describe.skipIf(!HAVE_CHROMIUM)("in headless Chromium", () => {
     mkdirSync(OUTPUT, { recursive: true });
     await page.screenshot({ path: join(OUTPUT, "demo.png"), fullPage: true });
     await page.close();
+  });
+
+  it("opens on a link to the quick-start bundle where the site serves one, and says how to get one where not", async () => {
+    const page = await openPage("/", ["empty"]);
+    expect(await page.textContent("#status")).toBe("No bundle open. Open the quick-start bundle (bundles/quickstart.dpedge), or choose a .dpedge file above.");
+    await page.click("#quickstart");
+    await page.waitForFunction(() => document.body.dataset["state"] === "ready", undefined, { timeout: 60_000 });
+    const labels = (await readBundle(committed.corpus.read("accept/default.dpedge"))).labels;
+    expect(await page.$$eval("#labels > li", (lis) => lis.length)).toBe(labels.length);
+    await page.close();
+    const plain = await openPage("/plain/", ["empty"]);
+    expect(await plain.textContent("#status")).toContain("`make quickstart` in the repository writes models/quickstart.dpedge");
+    expect(await plain.$("#quickstart")).toBeNull();
+    await plain.close();
+  });
+
+  it("npm run demo's server prints the URL that opens the quick-start bundle", async () => {
+    const child = spawn(process.execPath, [join(WEB, "scripts", "serve.mjs"), "--port", "0", "--bundles", quickstartDir], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    await new Promise<void>((done, fail) => {
+      child.stdout.on("data", (d: Buffer) => { out += String(d); if (out.includes("quick-start")) done(); });
+      child.on("exit", () => fail(new Error(`serve.mjs exited: ${out}`)));
+    });
+    child.kill();
+    expect(out).toMatch(/open the quick-start bundle: http:\/\/127\.0\.0\.1:\d+\/\?bundle=bundles\/quickstart\.dpedge/);
   });
 
   it("refuses a truncated bundle with a readable message", async () => {
