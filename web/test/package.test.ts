@@ -21,7 +21,7 @@
  *   an engine.deployment error of the worker naming the fix, not "install onnxruntime-web".
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,6 +44,21 @@ function run(cmd: string, args: string[], cwd: string, env: Record<string, strin
   return r.stdout;
 }
 
+/**
+ * `npm <args>` offline, from the npm cache; where the cache lacks something (a package web/'s own
+ * `npm ci` did not put there, or a package's registry metadata, which an install without a lock
+ * file reads), again with --prefer-offline, which fetches only what is missing.
+ */
+function installOffline(args: string[], cwd: string, env: Record<string, string> = {}): void {
+  try {
+    run(NPM, [...args, "--offline", "--no-audit", "--no-fund"], cwd, env);
+  } catch (e) {
+    if (!String(e).includes("ENOTCACHED")) throw e;
+    console.warn(`npm ${args[0]} --offline: the npm cache lacks something; again with --prefer-offline`);
+    run(NPM, [...args, "--prefer-offline", "--no-audit", "--no-fund"], cwd, env);
+  }
+}
+
 describe("the packed package in an app", () => {
   let root = "";
   let app = "";
@@ -60,14 +75,7 @@ describe("the packed package in an app", () => {
     app = join(root, "examples", "browser-app");
     cpSync(EXAMPLE, app, { recursive: true, filter: (src) => !/[/\\](node_modules|dist)$/.test(src) });
     expect(packed[0]!.filename).toBe(`dpedge-${version}.tgz`);
-    try {
-      run(NPM, ["ci", "--offline", "--no-audit", "--no-fund"], app);
-    } catch (e) {
-      // The npm cache lacks a package web/'s own `npm ci` would have put there: fetch it.
-      if (!String(e).includes("ENOTCACHED")) throw e;
-      console.warn("npm ci --offline: the npm cache lacks a package; installing with --prefer-offline");
-      run(NPM, ["ci", "--prefer-offline", "--no-audit", "--no-fund"], app);
-    }
+    installOffline(["ci"], app);
     console.log(`packed and installed offline in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }, 180_000);
 
@@ -147,6 +155,24 @@ describe("the packed package in an app", () => {
     expect(out.error).toMatchObject({ name: "DeploymentError", code: "engine.deployment" });
     expect(out.error.message).toContain("npm install onnxruntime-node@1.30.0");
   });
+
+  it("classifies a corpus text with the corpus's label in a Node app that installs the tarball with onnxruntime-node", () => {
+    // As web/README.md says for Node, into an empty app, offline from the npm cache.
+    const nodeApp = join(root, "node-app");
+    mkdirSync(nodeApp);
+    writeFileSync(join(nodeApp, "package.json"), JSON.stringify({ name: "node-app", private: true, type: "module" }));
+    installOffline(["install", join(root, `dpedge-${version}.tgz`), "onnxruntime-node@1.30.0"], nodeApp, { ONNXRUNTIME_NODE_INSTALL: "skip" });
+    const c = committed.cases.accept.find((x) => x.file === "accept/default.dpedge")!;
+    const q = c.queries!.find((x) => !x.code && x.margin! > committed.cases.tolerance.label_margin)!;
+    writeFileSync(join(nodeApp, "classify.mjs"), `
+      import { readFileSync } from "node:fs";
+      import { Classifier } from "dpedge";
+      const clf = await Classifier.load(readFileSync(${JSON.stringify(join(committed.dir, "accept", "default.dpedge"))}));
+      const [p] = await clf.classify([${JSON.stringify(q.text)}]);
+      await clf.close();
+      console.log(JSON.stringify(p.label));`);
+    expect(JSON.parse(execFileSync(process.execPath, ["classify.mjs"], { cwd: nodeApp, encoding: "utf-8" }))).toBe(q.label);
+  }, 120_000);
 
   describe.skipIf(!HAVE_CHROMIUM)("the built page in headless Chromium", () => {
     let server: Server;
