@@ -56,3 +56,42 @@ def test_readme_states_the_neighbour_relation_delta_and_noise_the_bundle_states(
         assert "OpenSSL's cryptographically secure RNG" in section
     assert list(fmt.load(random_bundle).releases) == ["votes"]
     assert re.search(r"`--hashing random` bundle releases `votes` alone, with all of epsilon", section)
+
+
+def test_readme_states_each_readers_own_call_for_a_statistics_bundle():
+    """Each reader's call to load a statistics bundle with its pack, and to pin the packs, as the
+    README writes it, is that reader's real API (Python's signature, the Java core's and the web
+    runtime's sources)."""
+    import inspect
+
+    from runtime import Classifier
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### Statistics bundles")
+    section = " ".join(text[start:text.index("\n### ", start + 1)].split())
+    assert "Java and web alike" not in section
+    java = (ROOT / "android_demo/core/src/main/java/org/dpedge/core/BundleReader.java").read_text(encoding="utf-8")
+    web_classifier = (ROOT / "web/src/classifier.ts").read_text(encoding="utf-8")
+    web_reader = (ROOT / "web/src/reader.ts").read_text(encoding="utf-8")
+    claims = {
+        # Python
+        "in Python `Classifier.load(bundle, encoder=pack)`":
+            "encoder" in inspect.signature(Classifier.load).parameters,
+        "`runtime.bundle.load_pack(path, expect=[sha256])`":
+            "expect" in inspect.signature(fmt.load_pack).parameters,
+        # Java
+        "in Java `BundleReader.read(file, pack)`":
+            "public static Bundle read(File file, EncoderPack pack)" in java,
+        "`BundleReader.readPack(file, expect)`":
+            "public static EncoderPack readPack(File file, Collection<String> expect)" in java,
+        # the web
+        "in the web `Classifier.load(bytes, { encoderPack })`":
+            "static async load(bytes: Uint8Array | ArrayBuffer, options: LoadOptions" in web_classifier
+            and re.search(r"interface LoadOptions \{[^}]*readonly encoderPack\?", web_classifier) is not None,
+        "`readPack(bytes, { expect })`":
+            "export async function readPack(bytes: Uint8Array | ArrayBuffer, options: PackOptions" in web_reader
+            and re.search(r"interface PackOptions \{[^}]*readonly expect\?", web_reader) is not None,
+    }
+    for words, real in claims.items():
+        assert words in section, f"the README does not say {words}"
+        assert real, f"the README says {words}, which that reader does not have"
