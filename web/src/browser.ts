@@ -35,7 +35,7 @@
 import { Classifier as Base, type LoadOptions } from "./classifier.js";
 import { oneLine, type EngineFactory, type EngineIO } from "./engine.js";
 import { OnnxRuntimeEngine, type OrtModule } from "./engines/onnxruntime.js";
-import { DeploymentError } from "./errors.js";
+import { DeploymentError, WORKER_BUNDLING_FIX } from "./errors.js";
 
 /**
  * Where onnxruntime-web's files are served: a folder URL holding both ort-wasm-simd-threaded.mjs
@@ -93,9 +93,6 @@ let configuredPaths: WasmPaths | undefined;
 /** The first failure to start onnxruntime-web: it does not try again in this page. */
 let deploymentFailure: string | null = null;
 
-/** Where the web README says how each bundler runs dpedge/worker. */
-const WORKER_HELP = "dpedge's web README, \"In a Web Worker\"";
-
 /**
  * Why onnxruntime-web could not be imported, and the fix, by where this module runs. In a bundled
  * app a missing package fails the build, so a failure here is rarely a missing package: in a Web
@@ -108,10 +105,7 @@ export function importFailure(reason: string, scope: { inWorker: boolean; href: 
   const head = `onnxruntime-web, dpedge/browser's engine, cannot be imported (${reason})`;
   if (scope.inWorker) {
     return `${head} in the Web Worker ${scope.href}: a deployment problem of the worker, not a missing package. ` +
-      "The worker's script was not bundled with its imports: Vite and webpack 5 bundle dpedge/worker's own worker " +
-      "when WorkerClassifier.load is given no `worker` option; with esbuild (or a bundler that copies " +
-      "new Worker(new URL(...)) as a file) build \"dpedge/worker-script\" as an entry of its own and give its URL: " +
-      `WorkerClassifier.load(bytes, { worker: new URL("./worker-script.js", import.meta.url) }) (${WORKER_HELP})`;
+      `The worker's script was not bundled with its imports. ${WORKER_BUNDLING_FIX}`;
   }
   if (/module specifier|bare specifier|does not resolve to a valid URL/i.test(reason)) {
     return `${head}: the page runs dpedge's module unbundled, where a browser cannot resolve the package name ` +

@@ -39,3 +39,12 @@ export class DeploymentError extends DpedgeError {
     super("engine.deployment", "", message);
   }
 }
+
+/**
+ * The fix a DeploymentError of dpedge/worker's Web Worker names (its script not loaded, or not
+ * bundled with its imports): how each bundler runs the worker.
+ */
+export const WORKER_BUNDLING_FIX = "Vite and webpack 5 bundle dpedge/worker's own worker when WorkerClassifier.load is " +
+  "given no `worker` option; with esbuild (or any bundler that does not bundle new Worker(new URL(...)) in a dependency) " +
+  "build \"dpedge/worker-script\" as an entry of its own and give its URL: " +
+  "WorkerClassifier.load(bytes, { worker: new URL(\"./worker-script.js\", import.meta.url) }) (dpedge's web README, \"In a Web Worker\")";

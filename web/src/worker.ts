@@ -25,7 +25,7 @@
  * held at once, also in the middle of an engine run.
  */
 import type { Prediction } from "./classifier.js";
-import { BundleError, DeploymentError, DpedgeError, InputError } from "./errors.js";
+import { BundleError, DeploymentError, DpedgeError, InputError, WORKER_BUNDLING_FIX } from "./errors.js";
 import type { ErrorData, Loaded, Reply, Request, TextResult } from "./worker_protocol.js";
 
 export type { ErrorData, TextResult } from "./worker_protocol.js";
@@ -73,10 +73,7 @@ export function fromData(e: ErrorData): Error {
  */
 export function workerStartFailure(detail: string, script: string): string {
   return `the classifier's Web Worker did not start (${detail || "no detail from the browser"}): ${script} could not be ` +
-    "loaded as a module or failed at its start. Vite and webpack 5 bundle dpedge/worker's own worker when " +
-    "WorkerClassifier.load is given no `worker` option; with esbuild (or a bundler that does not follow " +
-    "new Worker(new URL(...)) in a dependency) build \"dpedge/worker-script\" as an entry of its own and give its URL: " +
-    "WorkerClassifier.load(bytes, { worker: new URL(\"./worker-script.js\", import.meta.url) }) (dpedge's web README, \"In a Web Worker\")";
+    `loaded as a module or failed at its start. ${WORKER_BUNDLING_FIX}`;
 }
 
 function abortError(signal: AbortSignal): unknown {
