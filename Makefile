@@ -70,7 +70,7 @@ $(REAL_CORPUS)/cases.json: $(VENV)/.test $(REAL_CORPUS_SOURCES)
 	$(PY) format/tools/make_corpus.py --real --out $(REAL_CORPUS)
 
 test: $(VENV)/.test $(REAL_CORPUS)/cases.json
-	DPEDGE_REAL_CORPUS=$(REAL_CORPUS) $(PY) -m pytest -q
+	DPEDGE_REAL_CORPUS=$(REAL_CORPUS) $(PY) -m pytest -q --durations=20
 
 # The bare runtime (numpy, msgpack, onnxruntime: pyproject.toml's dependencies; the reader tokenizes
 # with the contract's own algorithm) plus the test extra, reading the encoder that .venv exported

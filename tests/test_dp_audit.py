@@ -258,7 +258,10 @@ def test_bundle_holds_only_noisy_statistics_and_public_inputs(dp_bundle, exporte
     counter = ClassSumCounter(PublicBasis(b.origin, b.projection), len(labels), b.releases["class_sums"].clip_l1)
     emb = clf.embed([r.text for r in records])
     counter.add(emb, y)
-    assert np.mean(b.class_counts != exact_counts) > 0.5 and np.mean(b.class_sums != counter.sums) > 0.5
+    # Counts: some count moved. Each of the seven is left unchanged with probability tanh(1/(2 x
+    # 2.5)) = 0.197 at this bundle's scale, so "most counts moved" failed about 3% of builds;
+    # all seven unchanged has probability 1e-5. The sums have far more coordinates: most moved.
+    assert np.any(b.class_counts != exact_counts) and np.mean(b.class_sums != counter.sums) > 0.5
     blob = dp_bundle.read_bytes()
     assert counter.sums.astype("<i4").tobytes()[:64] not in blob
     # the projection is the public task basis (the same for every dataset with these labels),
