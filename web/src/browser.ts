@@ -101,7 +101,7 @@ let deploymentFailure: string | null = null;
  * resolve a bare name says so ("Failed to resolve module specifier" in Chromium, "bare
  * specifier" in Firefox, "does not resolve to a valid URL" in Safari).
  */
-export function importFailure(reason: string, scope: { inWorker: boolean; href: string }): string {
+function importFailure(reason: string, scope: { inWorker: boolean; href: string }): string {
   const head = `onnxruntime-web, dpedge/browser's engine, cannot be imported (${reason})`;
   if (scope.inWorker) {
     return `${head} in the Web Worker ${scope.href}: a deployment problem of the worker, not a missing package. ` +

@@ -71,7 +71,7 @@ export function fromData(e: ErrorData): Error {
  * the usual cause: a bundler that does not follow `new Worker(new URL(...))` in a dependency
  * (esbuild) leaves no worker-script.js beside the app's script.
  */
-export function workerStartFailure(detail: string, script: string): string {
+function workerStartFailure(detail: string, script: string): string {
   return `the classifier's Web Worker did not start (${detail || "no detail from the browser"}): ${script} could not be ` +
     `loaded as a module or failed at its start. ${WORKER_BUNDLING_FIX}`;
 }
