@@ -24,7 +24,6 @@ import functools
 import math
 import importlib.util
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -137,7 +136,10 @@ class TextEncoder:
         self._shared = first if first.thread_safe else None
         self._local = threading.local()
         self._local.runner = first
-        self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
+        self._pool = None
+        if workers > 1:
+            from concurrent.futures import ThreadPoolExecutor  # here: a one-worker process never pays its import
+            self._pool = ThreadPoolExecutor(workers)
 
     @property
     def shared_arena(self) -> bool:

@@ -60,7 +60,7 @@ def escape(text: str) -> str:
         >>> escape("a\\tb\\u2066c\\U000e0041")
         'a\\\\tb\\\\u2066c\\\\U000e0041'
     """
-    return _unprintable().regex.sub(lambda m: _escape_one(m.group()), text)
+    return _unprintable().regex_for(text).sub(lambda m: _escape_one(m.group()), text)
 
 
 def _json_one(c: str) -> str:
@@ -81,7 +81,7 @@ def escape_json(line: str) -> str:
         >>> escape_json('{"label": "a\u202eb\x85"}')
         '{"label": "a\\\\u202eb\\\\u0085"}'
     """
-    return _unprintable().regex.sub(lambda m: m.group() if m.group() < "\x7f" else _json_one(m.group()), line)
+    return _unprintable().regex_for(line).sub(lambda m: m.group() if m.group() < "\x7f" else _json_one(m.group()), line)
 
 
 def say(stream: TextIO, *fields: str, json: bool = False) -> None:

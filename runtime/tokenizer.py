@@ -46,20 +46,24 @@ _CACHE_WORDS = 1 << 16
 
 class _Pipeline:
     """The compiled character classes of the normaliser and pre-tokenizer (shared by every
-    tokenizer: they depend on the contract only)."""
+    tokenizer: they depend on the contract only). ``ascii``: each class cut to its members below
+    U+0080, for texts of ASCII alone, on which it matches exactly what the whole class matches
+    (runtime.unicode.CharSet.ascii); the whole classes are compiled only for the first text that
+    needs them."""
 
-    def __init__(self) -> None:
+    def __init__(self, ascii: bool) -> None:
         rules = schema()["tokenize"]
+        cut = (lambda c: c.ascii) if ascii else (lambda c: c)  # noqa: E731
         keep = set(rules["clean_text_keeps"])
         removed = [r for lo, hi in charset("control").ranges for r in _minus(lo, hi, keep)]
         removed += [x for cp in rules["clean_text_removes"] for x in (cp, cp)]
-        self.removed = CharSet(sorted_flat(removed)).regex
-        self.space = charset("whitespace").regex
-        self.chinese = CharSet(schema()["chinese"]).regex
-        self.mark = charset("nonspacing_mark").regex
+        self.removed = cut(CharSet(sorted_flat(removed))).regex
+        self.space = cut(charset("whitespace")).regex
+        self.chinese = cut(CharSet(schema()["chinese"])).regex
+        self.mark = cut(charset("nonspacing_mark")).regex
         # ASCII punctuation, which BertPreTokenizer isolates besides the punctuation categories.
-        punct = charset("punctuation").pattern[1:-1] + "".join(map(re.escape, rules["ascii_punctuation"]))
-        ws = charset("whitespace").pattern[1:-1]
+        punct = cut(charset("punctuation")).body + "".join(map(re.escape, rules["ascii_punctuation"]))
+        ws = cut(charset("whitespace")).body
         self.words = re.compile(f"[{punct}]|[^{punct}{ws}]+")
 
 
@@ -97,14 +101,16 @@ def _split(text: str, pattern: re.Pattern[str] | None, ids: dict[str, int]) -> I
     yield text[pos:], None
 
 
-_PIPELINE: _Pipeline | None = None
+_PIPELINES: dict[bool, _Pipeline] = {}
 
 
-def _pipeline() -> _Pipeline:
-    global _PIPELINE
-    if _PIPELINE is None:
-        _PIPELINE = _Pipeline()
-    return _PIPELINE
+def _pipeline(text: str) -> _Pipeline:
+    """The pipeline for ``text``: the ASCII one for a text of ASCII alone."""
+    ascii = text.isascii()
+    found = _PIPELINES.get(ascii)
+    if found is None:
+        found = _PIPELINES[ascii] = _Pipeline(ascii)
+    return found
 
 
 class TextTokenizer:
@@ -116,7 +122,6 @@ class TextTokenizer:
 
     def __init__(self, tokenizer: str | dict[str, Any], max_length: int, text_prefix: str = ""):
         doc = check_tokenizer_json(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        self._p = _pipeline()
         n = doc["normalizer"]
         self.clean, self.chinese, self.lowercase = n["clean_text"], n["handle_chinese_chars"], n["lowercase"]
         self.strip = self.lowercase if n["strip_accents"] is None else n["strip_accents"]
@@ -142,7 +147,7 @@ class TextTokenizer:
 
     def normalize(self, piece: str) -> str:
         """BertNormalizer's steps, as configured (step 2 of the module doc)."""
-        p = self._p
+        p = _pipeline(piece)
         if self.clean:
             piece = p.space.sub(" ", p.removed.sub("", piece))
         if self.chinese and not piece.isascii():
@@ -191,7 +196,7 @@ class TextTokenizer:
         """Append the ids of a normalized piece (split around the normalized added tokens, then
         into words); True once ``limit`` ids are reached."""
         for piece, added in _split(normalized, self._added_normalized, self.added_normalized):
-            for m_word in self._p.words.finditer(piece) if piece else ():  # stops at the limit
+            for m_word in _pipeline(piece).words.finditer(piece) if piece else ():  # stops at the limit
                 ids += self._word(m_word.group())
                 if len(ids) >= limit:
                     return True

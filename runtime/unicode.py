@@ -28,16 +28,40 @@ _N_COUNT, _S_COUNT = _V_COUNT * _T_COUNT, 19 * _V_COUNT * _T_COUNT
 
 
 class CharSet:
-    """A set of code points given as flat inclusive ranges ``[lo, hi, lo, hi, ...]``."""
+    """A set of code points given as flat inclusive ranges ``[lo, hi, lo, hi, ...]``.
+
+    Its character class is compiled on first use, and a text of ASCII alone is scanned with the
+    set's ASCII members only (`regex_for`): the same matches, since such a text holds no other
+    code point, without compiling a class of thousands of ranges (milliseconds each) for the
+    one short text a process may classify."""
 
     def __init__(self, flat: Iterable[int]):
         flat = list(flat)
         self.ranges = list(zip(flat[0::2], flat[1::2]))
         self._starts = [lo for lo, _ in self.ranges]
-        body = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in self.ranges)
-        #: One character of the set (a character class: a long text is scanned in C).
-        self.pattern = f"[{body}]" if body else "(?!)"
-        self.regex = re.compile(self.pattern)
+
+    @functools.cached_property
+    def body(self) -> str:
+        """The ranges as the inside of a character class ("" for the empty set)."""
+        return "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in self.ranges)
+
+    @functools.cached_property
+    def pattern(self) -> str:
+        """One character of the set (a character class: a long text is scanned in C)."""
+        return f"[{self.body}]" if self.body else "(?!)"
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    @functools.cached_property
+    def ascii(self) -> "CharSet":
+        """The set's members below U+0080."""
+        return CharSet([x for lo, hi in self.ranges if lo < 0x80 for x in (lo, min(hi, 0x7F))])
+
+    def regex_for(self, text: str) -> re.Pattern[str]:
+        """A compiled class that finds in ``text`` exactly what `regex` finds."""
+        return self.ascii.regex if text.isascii() else self.regex
 
     def __contains__(self, ch: str | int) -> bool:
         cp = ch if isinstance(ch, int) else ord(ch)
@@ -46,11 +70,11 @@ class CharSet:
 
     def first(self, text: str) -> str | None:
         """The first character of ``text`` in the set, or None."""
-        found = self.regex.search(text)
+        found = self.regex_for(text).search(text)
         return None if found is None else found.group()
 
     def remove(self, text: str) -> str:
-        return self.regex.sub("", text)
+        return self.regex_for(text).sub("", text)
 
 
 @functools.cache
@@ -60,9 +84,11 @@ def charset(name: str) -> CharSet:
     return CharSet(_tables()["sets"][name])
 
 
-def _mapping(flat: list[int]) -> dict[int, str]:
+def _mapping(flat: list[int], below: int = 0x110000) -> dict[int, str]:
+    """A table ``[cp, n, n code points, ...]`` as a `str.translate` table, its code points below
+    ``below`` only (the tables are in code point order: tests/test_unicode.py holds them to it)."""
     out, i = {}, 0
-    while i < len(flat):
+    while i < len(flat) and flat[i] < below:
         cp, n = flat[i], flat[i + 1]
         out[cp] = "".join(map(chr, flat[i + 2:i + 2 + n]))
         i += 2 + n
@@ -131,10 +157,11 @@ def lower(text: str) -> str:
 
 
 @functools.cache
-def _confusable() -> dict[int, str]:
-    return _mapping(_tables()["confusable"])
+def _confusable(below: int = 0x110000) -> dict[int, str]:
+    return _mapping(_tables()["confusable"], below)
 
 
 def prototypes(text: str) -> str:
-    """Each code point replaced by its UTS #39 prototype (itself when it has none)."""
-    return text.translate(_confusable())
+    """Each code point replaced by its UTS #39 prototype (itself when it has none). A text of
+    ASCII alone needs the table's ASCII entries only (the whole table takes 12 ms to build)."""
+    return text.translate(_confusable(0x80) if text.isascii() else _confusable())

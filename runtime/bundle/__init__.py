@@ -20,7 +20,18 @@ Example:
 from runtime.bundle.reader import load, load_pack, unpack, unpack_pack
 from runtime.bundle.schema import (FORMAT_NAME, FORMAT_VERSION, Bundle, EncoderPack, EncoderSpec, Key, ReleaseFacts,
                                    Scoring, WeightsFile)
-from runtime.bundle.writer import pack, pack_encoder, save, save_pack, write_atomic
+
+#: The writer's functions, imported on first use (PEP 562): a device that only reads bundles does
+#: not load the writer and the temporary-file machinery behind its atomic writes.
+_WRITER = ("pack", "pack_encoder", "save", "save_pack", "write_atomic")
+
+
+def __getattr__(name: str):
+    if name in _WRITER:
+        from runtime.bundle import writer
+        return getattr(writer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "Bundle", "EncoderPack", "EncoderSpec", "Key", "ReleaseFacts", "Scoring",
            "WeightsFile", "load", "load_pack", "pack", "pack_encoder", "save", "save_pack", "unpack", "unpack_pack",

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Iterator
 
@@ -78,7 +79,7 @@ _TENSOR_RAW_DATA, _TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 9, 13, 14
 _EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
 
 
-def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= end:
@@ -93,11 +94,16 @@ def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
             raise _Bad(f"varint longer than 10 bytes at byte {pos}")
 
 
-def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, wire type, value start, value end or varint value) of one message."""
+def _fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, wire type, value start, value end or varint value) of one message. A
+    varint of one byte (nearly every key and length) is read inline, `_varint` reads the rest."""
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
         field, wire = key >> 3, key & 7
         if field == 0:
             raise _Bad(f"field number 0 at byte {pos}")
@@ -111,7 +117,10 @@ def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, i
             yield field, wire, pos, pos + size
             pos += size
         elif wire == 2:
-            size, pos = _varint(buf, pos, end)
+            if pos < end and buf[pos] < 0x80:
+                size, pos = buf[pos], pos + 1
+            else:
+                size, pos = _varint(buf, pos, end)
             if size > end - pos:
                 raise _Bad(f"length {size} at byte {pos} runs past the end of its message")
             yield field, wire, pos, pos + size
@@ -120,7 +129,7 @@ def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, i
             raise _Bad(f"wire type {wire} at byte {pos}")
 
 
-def _messages(buf: memoryview, start: int, end: int, field: int) -> Iterator[tuple[int, int]]:
+def _messages(buf: bytes, start: int, end: int, field: int) -> Iterator[tuple[int, int]]:
     for f, wire, a, b in _fields(buf, start, end):
         if f == field:
             if wire != 2:
@@ -128,18 +137,18 @@ def _messages(buf: memoryview, start: int, end: int, field: int) -> Iterator[tup
             yield a, b
 
 
-def _string(buf: memoryview, start: int, end: int, field: int) -> str:
+def _string(buf: bytes, start: int, end: int, field: int) -> str:
     """The last occurrence of a string field (protobuf's rule for singular scalars), "" if absent."""
     value = b""
     for a, b in _messages(buf, start, end, field):
-        value = bytes(buf[a:b])
+        value = buf[a:b]
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         raise _Bad(f"field {field} is not UTF-8") from None
 
 
-def _entry(buf: memoryview, start: int, end: int) -> tuple[str, str, int]:
+def _entry(buf: bytes, start: int, end: int) -> tuple[str, str, int]:
     """A StringStringEntryProto: its key, its value and where the value's bytes start (each once)."""
     found: dict[int, tuple[int, int]] = {}
     for f, wire, a, b in _fields(buf, start, end):
@@ -150,13 +159,13 @@ def _entry(buf: memoryview, start: int, end: int) -> tuple[str, str, int]:
     if len(found) != 2:
         raise _Bad("an external-data entry lacks its key or value")
     try:
-        key, value = (bytes(buf[a:b]).decode("utf-8") for a, b in (found[1], found[2]))
+        key, value = (buf[a:b].decode("utf-8") for a, b in (found[1], found[2]))
     except UnicodeDecodeError:
         raise _Bad("an external-data entry is not UTF-8") from None
     return key, value, found[2][0]
 
 
-def _onnx_tensor(buf: memoryview, start: int, end: int, what: str, refs: list[ExternalRef] | None) -> None:
+def _onnx_tensor(buf: bytes, start: int, end: int, what: str, refs: list[ExternalRef] | None) -> None:
     """An inline tensor; or, where ``refs`` is given (graph initializers), one whose data is in
     ``encoder.weights`` in exactly the bundle's form (docs/bundle-format.md, "The ONNX encoder"):
     data_location EXTERNAL and the entries location, offset, length, in that order."""
@@ -184,7 +193,7 @@ def _onnx_tensor(buf: memoryview, start: int, end: int, what: str, refs: list[Ex
     refs.append(ExternalRef(location_at, offset_at, int(offset), int(length)))
 
 
-def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int], refs: list[ExternalRef],
+def _onnx_graph(buf: bytes, start: int, end: int, counts: list[int], refs: list[ExternalRef],
                 ops: frozenset[tuple[str, str]]) -> None:
     for f, wire, a, b in _fields(buf, start, end):
         if f in (_GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE):
@@ -201,7 +210,7 @@ def _onnx_graph(buf: memoryview, start: int, end: int, counts: list[int], refs: 
             _onnx_node(buf, a, b, ops)
 
 
-def _onnx_node(buf: memoryview, start: int, end: int, ops: frozenset[tuple[str, str]]) -> None:
+def _onnx_node(buf: bytes, start: int, end: int, ops: frozenset[tuple[str, str]]) -> None:
     op, domain = _string(buf, start, end, _NODE_OP_TYPE), _string(buf, start, end, _NODE_DOMAIN)
     if (domain, op) not in ops and ("" if domain == "ai.onnx" else domain, op) not in ops:
         shown = f"{domain}.{op}" if domain else op
@@ -219,8 +228,22 @@ def _onnx_node(buf: memoryview, start: int, end: int, ops: frozenset[tuple[str, 
 def check_onnx(model: bytes, weights_bytes: int, family: str = DEFAULT_FAMILY) -> list[ExternalRef]:
     """Refuse ONNX bytes outside the encoder family ``family`` (see the module doc); returns where
     the initializers' external data is, each range inside the ``weights_bytes`` of encoder.weights."""
+    if type(model) is bytes:  # immutable: the reader's check and the engine's load share one answer
+        return list(_check_onnx_bytes(model, weights_bytes, family))
+    return _check_onnx(model, weights_bytes, family)
+
+
+@functools.lru_cache(maxsize=2)
+def _check_onnx_bytes(model: bytes, weights_bytes: int, family: str) -> tuple[ExternalRef, ...]:
+    """`_check_onnx` remembered for the last two models that passed (a pure function of immutable
+    arguments; a refusal is raised again each time): the reader checks a model and the engine
+    then asks where its weights are, and the walk over its protobuf costs about 20 ms."""
+    return tuple(_check_onnx(model, weights_bytes, family))
+
+
+def _check_onnx(model: bytes, weights_bytes: int, family: str) -> list[ExternalRef]:
     ops = FAMILY_ONNX_OPS[family]
-    buf = memoryview(model)
+    buf = bytes(model)  # indexing bytes is faster than a memoryview (and a slice copies either way)
     refs: list[ExternalRef] = []
     try:
         graphs = 0
