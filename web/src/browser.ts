@@ -34,7 +34,8 @@
  */
 import { Classifier as Base, type LoadOptions } from "./classifier.js";
 import { oneLine, type EngineFactory, type EngineIO } from "./engine.js";
-import { OnnxRuntimeEngine, type OrtModule } from "./engines/onnxruntime.js";
+import { LOWERED_LOCATION, lowerMatMulNBits } from "./engines/lower_nbits.js";
+import { OnnxRuntimeEngine, WEIGHTS_LOCATION, type OrtModule } from "./engines/onnxruntime.js";
 import { DeploymentError, WORKER_BUNDLING_FIX } from "./errors.js";
 
 /**
@@ -56,6 +57,13 @@ export interface WebEngineOptions {
   readonly threads?: number;
   /** Where onnxruntime-web's WebAssembly file is served (default: where onnxruntime-web looks, relative to its own module). */
   readonly wasmPaths?: WasmPaths;
+  /**
+   * Dequantize the encoder's 8-bit MatMulNBits weights once, at load, into float32 (default
+   * true): onnxruntime-web's WebAssembly kernels would unpack them on every run, a fixed cost of
+   * most of a short text's time. The same float32 weights either way (the embeddings do not
+   * change); the price is memory, four bytes per weight (about 42 MB more for MiniLM).
+   */
+  readonly dequantizeAtLoad?: boolean;
 }
 
 /** Classifier.load's options in a browser: the engine's `wasmPaths`, for the default engine (not with `engine`). */
@@ -175,10 +183,22 @@ async function deploymentError(err: unknown, paths: WasmPaths | undefined): Prom
   return new DeploymentError(deploymentFailure);
 }
 
-/** onnxruntime-web's engine: a failure to start onnxruntime-web is a DeploymentError, anything else the Classifier's refusal. */
+/**
+ * onnxruntime-web's engine: a failure to start onnxruntime-web is a DeploymentError, anything else
+ * the Classifier's refusal. Its WebAssembly kernels would unpack MatMulNBits' 8-bit weights on
+ * every run: the model it is given has them dequantized once, here (engines/lower_nbits.ts).
+ */
 class WebEngine extends OnnxRuntimeEngine {
-  constructor(ort: OrtModule, name: string, private readonly paths: WasmPaths | undefined) {
+  constructor(ort: OrtModule, name: string, private readonly paths: WasmPaths | undefined,
+              private readonly dequantize: boolean) {
     super(ort, name, { executionProviders: ["wasm"] });
+  }
+
+  protected override prepare(model: Uint8Array, weights: Uint8Array): { model: Uint8Array; more: { path: string; data: Uint8Array }[] } {
+    const lowered = this.dequantize ? lowerMatMulNBits(model, new Map([[WEIGHTS_LOCATION, weights]])) : null;
+    if (lowered === null) return { model, more: [] };
+    const data = new Uint8Array(lowered.weights.buffer, lowered.weights.byteOffset, lowered.weights.byteLength);
+    return { model: lowered.model, more: [{ path: LOWERED_LOCATION, data }] };
   }
 
   override async load(model: Uint8Array, weights: Uint8Array, io: EngineIO): Promise<void> {
@@ -205,7 +225,8 @@ export function webEngine(options: WebEngineOptions = {}): EngineFactory {
       ort.env.logLevel = "error";
       configured = `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? "" : "s"}`;
     }
-    return new WebEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, configuredPaths);
+    return new WebEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, configuredPaths,
+      options.dequantizeAtLoad ?? true);
   };
 }
 

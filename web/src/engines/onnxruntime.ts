@@ -53,12 +53,17 @@ export interface OrtModule {
 
 export const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.weights_location_bytes, ".");
 
-/** An onnxruntime session of a bundle's encoder, checked against the bundle's inputs and output. */
+/**
+ * An onnxruntime session of a bundle's encoder, checked against the bundle's inputs and output.
+ * `more`: external data besides the bundle's weights (a model rewritten by the engine names it).
+ */
 export async function createSession(ort: OrtModule, model: Uint8Array, weights: Uint8Array, io: EngineIO,
-                                    options: OrtSessionOptions): Promise<OrtSession> {
+                                    options: OrtSessionOptions,
+                                    more: readonly { path: string; data: Uint8Array }[] = []): Promise<OrtSession> {
+  const external = [...(weights.length ? [{ path: WEIGHTS_LOCATION, data: weights }] : []), ...more];
   const session = await ort.InferenceSession.create(model, {
     graphOptimizationLevel: "all", interOpNumThreads: 1, logSeverityLevel: 4, extra: onnxSessionExtra(), ...options,
-    ...(weights.length ? { externalData: [{ path: WEIGHTS_LOCATION, data: weights }] } : {}),
+    ...(external.length ? { externalData: external } : {}),
   });
   const have = [...session.inputNames].sort().join(", ");
   const want = [...io.inputs].sort().join(", ");
@@ -100,8 +105,15 @@ export class OnnxRuntimeEngine implements Engine {
               private readonly options: OrtSessionOptions = {}) {}
 
   async load(model: Uint8Array, weights: Uint8Array, io: EngineIO): Promise<void> {
-    this.session = await createSession(this.ort, model, weights, io, this.options);
+    const given = this.prepare(model, weights);
+    this.session = await createSession(this.ort, given.model, weights, io, this.options, given.more);
     this.io = io;
+  }
+
+  /** The model the session is created from, and external data it names besides the weights (this engine: the model as it is). */
+  protected prepare(model: Uint8Array, weights: Uint8Array): { model: Uint8Array; more: { path: string; data: Uint8Array }[] } {
+    void weights;
+    return { model, more: [] };
   }
 
   async embed(tokenIds: readonly number[]): Promise<Float32Array> {
