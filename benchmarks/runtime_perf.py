@@ -9,6 +9,9 @@ Method:
 - Every figure is a median (or p50/p95) over repeated runs, because this is meant to run on
   noisy, shared 2-core machines; ratios compare figures taken in the same run, so they are
   more trustworthy than any absolute number. The garbage collector is off while timing.
+- A process's first answer (section 0, benchmarks/first_answer.py): the CPU time and peak RSS of
+  `python -m runtime.classify --threads 1 TEXT` against `python -c "import numpy, msgpack,
+  onnxruntime"` (the import floor), alternating, with bytecode caches as an installed package has.
 - Cold start: a fresh `python -m runtime.classify --bundle B --threads T TEXT` per run. The
   clock starts just before the fork and stops when the answer line arrives on the child's
   stdout ("to answer"); "to exit" also includes interpreter shutdown. One untimed spawn
@@ -135,7 +138,7 @@ _, status, usage = os.wait4(pid, 0)
 exited = time.perf_counter() - t0
 print(json.dumps({"answer_s": answered, "exit_s": exited, "answered": bool(first.strip()),
                   "status": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss,
-                  "floor_kib": floor}))
+                  "cpu_s": usage.ru_utime + usage.ru_stime, "floor_kib": floor}))
 """
 
 # Child programs for the cold-start baselines: the least an application needs to embed one
@@ -1052,6 +1055,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log("preparing baselines (fp32 encoders, PyTorch reference)")
         base = Baselines.prepare(spec, want_tflite=any(e["format"] == "tflite" for e in entries), train=args.train)
 
+    from benchmarks import first_answer  # it imports this module's launcher: imported here, once both exist
+
+    for e in entries:
+        log(f"first answer against the import floor: {e['name']} ({args.cold_runs} pairs of processes)")
+        e["first_answer"] = first_answer.measure(Path(e["path"]), None, args.cold_runs)
+    emit("0. A process's first answer against the import floor (one thread)", first_answer.table(
+        [e["first_answer"] for e in entries]), first_answer.NOTE)
     base_cold = section_cold_start(entries, base, args.threads, args.cold_runs)
     print_cold(entries, base_cold)
     base_lat = section_latency(entries, base, args.threads, texts, tokenizer, args)

@@ -37,6 +37,12 @@ def check_runtime_sections(result: dict, bundle_path, engine: tuple[str, str] = 
     k = entry["class_stats_dim"]
     assert sizes["class_statistics"] == 4 * (384 + k * 384 + 7 * k + 7)  # origin, projection (f4), sums, counts (i4)
 
+    # Section 0: the same command against the import floor; it does all the floor does and more.
+    first = entry["first_answer"]
+    assert first["runs"] == 1 and first["pack"] is None and 0 < first["floor_cpu_s"] < first["cpu_s"] < 60
+    assert first["cpu_ratio"] == first["cpu_s"] / first["floor_cpu_s"]
+    assert 20 < first["floor_peak_mib"] < first["peak_mib"] < 1000
+
     cold = entry["cold_start"]["1"]
     assert 0 < cold["answer_s"] <= cold["exit_s"] < 60
     assert all(r["launcher_mib"] < r["peak_rss_mib"] for r in cold["runs"])
@@ -129,3 +135,27 @@ def test_runtime_perf_refuses_a_bad_bundle(args, message):
     r = run_perf(*args, "--no-baselines", timeout=60)
     assert r.returncode == 2
     assert message in r.stderr and r.stdout == ""
+
+
+@pytest.mark.exporter
+def test_first_answer_of_a_statistics_bundle_with_its_pack(exported_encoder, tmp_path):
+    """benchmarks/first_answer.py on a statistics bundle: the pack goes to the command line, and a
+    one-file bundle beside it is run without it."""
+    from runtime import bundle as fmt
+    from conftest import build_options
+    from exporter.build import build
+    from noise_hooks import ConstantNoise
+
+    pack = fmt.save_pack(exported_encoder.to_bundle_encoder(), tmp_path / "minilm.dpedge-encoder")[0]
+    stats, one = tmp_path / "stats.dpedge", tmp_path / "one.dpedge"
+    build(build_options(stats, encoder_pack=pack), noise_for_tests=ConstantNoise(0))
+    build(build_options(one), noise_for_tests=ConstantNoise(0))
+    out = tmp_path / "first.json"
+    r = subprocess.run([sys.executable, "benchmarks/first_answer.py", "--bundle", str(stats), "--bundle", str(one),
+                        "--encoder-pack", str(pack), "--runs", "1", "--out", str(out)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())
+    assert [(row["bundle"], row["pack"]) for row in rows] == [(str(stats), str(pack)), (str(one), None)]
+    assert all(0 < row["floor_cpu_s"] < row["cpu_s"] and row["floor_peak_mib"] < row["peak_mib"] for row in rows)
+    assert "CPU / floor" in r.stdout and "stats.dpedge + minilm.dpedge-encoder" in r.stdout
