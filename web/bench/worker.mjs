@@ -12,7 +12,9 @@
  *   main thread did not run its event loop (a 10 ms timer chain): what a person feels as a freeze;
  * - labels as Python's.
  *
- * Browser rows: the in-thread Classifier ("dpedge/browser", for comparison), and the worker with
+ * Browser rows: the in-thread Classifier ("dpedge/browser", for comparison; once more with
+ * `webEngine({ dequantizeAtLoad: false })`, onnxruntime-web's own MatMulNBits kernel that unpacks
+ * the encoder's 8-bit weights on every run, the engine's path before), and the worker with
  * onnxruntime-web's 1 and 2 WebAssembly threads (threads need a cross-origin isolated page:
  * scripts/serve.mjs sends COOP same-origin and COEP require-corp). SIMD: onnxruntime-web 1.30
  * ships only its SIMD build (ort-wasm-simd-threaded.wasm); env.wasm.simd only selects which
@@ -43,14 +45,14 @@ const long = Array.from({ length: longCount }, (_, i) => Array.from({ length: 40
 const texts = [...short, ...long];
 
 /** One fresh page per row (onnxruntime-web fixes its threads once per page, or per worker). */
-async function measureBrowser(browser, origin, mode, threads) {
+async function measureBrowser(browser, origin, mode, threads, engineOptions = {}) {
   const page = await browser.context.newPage();
   page.on("pageerror", (e) => console.error("page error:", e.message));
   await page.goto(origin + "/");
   await page.waitForFunction(() => document.body.dataset["state"] === "empty");
   await page.addScriptTag({ url: "/test-page/runtime.js", type: "module" });
   await page.waitForFunction(() => "dpedgeRuntime" in globalThis);
-  const result = await page.evaluate(async ({ file, texts, mode, threads }) => {
+  const result = await page.evaluate(async ({ file, texts, mode, threads, engineOptions }) => {
     const bytes = new Uint8Array(await (await fetch(`/bench-bundle/${file}`)).arrayBuffer());
     // The event-loop probe: the longest gap between two runs of a 10 ms timer chain.
     let last = performance.now();
@@ -103,7 +105,7 @@ async function measureBrowser(browser, origin, mode, threads) {
     const compile = performance.now() - w0;
     block = 0;
     const l0 = performance.now();
-    const clf = await m.Classifier.load(bytes, { engine: m.webEngine({ threads }) });
+    const clf = await m.Classifier.load(bytes, { engine: m.webEngine({ threads, ...engineOptions }) });
     const load = performance.now() - l0;
     labels.push((await clf.classify([texts[0]]))[0].label);
     const first = performance.now() - l0;
@@ -118,7 +120,7 @@ async function measureBrowser(browser, origin, mode, threads) {
     engine = `${clf.engineName} on the page's thread`;
     await clf.close();
     return { engine, first, per, labels, loadBlock, block: await stop(), parts: { read, compile, load } };
-  }, { file: basename(bundlePath), texts, mode, threads });
+  }, { file: basename(bundlePath), texts, mode, threads, engineOptions });
   await page.close();
   return result;
 }
@@ -133,6 +135,9 @@ if (HAVE_CHROMIUM) {
   const origin = `http://127.0.0.1:${server.address().port}`;
   const browser = await launch();
   try {
+    // onnxruntime-web's own MatMulNBits kernel, which unpacks the 8-bit weights on every run (the
+    // engine's path before it dequantized them once at load, src/engines/lower_nbits.ts).
+    rows.push(["Chromium, in the page, 1 thread, weights unpacked per run", await measureBrowser(browser, origin, "page", 1, { dequantizeAtLoad: false })]);
     rows.push(["Chromium, in the page, 1 thread", await measureBrowser(browser, origin, "page", 1)]);
     rows.push(["Chromium, Web Worker, 1 thread", await measureBrowser(browser, origin, "worker", 1)]);
     rows.push(["Chromium, Web Worker, 2 threads", await measureBrowser(browser, origin, "worker", 2)]);
@@ -161,7 +166,7 @@ for (const [name, r] of rows) {
     `${ms(s.long)} (${ratio(s.long, base.long)}) | ${ms(r.loadBlock)}, ${ms(r.block)} | ${same}/${texts.length} |`);
 }
 
-const parts = rows.find(([, r]) => r.parts)?.[1].parts;
+const parts = rows.find(([name, r]) => r.parts && !name.includes("unpacked"))?.[1].parts;
 if (parts) {
   console.log(`\nLoading in the page: reading and checking the bundle ${ms(parts.read)}, compiling onnxruntime-web's WebAssembly ` +
     `alone ${ms(parts.compile)}; Classifier.load in all ${ms(parts.load)} (the rest: the engine's session and the check text).`);
