@@ -8,7 +8,7 @@
  */
 import * as ortWeb from "onnxruntime-web/wasm";
 import { describe, expect, it } from "vitest";
-import { LOWERED_LOCATION, lowerMatMulNBits } from "../src/engines/lower_nbits.js";
+import { LOWERED_LOCATION, lowerMatMulNBits, MAX_LOWERED_BYTES } from "../src/engines/lower_nbits.js";
 import { createSession, run, WEIGHTS_LOCATION, type OrtModule } from "../src/engines/onnxruntime.js";
 import { readBundle } from "../src/reader.js";
 import { TextTokenizer } from "../src/tokenizer.js";
@@ -60,5 +60,14 @@ describe.each(corpora.map((c) => [c.name, c] as const))("MatMulNBits dequantized
     // Without the weights' bytes the initializers cannot be read: nothing is rewritten.
     expect(lowerMatMulNBits(b.encoder.model, new Map())).toBeNull();
     expect(lowerMatMulNBits(b.encoder.model.subarray(0, 1000), new Map())).toBeNull();
+  });
+
+  it("makes no more float weights than its bound: past it, the model goes to the engine as it is", async () => {
+    const b = await readBundle(corpus.read("accept/default.dpedge"));
+    const external = new Map([[WEIGHTS_LOCATION, b.encoder.weights]]);
+    const need = lowerMatMulNBits(b.encoder.model, external)!.weights.byteLength;
+    expect(need).toBeLessThanOrEqual(MAX_LOWERED_BYTES);
+    expect(lowerMatMulNBits(b.encoder.model, external, need)).not.toBeNull();
+    expect(lowerMatMulNBits(b.encoder.model, external, need - 1)).toBeNull();
   });
 });

@@ -34,6 +34,15 @@ export interface Lowered {
 /** Where the lowered model's float initializers keep their data (an externalData path). */
 export const LOWERED_LOCATION = "dpedge-matmulnbits-float32";
 
+/**
+ * The most float weights a rewrite makes (bytes): a bundle travels, and a crafted one could name
+ * one large B with many scales, each its own float copy. Past it the model goes to the engine as
+ * it is (correct, as slow as before). MiniLM's encoder needs 42 MB; the laptop tier's mpnet would
+ * need 340 MB, past the bound, so it runs as before (four times its 8-bit weights is more than a
+ * browser tab should take for speed).
+ */
+export const MAX_LOWERED_BYTES = 256 * 2 ** 20;
+
 // Field numbers of onnx.proto.
 const MODEL_GRAPH = 7;
 const [GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_OUTPUT] = [1, 5, 12];
@@ -234,16 +243,17 @@ function dequantize(n: NodeInfo, b: Tensor, scales: Tensor, out: Float32Array): 
  * The model with its 8-bit MatMulNBits nodes as MatMul on float weights (above), or null if it has
  * none to lower. `external`: the model's external data by location (the bundle's weights).
  */
-export function lowerMatMulNBits(model: Uint8Array, external: ReadonlyMap<string, Uint8Array>): Lowered | null {
+export function lowerMatMulNBits(model: Uint8Array, external: ReadonlyMap<string, Uint8Array>,
+                                 maxBytes: number = MAX_LOWERED_BYTES): Lowered | null {
   try {
-    return lower(model, new Map(external));
+    return lower(model, new Map(external), maxBytes);
   } catch (e) {
     if (e instanceof Unlowerable) return null;
     throw e;
   }
 }
 
-function lower(model: Uint8Array, external: Map<string, Uint8Array>): Lowered | null {
+function lower(model: Uint8Array, external: Map<string, Uint8Array>, maxBytes: number): Lowered | null {
   const top = fields(model, 0, model.length);
   const graphs = top.filter((f) => f.field === MODEL_GRAPH && f.wire === 2);
   if (graphs.length !== 1) return null;
@@ -288,6 +298,7 @@ function lower(model: Uint8Array, external: Map<string, Uint8Array>): Lowered | 
       names.add(name);
       w = { name, ...shape, offset: size, node: info, b: b!, s: s! };
       size += shape.k * shape.n;
+      if (4 * size > maxBytes) throw new Unlowerable(`the float weights would take more than ${maxBytes} bytes`);
       floats.set(key, w);
     }
     lowered.set(f, { a, weights: w.name });
