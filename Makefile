@@ -140,11 +140,12 @@ check-web: $(WEB_STAMP)
 clean:
 	rm -rf models/encoders models/*.dpedge .cache .pytest_cache
 
-# The web runtime (web/): its packages from the committed lock file, the corpus of the real
-# encoder, then vitest in Node and in headless Chromium (Debian's chromium package), then the three
-# readers' differential fuzzing.
-test-web: $(VENV)/.test $(REAL_CORPUS)/cases.json
-	cd web && npm ci --no-audit --no-fund && DPEDGE_REAL_CORPUS=$(REAL_CORPUS) npm test
+# The web runtime (web/): its packages from the committed lock file (installed as check-web
+# installs them, again only when the lock file changed), the corpus of the real encoder, then
+# vitest in Node and in headless Chromium (Debian's chromium package), then the three readers'
+# differential fuzzing.
+test-web: $(VENV)/.test $(REAL_CORPUS)/cases.json $(WEB_STAMP)
+	cd web && DPEDGE_REAL_CORPUS=$(REAL_CORPUS) npm test
 	$(PY) -m pytest -q -p no:cacheprovider tests/fuzz/test_reader_agreement.py
 
 # The web runtime's package, before it is in the npm registry: web/'s devDependencies from the lock
