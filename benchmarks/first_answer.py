@@ -101,8 +101,8 @@ NOTE = ("Medians over fresh processes run alternately with the floor (python -c 
 
 def table(rows: list[dict[str, Any]]) -> str:
     return md_table(
-        ["bundle", "floor CPU s", "first answer CPU s", "CPU / floor (goal <= 1.6x)", "floor peak MiB",
-         "first answer peak MiB (goal <= 90)", "wall s to the answer"],
+        ["bundle", "floor CPU s", "first answer CPU s", f"CPU / floor (goal <= {GOAL_CPU_RATIO:g}x)", "floor peak MiB",
+         f"first answer peak MiB (goal <= {GOAL_PEAK_MIB:g})", "wall s to the answer"],
         [[Path(r["bundle"]).name + ("" if r["pack"] is None else f" + {Path(r['pack']).name}"),
           fmt(r["floor_cpu_s"], 3), fmt(r["cpu_s"], 3), fmt_ratio(r["cpu_ratio"]), fmt(r["floor_peak_mib"], 1),
           fmt(r["peak_mib"], 1), fmt(r["answer_s"], 3)] for r in rows])

@@ -86,7 +86,7 @@ def charset(name: str) -> CharSet:
 
 def _mapping(flat: list[int], below: int = 0x110000) -> dict[int, str]:
     """A table ``[cp, n, n code points, ...]`` as a `str.translate` table, its code points below
-    ``below`` only (the tables are in code point order: tests/test_unicode.py holds them to it)."""
+    ``below`` only (the tables are in code point order: tests/test_fast_paths.py holds them to it)."""
     out, i = {}, 0
     while i < len(flat) and flat[i] < below:
         cp, n = flat[i], flat[i + 1]

@@ -237,7 +237,7 @@ def check_onnx(model: bytes, weights_bytes: int, family: str = DEFAULT_FAMILY) -
 def _check_onnx_bytes(model: bytes, weights_bytes: int, family: str) -> tuple[ExternalRef, ...]:
     """`_check_onnx` remembered for the last two models that passed (a pure function of immutable
     arguments; a refusal is raised again each time): the reader checks a model and the engine
-    then asks where its weights are, and the walk over its protobuf costs about 20 ms."""
+    then asks where its weights are, and the walk over its protobuf costs 10 to 20 ms."""
     return tuple(_check_onnx(model, weights_bytes, family))
 
 
