@@ -204,3 +204,79 @@ def test_remembered_onnx_check_answers_as_the_walk():
         assert _outcome(model_family.check_onnx, cut, length, enc.family) == \
             _outcome(model_family._check_onnx, cut, length, enc.family)
         assert _outcome(model_family.check_onnx, cut, length, enc.family)[0] == "refused"
+
+
+# ------------------------------------------------------------------ the ONNX node in one pass
+
+
+def _node_by_passes(buf: bytes, start: int, end: int, ops) -> None:
+    """The node check as three passes over its fields (op_type, domain, attributes), the
+    definition the one-pass `model_family._onnx_node` must answer exactly as."""
+    mf = model_family
+    op, domain = mf._string(buf, start, end, mf._NODE_OP_TYPE), mf._string(buf, start, end, mf._NODE_DOMAIN)
+    if (domain, op) not in ops and ("" if domain == "ai.onnx" else domain, op) not in ops:
+        shown = f"{domain}.{op}" if domain else op
+        raise mf._Refused(f"operator {shown[:80]!r} is not one the encoder family uses")
+    for a, b in mf._messages(buf, start, end, mf._NODE_ATTRIBUTE):
+        for f, _, x, y in mf._fields(buf, a, b):
+            if f in (mf._ATTR_G, mf._ATTR_GRAPHS):
+                raise mf._Refused(f"operator {op!r} has a subgraph attribute (control flow is not in the family)")
+            if f in (mf._ATTR_SPARSE, mf._ATTR_SPARSES):
+                raise mf._Refused(f"operator {op!r} has a sparse tensor attribute")
+            if f in (mf._ATTR_T, mf._ATTR_TENSORS):
+                mf._onnx_tensor(buf, x, y, f"an attribute tensor of operator {op!r}", None)
+
+
+def _pb(field: int, wire: int, value: bytes | int) -> bytes:
+    """One protobuf field (a length-delimited value is its bytes; a varint its number)."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+    key = varint(field << 3 | wire)
+    if wire == 0:
+        return key + varint(value if isinstance(value, int) else len(value))
+    if wire == 5:
+        return key + b"\0\0\0\0"
+    return key + varint(len(value)) + value
+
+
+def _node_fields() -> st.SearchStrategy[bytes]:
+    """A node's fields, aimed at what the check looks at: op_type and domain (good, unknown, not
+    UTF-8, not a string, repeated), attributes (a subgraph, a sparse tensor, a tensor with
+    external data, harmless, not a message), and names it ignores."""
+    names = st.sampled_from([b"MatMul", b"Gather", b"Loop", b"MatMulNBits", b"\xff\xfe", b""])
+    domains = st.sampled_from([b"", b"ai.onnx", b"com.microsoft", b"org.example", b"\xc3"])
+    wires = st.sampled_from([2, 2, 2, 0, 5])
+    tensor = st.sampled_from([_pb(1, 0, 7), _pb(14, 0, 1), _pb(13, 2, _pb(1, 2, b"location") + _pb(2, 2, b"x"))])
+    attr_inner = st.one_of(st.just(_pb(1, 2, b"axis")), st.just(_pb(6, 2, b"")), st.just(_pb(22, 2, b"")),
+                           tensor.map(lambda t: _pb(5, 2, t)), tensor.map(lambda t: _pb(10, 2, t)))
+    field = st.one_of(
+        st.tuples(wires, names).map(lambda w: _pb(4, w[0], w[1])),
+        st.tuples(wires, domains).map(lambda w: _pb(7, w[0], w[1])),
+        st.tuples(wires, st.lists(attr_inner, max_size=3)).map(lambda w: _pb(5, w[0], b"".join(w[1]))),
+        st.just(_pb(1, 2, b"input")), st.just(_pb(3, 2, b"node")))
+    return st.tuples(st.lists(field, max_size=7), st.integers(0, 3)).map(
+        lambda fc: b"".join(fc[0])[:max(0, len(b"".join(fc[0])) - fc[1])])
+
+
+def _raised(fn, *args):
+    try:
+        fn(*args)
+        return ("ok",)
+    except (model_family._Bad, model_family._Refused) as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@SETTINGS
+@given(_node_fields())
+@example(_pb(7, 0, 1) + _pb(4, 0, 1))  # a domain not a string before an op_type not a string
+@example(_pb(5, 0, 1) + _pb(4, 2, b"Loop"))  # an attribute not a message, then an op outside the family
+@example(_pb(4, 2, b"MatMul") + _pb(5, 2, _pb(6, 2, b"")) + _pb(5, 0, 1))
+def test_node_in_one_pass_is_the_three_passes(node):
+    ops = model_family.FAMILY_ONNX_OPS[model_family.DEFAULT_FAMILY]
+    assert _raised(model_family._onnx_node, node, 0, len(node), ops) == \
+        _raised(_node_by_passes, node, 0, len(node), ops)

@@ -108,7 +108,10 @@ def _fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, i
         if field == 0:
             raise _Bad(f"field number 0 at byte {pos}")
         if wire == 0:
-            value, pos = _varint(buf, pos, end)
+            if pos < end and buf[pos] < 0x80:
+                value, pos = buf[pos], pos + 1
+            else:
+                value, pos = _varint(buf, pos, end)
             yield field, wire, value, value
         elif wire == 1 or wire == 5:
             size = 8 if wire == 1 else 4
@@ -142,6 +145,10 @@ def _string(buf: bytes, start: int, end: int, field: int) -> str:
     value = b""
     for a, b in _messages(buf, start, end, field):
         value = buf[a:b]
+    return _text(value, field)
+
+
+def _text(value: bytes, field: int) -> str:
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
@@ -211,11 +218,34 @@ def _onnx_graph(buf: bytes, start: int, end: int, counts: list[int], refs: list[
 
 
 def _onnx_node(buf: bytes, start: int, end: int, ops: frozenset[tuple[str, str]]) -> None:
-    op, domain = _string(buf, start, end, _NODE_OP_TYPE), _string(buf, start, end, _NODE_DOMAIN)
+    """One node in one pass over its fields, judged in the order of three: its op_type (the last
+    occurrence, as `_string`), its domain, then each attribute in turn; so a node with several
+    faults is refused for the same one, with the same message, as by separate passes."""
+    op_at = domain_at = (0, 0)
+    domain_wire: int | None = None  # the wire type of the first domain field that is not a string
+    attributes: list[tuple[int, int, int]] = []
+    for f, wire, a, b in _fields(buf, start, end):
+        if f == _NODE_OP_TYPE:
+            if wire != 2:
+                raise _Bad(f"field {f} has wire type {wire}, expected a message")
+            op_at = (a, b)
+        elif f == _NODE_DOMAIN:
+            if wire != 2:
+                domain_wire = wire if domain_wire is None else domain_wire
+            elif domain_wire is None:
+                domain_at = (a, b)
+        elif f == _NODE_ATTRIBUTE:
+            attributes.append((wire, a, b))
+    op = _text(buf[op_at[0]:op_at[1]], _NODE_OP_TYPE)
+    if domain_wire is not None:
+        raise _Bad(f"field {_NODE_DOMAIN} has wire type {domain_wire}, expected a message")
+    domain = _text(buf[domain_at[0]:domain_at[1]], _NODE_DOMAIN)
     if (domain, op) not in ops and ("" if domain == "ai.onnx" else domain, op) not in ops:
         shown = f"{domain}.{op}" if domain else op
         raise _Refused(f"operator {shown[:80]!r} is not one the encoder family uses")
-    for a, b in _messages(buf, start, end, _NODE_ATTRIBUTE):
+    for wire, a, b in attributes:
+        if wire != 2:
+            raise _Bad(f"field {_NODE_ATTRIBUTE} has wire type {wire}, expected a message")
         for f, _, x, y in _fields(buf, a, b):
             if f in (_ATTR_G, _ATTR_GRAPHS):
                 raise _Refused(f"operator {op!r} has a subgraph attribute (control flow is not in the family)")
