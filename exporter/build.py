@@ -1,18 +1,24 @@
-"""Build a bundle: read -> embed -> release class counts -> release class sums -> [hash, count
-and release votes] -> write; with the opt-in ``--delta``: read -> embed -> release class counts
--> train the head by DP-SGD (exporter.head, an (epsilon, delta) release) -> write.
+"""Build a bundle, in one direction: read the labels -> choose the plan (exporter.recipes: one
+recipe per release family, its options checked before any record is read) -> get the encoder
+the bundle ships -> open the engine -> the recipe's releases -> assemble -> write.
 
-One `PrivacyBudget` owns the build's epsilon: the releases (exporter.class_stats and, when the
-bundle has vote tables, exporter.votes) take their shares from it and get their noise through
-it, and it writes the bundle's privacy facts. Everything else is public input or
-post-processing of a release: the task basis and the prior (exporter.stages), the subspace
-the counts choose for the sums, the aligned hyperplanes and their number of bits, the
-scoring rule. Records are read and embedded by an engine (exporter.local_engine in this
-process, exporter.ray_engine on a cluster) with the runtime's own `Embedder` on the very model
-the bundle ships, so a training text and the same text typed on a device are embedded alike.
-Only exact aggregates are kept, and only until they are released.
+| family | releases |
+|---|---|
+| default (aligned) | class counts, class sums [, vote tables along them] |
+| ``--hashing random`` | vote tables on seeded hyperplanes |
+| ``--extend OLD`` | OLD's releases for disjoint records, summed with OLD |
+| ``--delta`` (opt-in) | class counts, a linear head trained by DP-SGD ((epsilon, delta)) |
+
+One `PrivacyBudget` owns the build's epsilon: the releases (exporter.class_stats,
+exporter.votes, exporter.head) take their shares from it and get their noise through it, and it
+writes the bundle's privacy facts. Everything else is public input or post-processing of a
+release: the task basis and the prior (exporter.stages), the subspace the counts choose for the
+sums, the aligned hyperplanes and their number of bits, the scoring rule. Records are read and
+embedded by an engine (exporter.local_engine in this process, exporter.ray_engine on a cluster)
+with the runtime's own `Embedder` on the very model the bundle ships, so a training text and
+the same text typed on a device are embedded alike. Only exact aggregates are kept, and only
+until they are released.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -26,26 +32,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from exporter import encoders
-from exporter.class_stats import ClassStatsRelease
+from exporter import recipes
 from exporter.dataset import LabelSet, ReadStats, read_labels
-from exporter.encoder_export import PackedEncoder, export_encoder, exporter_embedder, in_memory
-from exporter.extend import (BATCH_INPUT, check_extension, earlier_basis, earlier_encoder_statement, earlier_options,
-                             merged)
+from exporter.encoder_export import ExportedEncoder, PackedEncoder, export_encoder, exporter_embedder, in_memory
+from exporter.extend import earlier_encoder_statement
 from exporter.engine import Engine
-from exporter.hyperplanes import new_seed
 from exporter.local_engine import EmbedChunk, LocalEngine
 from exporter.memory_plan import check_memory
 from exporter.noise import GaussianNoiseSource, NoiseSource
-from exporter.options import DEFAULT_BITS, BuildError, BuildOptions, check_options
+from exporter.options import BuildError, BuildOptions
 from exporter.privacy import PrivacyBudget
 from exporter.progress import Timer
-from exporter.stages import (ENCODER_STATED_BY_BUILDER, FOLDER_NOTICE, HEAD_NOTICE, Hashing, PublicInputs,
-                             aligned_hashing, assemble_bundle, encoder_input, public_inputs, release_class_stats_in,
-                             random_hashing, release_class_stats, release_head_stats)
+from exporter.stages import ENCODER_STATED_BY_BUILDER, FOLDER_NOTICE, assemble_bundle, encoder_input
 from exporter.units import UnitStats
-from exporter.votes import VoteRelease, release_votes
-from runtime.bundle import load, load_pack, save
+from runtime.bundle import save
 from runtime.describe import privacy_summary
 from runtime.bundle.schema import EncoderSpec
 from runtime.embedder import Embedder
@@ -93,91 +93,57 @@ def build(opts: BuildOptions, *, noise_for_tests: NoiseSource | None = None,
 def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_benchmarks: EmbedChunk | None,
            gaussian_for_tests: GaussianNoiseSource | None = None) -> BuildReport:
     started = datetime.now(timezone.utc)  # the bundle's stamp: public, unlike when the build ends
+    stand_in = embed_for_benchmarks is not None
     labels = read_labels(opts.labels)
     timer = Timer()
     t = timer.start()
-    if opts.has_head:  # before an --extend is read: a head bundle refuses it
-        check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
-        print(HEAD_NOTICE.format(delta=opts.delta), file=sys.stderr)
-    pack = None if opts.encoder_pack is None else load_pack(opts.encoder_pack)
-    earlier = None
-    if opts.extend is not None:  # a batch on the earlier bundle's public choices (exporter.extend)
-        earlier = load(opts.extend, pack=pack)
-        check_extension(opts, earlier, labels)
-        opts = earlier_options(opts, earlier)
-    check_options(opts, len(labels), benchmark_stand_in=embed_for_benchmarks is not None)
-    encoder_statement = encoder_input(opts.encoder_source) if earlier is None else earlier_encoder_statement(earlier)
-    if earlier is None and encoder_statement == ENCODER_STATED_BY_BUILDER:  # a folder: the builder's promise
-        print(FOLDER_NOTICE.format(folder=opts.encoder_source), file=sys.stderr)
-    if earlier is not None:
-        exported, encoder = None, in_memory(earlier.encoder)
-    elif pack is not None:
-        exported = PackedEncoder(pack, opts.models_dir)
-        encoder = exported.to_bundle_encoder()
-    else:
-        exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
-        encoder = exported.to_bundle_encoder()
-    if opts.engine == "local" and embed_for_benchmarks is None:  # before anything is embedded
-        check_memory(encoder, opts.train, head=opts.has_head)
+    plan = recipes.choose(opts, labels, stand_in=stand_in)
+    recipe, opts = plan.recipe, plan.opts
+    exported, encoder, statement = _encoder(plan)
+    if opts.engine == "local" and not stand_in:  # before anything is embedded
+        check_memory(encoder, opts.train, head=recipe.holds_embeddings)
     embedder = None
-    if opts.engine == "local" or opts.aligned:  # the Ray driver embeds only public text
+    if opts.engine == "local" or recipe.embeds_public_text:  # the Ray driver embeds only public text
         embedder = exporter_embedder(encoder, workers=opts.workers or os.cpu_count() or 1)
-    seed = new_seed() if opts.seed is None else int(opts.seed)
     budget = PrivacyBudget(opts.epsilon, opts.relation(), shares=opts.shares(), noise_for_tests=noise_for_tests,
                            delta=opts.delta or 0.0, gaussian_for_tests=gaussian_for_tests)
-    t = timer.add("load encoder", t)
+    timer.add("load encoder", t)
 
-    stats: ClassStatsRelease | None = None
-    public: PublicInputs | None = None
-    hashing: Hashing | None = None
-    votes: VoteRelease | None = None
-    head = head_counts = None
+    inputs = recipes.Inputs(opts, labels, encoder, None if embedder is None else embedder.embed,
+                            lambda: exported.vocabulary_embeddings(embedder.embed), budget, timer)
     with _engine(opts, labels, encoder, embedder, embed_for_benchmarks, timer) as engine:
-        if opts.has_head:
-            vocabulary = exported.vocabulary_embeddings(embedder.embed)
-            t = timer.add("public basis", t)
-            head_counts, head = release_head_stats(engine, embedder.embed, vocabulary, labels, budget, timer,
-                                                   opts.progress, lr_scale=encoders.head_lr_scale(encoder))
-            t = timer.start()
-        elif earlier is not None:
-            budget.declare_public(BATCH_INPUT)
-            if earlier.class_sums is not None:
-                basis, clip = earlier_basis(earlier)
-                public = PublicInputs(basis, earlier.prior)
-                stats = release_class_stats_in(engine, basis, clip, len(labels), budget)
-            if earlier.hyperplanes is not None:
-                hashing = Hashing(earlier.hyperplanes, earlier.offsets, earlier.seed)
-        elif opts.aligned:
-            public = public_inputs(embedder.embed, exported.vocabulary_embeddings(embedder.embed), labels, budget)
-            t = timer.add("public basis", t)
-            stats = release_class_stats(engine, public, len(labels), budget, basis_dim=opts.basis_dim,
-                                        clip_l1=opts.clip_l1, planned_records=opts.planned_records)
-            t = timer.start()
-            if opts.has_tables:
-                hashing = aligned_hashing(stats, seed, opts.table_count, opts.bits, opts.public_directions, budget)
-        else:
-            hashing = random_hashing(seed, opts.table_count, opts.bits or DEFAULT_BITS, encoder.dim, budget)
-        if hashing is not None:
-            counts = engine.vote_counts(hashing.planes, hashing.offsets, len(labels))
-            t = timer.start()
-            votes = release_votes(counts, budget)
-            del counts  # the exact counts are not needed past this point
-            t = timer.add("noise", t)
+        out = recipe.release(inputs, engine)
         read_stats, units = engine.stats, engine.units
 
-    bundle = assemble_bundle(labels, encoder, budget, hashing, votes, stats=stats, public=public,
-                             stand_in=embed_for_benchmarks is not None, encoder_statement=encoder_statement,
-                             head=head, counts=head_counts, started=started)
-    if pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
-        bundle = dataclasses.replace(bundle, encoder_pack=pack.digest)
-    if earlier is not None:
-        bundle = merged(earlier, bundle)
-    out = save(bundle, opts.out)
+    t = timer.start()
+    bundle = assemble_bundle(labels, encoder, budget, out.hashing, out.votes, stats=out.stats, public=out.public,
+                             stand_in=stand_in, encoder_statement=statement, head=out.head, counts=out.head_counts,
+                             started=started)
+    if plan.pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
+        bundle = dataclasses.replace(bundle, encoder_pack=plan.pack.digest)
+    saved = save(recipe.finish(bundle), opts.out)
     timer.add("write", t)
-    return BuildReport(out=out, bundle_bytes=out.stat().st_size, stats=read_stats, privacy=bundle.privacy,
+    return BuildReport(out=saved, bundle_bytes=saved.stat().st_size, stats=read_stats, privacy=bundle.privacy,
                        summary=privacy_summary(bundle),
-                       clipped_cells=0 if votes is None else votes.clipped_cells, seconds=timer.seconds, units=units,
-                       clamped_values=dict(budget.clamped))
+                       clipped_cells=0 if out.votes is None else out.votes.clipped_cells, seconds=timer.seconds,
+                       units=units, clamped_values=dict(budget.clamped))
+
+
+def _encoder(plan: recipes.Plan) -> tuple[ExportedEncoder | PackedEncoder | None, EncoderSpec, str]:
+    """The encoder the bundle ships (or its pack names), where it came from (for its vocabulary)
+    and how the public inputs state it: an extension's is the earlier bundle's."""
+    opts = plan.opts
+    if isinstance(plan.recipe, recipes.Extension):
+        earlier = plan.recipe.earlier
+        return None, in_memory(earlier.encoder), earlier_encoder_statement(earlier)
+    statement = encoder_input(opts.encoder_source)
+    if statement == ENCODER_STATED_BY_BUILDER:  # a folder: the builder's promise
+        print(FOLDER_NOTICE.format(folder=opts.encoder_source), file=sys.stderr)
+    if plan.pack is not None:
+        exported: ExportedEncoder | PackedEncoder = PackedEncoder(plan.pack, opts.models_dir)
+    else:
+        exported = export_encoder(opts.encoder_source, opts.models_dir, encoder_format=opts.encoder_format)
+    return exported, exported.to_bundle_encoder(), statement
 
 
 def _engine(opts: BuildOptions, labels: LabelSet, encoder: EncoderSpec, embedder: Embedder | None,

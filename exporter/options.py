@@ -15,7 +15,7 @@ from exporter.hyperplanes import AUTO_BITS
 from exporter.privacy import (MAX_VOTES_SHARE, BudgetError, NeighbourRelation, check_delta, check_epsilon,
                               default_shares, head_shares)
 
-__all__ = ["BuildError", "BuildOptions", "check_options"]
+__all__ = ["BuildError", "BuildOptions", "check_head", "check_options", "check_statistics"]
 
 #: Coarse hashing with many tables: the paper's H=24, T=4 leaves almost every query in an
 #: empty bucket with this encoder (docs/accuracy.md).
@@ -132,23 +132,44 @@ def table_bytes(tables: int, bits: int, classes: int) -> int:
 
 
 def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool = False) -> None:
-    """Refuse settings the build cannot honour, naming the option to change."""
+    """Refuse settings the build cannot honour, naming the option to change: a head build's
+    (`check_head`) or a build with class statistics or vote tables (`check_statistics`)."""
+    if opts.has_head:
+        check_head(opts)
+    else:
+        check_statistics(opts, classes, benchmark_stand_in=benchmark_stand_in)
+
+
+def check_head(opts: BuildOptions) -> None:
+    """The settings of a head build (``--delta``)."""
+    _check_epsilon(opts)
+    _check_head(opts)
+    _check_pack(opts)
+
+
+def check_statistics(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool = False) -> None:
+    """The settings of a build that releases class statistics or vote tables."""
+    _check_epsilon(opts)
+    _check_hashing(opts)
+    if opts.has_tables:
+        check_shape(opts.table_count, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes,
+                    DEFAULT_MAX_TABLE_MIB if opts.max_table_mib is None else opts.max_table_mib)
+    elif given := _given(opts, TABLES_ONLY):
+        raise BuildError(f"only a bundle with vote tables uses {', '.join(given)}, and this bundle has none: add "
+                         f"--votes-share (or --hashing random), or leave them out")
+    _check_unit(opts)
+    _check_engine(opts, benchmark_stand_in)
+    _check_pack(opts)
+
+
+def _check_epsilon(opts: BuildOptions) -> None:
     try:
         check_epsilon(opts.epsilon)
     except ValueError as exc:
         raise BuildError(str(exc)) from None
-    if opts.has_head:
-        _check_head(opts)
-    else:
-        _check_hashing(opts)
-        if opts.has_tables:
-            check_shape(opts.table_count, opts.bits or (AUTO_BITS[1] if opts.aligned else DEFAULT_BITS), classes,
-                        DEFAULT_MAX_TABLE_MIB if opts.max_table_mib is None else opts.max_table_mib)
-        elif given := _given(opts, TABLES_ONLY):
-            raise BuildError(f"only a bundle with vote tables uses {', '.join(given)}, and this bundle has none: add "
-                             f"--votes-share (or --hashing random), or leave them out")
-        _check_unit(opts)
-        _check_engine(opts, benchmark_stand_in)
+
+
+def _check_pack(opts: BuildOptions) -> None:
     if opts.encoder_pack is not None and opts.extend is None and (opts.encoder_source is not None
                                                                   or opts.encoder_format != "onnx"):
         raise BuildError("--encoder-pack gives the encoder (its model and format): leave out --encoder and "
