@@ -58,13 +58,28 @@ export interface WebEngineOptions {
   /** Where onnxruntime-web's WebAssembly file is served (default: where onnxruntime-web looks, relative to its own module). */
   readonly wasmPaths?: WasmPaths;
   /**
-   * Dequantize the encoder's 8-bit MatMulNBits weights once, at load, into float32 (default
-   * true): onnxruntime-web's WebAssembly kernels would unpack them on every run, a fixed cost of
-   * most of a short text's time. The same float32 weights either way (the embeddings do not
-   * change); the price is memory, four bytes per weight (about 42 MB more for MiniLM).
+   * What onnxruntime-web runs for the encoder's 8-bit MatMulNBits (docs/web.md, "Speed and size").
+   * onnxruntime-web's WebAssembly build has no int8 kernel for MatMulNBits: its own ("matmulnbits")
+   * unpacks all the weights to float on every run. The engine therefore rewrites the model once,
+   * at load (engines/lower_nbits.ts):
+   *
+   * - "int8" (default): integer maths on the bundle's own 8-bit weights, the activations quantized
+   *   per row in blocks of the weights' block size, as onnxruntime's native kernel does
+   *   (MatMulIntegerToFloat); about 11 MB more memory for MiniLM;
+   * - "float32": a MatMul on the weights dequantized to float32 (the same values onnxruntime-web's
+   *   own kernel unpacks each run, so the same embeddings); about 42 MB more for MiniLM;
+   * - "matmulnbits": the model as it is.
+   *
+   * A MatMulNBits a form cannot take keeps a simpler one (int8, then float32, then as it is); past
+   * MAX_LOWERED_BYTES of new weights the model goes as it is.
    */
+  readonly kernel?: WebKernel;
+  /** `false` is `kernel: "matmulnbits"` (the option before `kernel`); `kernel` wins when both are given. */
   readonly dequantizeAtLoad?: boolean;
 }
+
+/** What the browser engine runs for MatMulNBits (WebEngineOptions.kernel). */
+export type WebKernel = "int8" | "float32" | "matmulnbits";
 
 /** Classifier.load's options in a browser: the engine's `wasmPaths`, for the default engine (not with `engine`). */
 export interface BrowserLoadOptions extends LoadOptions {
@@ -190,15 +205,15 @@ async function deploymentError(err: unknown, paths: WasmPaths | undefined): Prom
  */
 class WebEngine extends OnnxRuntimeEngine {
   constructor(ort: OrtModule, name: string, private readonly paths: WasmPaths | undefined,
-              private readonly dequantize: boolean) {
+              private readonly kernel: WebKernel) {
     super(ort, name, { executionProviders: ["wasm"] });
   }
 
   protected override prepare(model: Uint8Array, weights: Uint8Array): { model: Uint8Array; more: { path: string; data: Uint8Array }[] } {
-    const lowered = this.dequantize ? lowerMatMulNBits(model, new Map([[WEIGHTS_LOCATION, weights]])) : null;
+    const lowered = this.kernel === "matmulnbits" ? null
+      : lowerMatMulNBits(model, new Map([[WEIGHTS_LOCATION, weights]]), { kernel: this.kernel });
     if (lowered === null) return { model, more: [] };
-    const data = new Uint8Array(lowered.weights.buffer, lowered.weights.byteOffset, lowered.weights.byteLength);
-    return { model: lowered.model, more: [{ path: LOWERED_LOCATION, data }] };
+    return { model: lowered.model, more: [{ path: LOWERED_LOCATION, data: lowered.data }] };
   }
 
   override async load(model: Uint8Array, weights: Uint8Array, io: EngineIO): Promise<void> {
@@ -209,6 +224,9 @@ class WebEngine extends OnnxRuntimeEngine {
     }
   }
 }
+
+/** The kernel when none is asked for (docs/web.md says why). */
+export const DEFAULT_KERNEL: WebKernel = "int8";
 
 /** onnxruntime-web on WebAssembly (imported at the first load). */
 export function webEngine(options: WebEngineOptions = {}): EngineFactory {
@@ -225,8 +243,9 @@ export function webEngine(options: WebEngineOptions = {}): EngineFactory {
       ort.env.logLevel = "error";
       configured = `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? "" : "s"}`;
     }
-    return new WebEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, configuredPaths,
-      options.dequantizeAtLoad ?? true);
+    const kernel = options.kernel ?? (options.dequantizeAtLoad === false ? "matmulnbits" : DEFAULT_KERNEL);
+    if (!["int8", "float32", "matmulnbits"].includes(kernel)) throw new TypeError(`webEngine: kernel is "int8", "float32" or "matmulnbits", not ${String(kernel)}`);
+    return new WebEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, configuredPaths, kernel);
   };
 }
 

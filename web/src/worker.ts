@@ -39,6 +39,8 @@ export interface WorkerLoadOptions {
   readonly wasmPaths?: string;
   /** Stretches the engine's time budgets (see LoadOptions.timeScale). */
   readonly timeScale?: number;
+  /** What the engine runs for the encoder's MatMulNBits (see WebEngineOptions.kernel in dpedge/browser; default "int8"). */
+  readonly kernel?: "int8" | "float32" | "matmulnbits";
   /** The encoder pack file's bytes, for a statistics bundle (format 1.1). */
   readonly encoderPack?: Uint8Array | ArrayBuffer;
   /** Aborting it stops loading: the worker is terminated and load rejects with an AbortError. */
@@ -140,6 +142,7 @@ export class WorkerClassifier {
       ...(options.threads === undefined ? {} : { threads: options.threads }),
       ...(options.wasmPaths === undefined ? {} : { wasmPaths: options.wasmPaths }),
       ...(options.timeScale === undefined ? {} : { timeScale: options.timeScale }),
+      ...(options.kernel === undefined ? {} : { kernel: options.kernel }),
     };
     const loaded = await new Promise<Loaded>((resolve, reject) => {
       const stop = (error: unknown): void => {

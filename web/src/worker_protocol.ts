@@ -35,6 +35,7 @@ export interface LoadRequest {
   readonly threads?: number;
   readonly wasmPaths?: string;
   readonly timeScale?: number;
+  readonly kernel?: "int8" | "float32" | "matmulnbits";
 }
 
 export type Request =

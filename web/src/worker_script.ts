@@ -50,7 +50,7 @@ async function load(r: LoadRequest): Promise<void> {
     if (classifier) await classifier.close();
     classifier = null;
     const engine = webEngine({ ...(r.threads === undefined ? {} : { threads: r.threads }),
-      ...(r.wasmPaths === undefined ? {} : { wasmPaths: r.wasmPaths }) });
+      ...(r.wasmPaths === undefined ? {} : { wasmPaths: r.wasmPaths }), ...(r.kernel === undefined ? {} : { kernel: r.kernel }) });
     const clf = await Classifier.load(r.bytes, { engine, ...(r.encoderPack ? { encoderPack: r.encoderPack } : {}),
       ...(r.timeScale === undefined ? {} : { timeScale: r.timeScale }) });
     const e = clf.bundle.encoder;

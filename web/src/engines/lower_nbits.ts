@@ -1,5 +1,6 @@
 /**
- * MatMulNBits for onnxruntime-web: its weights dequantized once, at load, instead of on every run.
+ * MatMulNBits for onnxruntime-web: rewritten once, at load, into operators its WebAssembly build
+ * runs fast, instead of unpacking the weights on every run.
  *
  * onnxruntime's CPU kernel of MatMulNBits (contrib_ops/cpu/quantization/matmul_nbits.cc) runs
  * its int8 GEMM only where MLAS has a QNBitGemm kernel (x86-64 with AVX2 or later, ARM64, RISC-V).
@@ -16,6 +17,15 @@
  * the same matrix, which its MatMul kernel packs once at session creation instead of unpacking it
  * per run. The price is memory: the float weights take 4 bytes per weight where B took one.
  *
+ * With `kernel: "int8"` each MatMulNBits becomes instead what onnxruntime's native kernel computes
+ * at accuracy_level 4 (the bundle's encoders' level, what the Python and Java readers run):
+ * activations quantized to int8 per row in blocks of block_size along K, each block multiplied in
+ * integers by B's own integers, scaled by the two blocks' scales and added. The operators are ones
+ * onnxruntime-web's CPU kernels register (MatMulIntegerToFloat of com.microsoft, whose A is uint8
+ * only, its A scale per row applied after the GEMM and its B prepacked once when B is 2-D: hence
+ * one 2-D B per block rather than one 3-D B), and the weights stay one byte each. Closer to the
+ * other readers' embeddings than the float path, and faster on long texts (docs/web.md).
+ *
  * Lowered: `bits` 8, inputs A, B and scales only (no zero points, g_idx or bias), B uint8
  * [N, ceil(K / block_size), block_size] and scales float32 with N * ceil(K / block_size) values,
  * B's and the scales' data in the model's external data (the bundle's form) or inline. Any other
@@ -25,8 +35,9 @@
 
 /**
  * What each lowerable MatMulNBits becomes: "float32", a MatMul on float weights dequantized once;
- * "int8", integer maths on the same 8-bit weights (below); a node the int8 form cannot take
- * (a K past one block that is not a multiple of block_size, an opset before 13) gets the float form.
+ * "int8", integer maths on the same 8-bit weights (above); a node the int8 form cannot take
+ * (a K past one block that is not a multiple of block_size, more than one output, a model whose
+ * ONNX opset is before 13) gets the float form.
  */
 export type LowerKernel = "float32" | "int8";
 
