@@ -25,14 +25,15 @@ export function median(xs) {
 /**
  * The Python runtime (``python``: its interpreter) on ``bundle`` and ``texts``, in a child
  * process: load, the first text's answer, then each other text alone, in milliseconds.
- * ``threads``: the engine's threads (undefined: its default).
- * @returns {{engine: string, load: number, first: number, per: number[], labels: string[]}}
+ * ``threads``: the engine's threads (undefined: its default). ``embedTexts``: texts whose
+ * embeddings (unit vectors) are returned too, computed after the timed part.
+ * @returns {{engine: string, load: number, first: number, per: number[], labels: string[], embeddings?: number[][]}}
  */
-export function measurePython(python, bundle, texts, threads) {
+export function measurePython(python, bundle, texts, threads, embedTexts = []) {
   const code = `
 import json, sys, time
 from runtime import Classifier
-texts = json.load(sys.stdin)
+texts, embed_texts = json.load(sys.stdin)
 threads = json.loads(sys.argv[2])
 t0 = time.perf_counter()
 clf = Classifier.load(sys.argv[1]) if threads is None else Classifier.load(sys.argv[1], threads=threads)
@@ -46,9 +47,10 @@ for t in texts[1:]:
     per.append((time.perf_counter() - s) * 1000)
 import onnxruntime
 engine = f"onnxruntime {onnxruntime.__version__} (Python" + ("" if threads is None else f", {threads} thread" + ("s" if threads > 1 else "")) + ")"
-print(json.dumps({"engine": engine, "load": (t1 - t0) * 1000, "first": (t2 - t1) * 1000, "per": per, "labels": labels}))
+embeddings = clf.embed(embed_texts).tolist() if embed_texts else None
+print(json.dumps({"engine": engine, "load": (t1 - t0) * 1000, "first": (t2 - t1) * 1000, "per": per, "labels": labels, "embeddings": embeddings}))
 `;
-  const r = spawnSync(python, ["-c", code, bundle, JSON.stringify(threads ?? null)], { cwd: ROOT, input: JSON.stringify(texts),
+  const r = spawnSync(python, ["-c", code, bundle, JSON.stringify(threads ?? null)], { cwd: ROOT, input: JSON.stringify([texts, embedTexts]),
     encoding: "utf-8", env: { ...process.env, HF_HUB_OFFLINE: "1" }, maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`the Python runtime failed (${python}):\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").pop());
