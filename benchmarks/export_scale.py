@@ -1,7 +1,7 @@
 """Export at scale: records per second for each stage of a build, and peak memory, by size.
 
     python benchmarks/export_scale.py [--records 100000,1000000] [--real-records 20000]
-        [--out results.json] [--workdir /tmp/dpedge-export-scale] [--keep] [--quiet]
+        [--head-records 1000000] [--out results.json] [--workdir /tmp/dpedge-export-scale] [--keep] [--quiet]
 
 Prints a table (run, records, stage, records/s, seconds, peak RSS MiB) on stdout; progress
 bars and notes go to stderr. With --out, writes the full results as JSON.
@@ -22,6 +22,10 @@ Method:
   reader, SimHash, the vote counter, OpenDP noise, the atomic bundle write.
 - "real" runs (--real-records) are plain `build` with the real int8 encoder, one worker per
   core, as `python -m exporter build` runs it.
+- "head" and "default" runs (--head-records) build, with the same stand-in, the head bundle
+  (``--delta HEAD_DELTA``: class counts, then DP-SGD on every embedding held in memory) and, for
+  its cost beside it, the default bundle (class counts and class sums, two passes over the
+  spilled embeddings), each at epsilon EPSILON.
 - Each run is a fresh child process, so no peak carries over. Peak RSS is the child's own
   VmHWM (/proc/self/status) at the end: its high-water mark since exec. (ru_maxrss would also
   count the parent's size, which Linux carries into a child through fork and exec.) The
@@ -69,6 +73,8 @@ STAGES = ("read", "tokenize+encode", "hash+count", "noise", "write")
 CORPUS_SEED = 20240607
 HYPERPLANE_SEED = 7
 EPSILON = 8.0
+HEAD_DELTA = 1e-7  # below 1 / N for the sizes the head runs are made for (up to a few million records)
+STAND_IN_KINDS = ("precomputed", "head", "default")
 NOISE_SIGMA = 0.3  # stand-in embeddings: norm of the added Gaussian noise, before normalising
 CHECKPOINTS = (0.01, 0.1, 0.5, 1.0)
 
@@ -282,10 +288,15 @@ class PrecomputedEmbeddings:
 def child(kind: str, train: Path, out: Path, sources: Path | None, records: int, progress: bool) -> dict[str, Any]:
     from runtime import bundle as bundle_format
 
-    opts = BuildOptions(train=train, labels=LABELS, epsilon=EPSILON, out=out, seed=HYPERPLANE_SEED, hashing="random",
-                        models_dir=ROOT / "models", progress=progress)
+    settings: dict[str, Any] = {"seed": HYPERPLANE_SEED, "hashing": "random"}  # a vote tables' build, one pass
+    if kind == "head":
+        settings = {"delta": HEAD_DELTA}
+    elif kind == "default":
+        settings = {}
+    opts = BuildOptions(train=train, labels=LABELS, epsilon=EPSILON, out=out, models_dir=ROOT / "models",
+                        progress=progress, **settings)
     stand_in = None
-    if kind == "precomputed":
+    if kind in STAND_IN_KINDS:
         from exporter.encoder_export import export_encoder
         from runtime.tokenizer import TextTokenizer
 
@@ -301,7 +312,6 @@ def child(kind: str, train: Path, out: Path, sources: Path | None, records: int,
     peak = peak_rss_mib()
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     b = bundle_format.load(out)  # the bundle is whole and valid
-    per_table = b.votes.astype(np.int64).sum(axis=(1, 2))
     result: dict[str, Any] = {
         "kind": kind, "records": report.stats.records, "lines": records,
         "seconds": {k: round(v, 4) for k, v in report.seconds.items()},
@@ -310,9 +320,13 @@ def child(kind: str, train: Path, out: Path, sources: Path | None, records: int,
         "other_processes_cores_busy": round(max(0.0, busy1 - busy0 - cpu) / wall, 2),
         "peak_rss_mib": round(peak, 1), "rss_before_build_mib": round(rss_start, 1),
         "bundle_bytes": report.bundle_bytes, "clipped_cells": report.clipped_cells,
-        "votes_total_per_table_mean": round(float(per_table.mean()), 1),
-        "noise_scale": b.releases["votes"].noise_scale, "cells_per_table": int(b.votes[0].size),
     }
+    if b.votes is not None:
+        result.update(votes_total_per_table_mean=round(float(b.votes.astype(np.int64).sum(axis=(1, 2)).mean()), 1),
+                      noise_scale=b.releases["votes"].noise_scale, cells_per_table=int(b.votes[0].size))
+    if b.head is not None:
+        result.update(head={"sample_rate": b.head.sample_rate, "steps": b.head.steps,
+                            "noise_multiplier": b.head.noise_multiplier, "delta": b.head.delta})
     if stand_in is not None:
         result.update(tokenize_seconds=round(stand_in.tokenize_seconds, 4),
                       rss_stream_first_chunk_mib=round(stand_in.rss_first_chunk or 0, 1),
@@ -346,8 +360,9 @@ def rows(results: list[dict[str, Any]]) -> list[list[str]]:
     for r in results:
         name = f"{r['kind']} {_size(r['lines'])}"
         n = r["records"]
-        stages = [*STAGES, "total"]
-        secs = {**r["seconds"], "total": sum(r["seconds"].get(s, 0.0) for s in STAGES)}
+        kinds_stages = STAGES if r["kind"] in ("precomputed", "real") else tuple(r["seconds"])
+        stages = [*kinds_stages, "total"]
+        secs = {**r["seconds"], "total": sum(r["seconds"].get(s, 0.0) for s in kinds_stages)}
         for s in stages:
             label = "tokenize+stand-in" if s == "tokenize+encode" and r["kind"] == "precomputed" else s
             sec = secs.get(s, 0.0)
@@ -370,7 +385,10 @@ def print_table(results: list[dict[str, Any]]) -> None:
                  f"wall {r['wall_seconds']:.1f} s",
                  f"cores busy {r['cores_busy']:.2f} of {r['cpu_count']} (other processes: "
                  f"{r['other_processes_cores_busy']:.2f})",
-                 f"votes per table {r['votes_total_per_table_mean']:,.0f}", f"clipped cells {r['clipped_cells']}"]
+                 *([f"votes per table {r['votes_total_per_table_mean']:,.0f}", f"clipped cells {r['clipped_cells']}"]
+                   if "votes_total_per_table_mean" in r else []),
+                 *([f"head: q {r['head']['sample_rate']:.6f}, T {r['head']['steps']}, z "
+                    f"{r['head']['noise_multiplier']:.3f}, delta {r['head']['delta']:g}"] if "head" in r else [])]
         if r["kind"] == "real":
             extra.insert(3, f"CPU s of the busiest threads {', '.join(f'{x:.1f}' for x in r['thread_cpu_seconds'][:4])} "
                             f"(tokenize+encode wall {r['seconds']['tokenize+encode']:.1f} s)")
@@ -379,6 +397,13 @@ def print_table(results: list[dict[str, Any]]) -> None:
             extra.insert(1, f"RSS during the stream: {at} MiB")
             extra.insert(2, f"tokenize alone {r['records'] / max(r['tokenize_seconds'], 1e-9):,.0f} records/s")
         print(f"{name}: " + "; ".join(extra))
+    for big in [r for r in results if r["kind"] == "head"]:
+        same = [d for d in results if d["kind"] == "default" and d["lines"] == big["lines"]]
+        if same:
+            d = same[0]
+            print(f"head vs default at {_size(big['lines'])}: wall {big['wall_seconds']:.0f} vs {d['wall_seconds']:.0f} s "
+                  f"({big['wall_seconds'] / d['wall_seconds']:.2f}x), peak RSS {big['peak_rss_mib']:.0f} vs "
+                  f"{d['peak_rss_mib']:.0f} MiB")
     pre = [r for r in results if r["kind"] == "precomputed"]
     if len(pre) >= 2:
         small, big = min(pre, key=lambda r: r["lines"]), max(pre, key=lambda r: r["lines"])
@@ -398,13 +423,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", default="100000,1000000", help="precomputed-embedding run sizes (comma-separated)")
     ap.add_argument("--real-records", default="20000", help="real-encoder run sizes (comma-separated; 0: none)")
+    ap.add_argument("--head-records", default="",
+                    help="head (--delta) and default build sizes, precomputed embeddings (comma-separated; none by default)")
     ap.add_argument("--out", type=Path, default=None, help="write results as JSON")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/dpedge-export-scale"),
                     help="where corpora and bundles go")
     ap.add_argument("--keep", action="store_true", help="keep the corpora and bundles in --workdir")
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     # internal: one run in a fresh process
-    ap.add_argument("--child", choices=("precomputed", "real"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=(*STAND_IN_KINDS, "real"), help=argparse.SUPPRESS)
     ap.add_argument("--train", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--sources", type=Path, help=argparse.SUPPRESS)
@@ -425,15 +452,17 @@ def main(argv: list[str] | None = None) -> int:
     src.save(sources_file)
     results: list[dict[str, Any]] = []
     made: list[Path] = [sources_file]
-    plan_runs = [("precomputed", n) for n in _sizes(args.records)] + [("real", n) for n in _sizes(args.real_records)]
+    plan_runs = ([("precomputed", n) for n in _sizes(args.records)] + [("real", n) for n in _sizes(args.real_records)]
+                 + [(kind, n) for n in _sizes(args.head_records) for kind in ("head", "default")])
     for kind, n in plan_runs:
         corpus = work / f"corpus-{n}.jsonl"
-        t = time.perf_counter()
-        write_corpus(corpus, n, src, label_names)
-        print(f"[{kind} {_size(n)}] wrote {corpus} ({corpus.stat().st_size / 2**20:.1f} MiB) in "
-              f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
+        if not corpus.is_file():
+            t = time.perf_counter()
+            write_corpus(corpus, n, src, label_names)
+            print(f"[{kind} {_size(n)}] wrote {corpus} ({corpus.stat().st_size / 2**20:.1f} MiB) in "
+                  f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
         bundle = work / f"{kind}-{n}.dpedge"
-        results.append(run_child(kind, corpus, bundle, sources_file if kind == "precomputed" else None, n,
+        results.append(run_child(kind, corpus, bundle, sources_file if kind in STAND_IN_KINDS else None, n,
                                  args.quiet, work))
         made += [corpus, bundle]
         r = results[-1]

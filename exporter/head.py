@@ -23,7 +23,8 @@ A head bundle releases two statistics from one budget (exporter.privacy.head_sha
 
 The rule (`head_rule`) is public: a function of N, epsilon and delta only, chosen on the public
 benchmark datasets (docs/head.md): expected batch EXPECTED_BATCH (q = min(1, EXPECTED_BATCH /
-N)), EPOCHS passes (T = ceil(EPOCHS / q)), clip CLIP_L2, learning rate `learning_rate`(epsilon),
+N)), EPOCHS passes up to RULE_MAX_STEPS steps (T = min(ceil(EPOCHS / q), RULE_MAX_STEPS)), clip
+CLIP_L2, learning rate `learning_rate`(epsilon),
 and the least noise multiplier z whose epsilon at delta, by the accountant and by the contract,
 fits the head's share. Delta must be below 1 / N (a larger delta could release a record outright).
 
@@ -65,6 +66,12 @@ LR_AT_1, LR_AT_5 = 3.2, 12.8
 BIAS_FEATURE = 1.0
 #: The most steps a head may state (the format's bound on releases.head.steps).
 MAX_STEPS = int(FIELDS_BY_PATH["releases.head.steps"].high)
+#: The most steps the rule takes, whatever N (docs/head.md, "The rule at scale"): ten times the
+#: most the rule takes on the benchmark datasets (391), where accuracy still rises up to the
+#: rule's own T; from N = RULE_MAX_STEPS x EXPECTED_BATCH / EPOCHS (81,920 records) on, T stays
+#: here and a step's batch stays EXPECTED_BATCH, so a head's cost stops growing with N but for
+#: the sampling (a million records: about 12 minutes on 2 cores, docs/export-scale.md).
+RULE_MAX_STEPS = 4000
 #: At most this many gradient cells (rows x C x (D + 1)) are formed at once.
 CHUNK_CELLS = 1 << 22
 
@@ -123,13 +130,14 @@ class HeadRule:
 
 
 def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delta: float,
-              lr_scale: float = 1.0) -> HeadRule:
+              lr_scale: float = 1.0, max_steps: int = RULE_MAX_STEPS) -> HeadRule:
     """The rule of the module doc from the released noisy record count N (at least 1), the
     bundle's epsilon, the head's share of it and delta; ``lr_scale`` is the encoder's public
-    factor on the learning rate (exporter.encoders, derived on ../shared/data)."""
+    factor on the learning rate (exporter.encoders, derived on ../shared/data). ``max_steps``
+    (the rule's own cap unless a study of the rule sets another) bounds T."""
     n = max(float(noisy_records), 1.0)
     q = min(1.0, EXPECTED_BATCH / n)
-    steps = math.ceil(EPOCHS / q)
+    steps = min(math.ceil(EPOCHS / q), max_steps)
     if steps > MAX_STEPS:
         most = MAX_STEPS * EXPECTED_BATCH // EPOCHS
         raise BuildError(f"--delta: the head's rule would take {steps:,} steps for N = {n:,.0f} records, more than the "
@@ -297,14 +305,15 @@ def train(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_
 
 
 def release_head(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_counts: np.ndarray,
-                 budget: PrivacyBudget, progress: bool = False, lr_scale: float = 1.0) -> HeadRelease:
+                 budget: PrivacyBudget, progress: bool = False, lr_scale: float = 1.0,
+                 max_steps: int = RULE_MAX_STEPS) -> HeadRelease:
     """The head release: the rule from the released counts (and the encoder's public
     ``lr_scale``), the budget's accounted noisy steps, the training; refuses (BuildError) a
     delta not below 1 / N before any step."""
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
     check_delta_below(budget.delta, n_noisy)
     rule = head_rule(n_noisy, epsilon=budget.epsilon, head_epsilon=budget.share(Key.HEAD), delta=budget.delta,
-                     lr_scale=lr_scale)
+                     lr_scale=lr_scale, max_steps=max_steps)
     steps = budget.noisy_steps(Key.HEAD, sensitivity_l2=rule.sensitivity_l2, noise_multiplier=rule.noise_multiplier,
                                sample_rate=rule.sample_rate, steps=rule.steps, mechanism=MECHANISM)
     budget.declare_public("head origin: the mean embedding of the encoder's own vocabulary words and the label "

@@ -123,12 +123,13 @@ class LocalEngine(Engine):
 
     def embeddings(self) -> tuple[np.ndarray, np.ndarray]:
         """The first pass's embeddings and class indices, read back from the spill file into
-        memory (the head's DP-SGD reads them all in every step: 4 x (dim + 1) bytes a record)."""
+        memory once (the head's DP-SGD reads them all in every step: 4 x (dim + 1) bytes a
+        record): the embeddings are a view of the rows read, not a second copy of them."""
         if self._spill is None:
             raise RuntimeError("embeddings() needs the first pass (class_counts) first")
         self._spill.seek(0)
-        a = np.frombuffer(self._spill.read(), dtype=np.float32).reshape(-1, self._dim + 1)
-        return np.ascontiguousarray(a[:, :self._dim]), a[:, self._dim].astype(np.int64)
+        a = np.fromfile(self._spill, dtype=np.float32).reshape(-1, self._dim + 1)
+        return a[:, :self._dim], a[:, self._dim].astype(np.int64)
 
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
         tables, bits, _ = planes.shape

@@ -22,7 +22,7 @@ from exporter.class_stats import (ClassStatsRelease, ClassSumCounter, choose_sub
                                   release_class_sums)
 from exporter.dataset import LabelSet
 from exporter.engine import Engine
-from exporter.head import release_head
+from exporter.head import RULE_MAX_STEPS, release_head
 from exporter.hyperplanes import aligned_hyperplanes, bits_for, draw_hyperplanes
 from exporter.privacy import PrivacyBudget
 from exporter.progress import Timer
@@ -96,11 +96,13 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
 
 def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet,
                        budget: PrivacyBudget, timer: Timer | None = None,
-                       progress: bool = False, lr_scale: float = 1.0) -> tuple[np.ndarray, HeadRelease]:
+                       progress: bool = False, lr_scale: float = 1.0,
+                       max_steps: int = RULE_MAX_STEPS) -> tuple[np.ndarray, HeadRelease]:
     """A head build's releases: the class counts, then the head (exporter.head) trained on
     every record's embedding, centred on the public origin (the mean embedding of the
     encoder's vocabulary words and the label descriptions: `task_basis`'s origin), by the rule
-    with the encoder's public ``lr_scale`` (exporter.encoders.head_lr_scale)."""
+    with the encoder's public ``lr_scale`` (exporter.encoders.head_lr_scale); ``max_steps`` is for
+    a study of the rule (benchmarks/head.py)."""
     from exporter.class_stats import release_class_counts
 
     counts = release_class_counts(engine.class_counts(len(labels)), budget)
@@ -108,7 +110,7 @@ def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray
     origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
     embeddings, classes = engine.embeddings()
     t = Timer.start()
-    head = release_head(embeddings, classes, origin, counts, budget, progress, lr_scale)
+    head = release_head(embeddings, classes, origin, counts, budget, progress, lr_scale, max_steps)
     if timer is not None:
         timer.add("head (DP-SGD)", t)
     return counts, head

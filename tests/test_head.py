@@ -24,7 +24,8 @@ from hypothesis.extra.numpy import arrays
 from conftest import DATA, ROOT, build_options
 from exporter import accountant
 from exporter.build import build
-from exporter.head import (CLIP_L2, GRID, bound_l2, check_delta_below, head_rule, integer_gradients, poisson_sample,
+from exporter.head import (CLIP_L2, EPOCHS, EXPECTED_BATCH, GRID, MAX_STEPS, RULE_MAX_STEPS, bound_l2,
+                           check_delta_below, head_rule, integer_gradients, poisson_sample,
                            release_head, sampling_threshold, sensitivity_l2)
 from exporter.options import BuildError, BuildOptions, check_options
 from exporter.privacy import TEST_HOOK, BudgetError, PrivacyBudget, head_shares
@@ -179,8 +180,8 @@ def test_a_delta_outside_the_range_is_refused_before_any_record(tmp_path, delta)
 def test_a_delta_below_the_formats_least_and_a_rule_beyond_its_steps_are_refused(tmp_path):
     with pytest.raises(BuildError, match="at least 1e-12"):
         check_options(build_options(tmp_path / "h.dpedge", seed=None, delta=1e-13), classes=7)
-    with pytest.raises(BuildError, match="more than the format's 1,000,000"):
-        head_rule(3e7, epsilon=1.0, head_epsilon=0.95, delta=1e-9)
+    with pytest.raises(BuildError, match="more than the format's 1,000,000"):  # a study's cap past the format's
+        head_rule(3e7, epsilon=1.0, head_epsilon=0.95, delta=1e-9, max_steps=MAX_STEPS + 1)
 
 
 def test_a_delta_not_below_one_over_n_is_refused_after_the_counts():
@@ -203,6 +204,16 @@ def test_the_rule_is_public():
     assert (r.sample_rate, r.steps, r.learning_rate) == (0.256, 391, 3.2)
     assert head_rule(500.0, epsilon=1.0, head_epsilon=0.95, delta=1e-5).sample_rate == 1.0  # the batch capped at N
     assert head_rule(-3.0, epsilon=1.0, head_epsilon=0.95, delta=1e-5).steps == 100
+
+
+def test_the_rules_steps_stop_growing_at_its_cap():
+    """Past RULE_MAX_STEPS x EXPECTED_BATCH / EPOCHS records (81,920), T is the cap and the batch
+    stays EXPECTED_BATCH (q = EXPECTED_BATCH / N); below it, T is the 100 epochs it always was."""
+    big = head_rule(1e6, epsilon=1.0, head_epsilon=0.95, delta=1e-9)
+    assert (big.steps, big.sample_rate) == (RULE_MAX_STEPS, EXPECTED_BATCH / 1e6)
+    below = head_rule(81_899.0, epsilon=1.0, head_epsilon=0.95, delta=1e-9)
+    assert below.steps == math.ceil(EPOCHS * 81_899.0 / EXPECTED_BATCH) == RULE_MAX_STEPS - 1
+    assert head_rule(3e7, epsilon=1.0, head_epsilon=0.95, delta=1e-9, max_steps=50).steps == 50  # a study's cap
 
 
 def test_the_laptop_tier_trains_at_twice_the_learning_rate_and_nothing_else_changes():
