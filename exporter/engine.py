@@ -19,6 +19,7 @@ import numpy as np
 
 from exporter.class_stats import ClassSumCounter
 from exporter.dataset import ReadStats
+from exporter.head import InMemory, StepSums
 from exporter.options import BuildError
 from exporter.public_basis import PublicBasis
 from exporter.units import UnitStats
@@ -57,8 +58,13 @@ class Engine(ABC):
     def embeddings(self) -> tuple[np.ndarray, np.ndarray]:
         """Every kept record's embedding (n, dim) float32 and class index (n,), in memory, after
         `class_counts`: the head's DP-SGD (exporter.head) reads them all in every step."""
-        raise BuildError(f"the {type(self).__name__} cannot hand its embeddings over in one place; the head "
-                         "(--delta) needs --engine local")
+        raise BuildError(f"the {type(self).__name__} cannot hand its embeddings over in one place (nothing was "
+                         "written)")
+
+    def head_records(self, origin: np.ndarray) -> StepSums:
+        """The head's records for DP-SGD (exporter.head), centred on the public ``origin``,
+        after `class_counts`: by default every embedding in this process (`embeddings`)."""
+        return InMemory(*self.embeddings(), origin)
 
     def finish_pass(self, stats: ReadStats, *, same_records: bool = True) -> None:
         """End of a pass: refuse an empty dataset, or a pass that read other records than the

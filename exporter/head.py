@@ -43,6 +43,7 @@ import math
 import os
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 
@@ -275,41 +276,69 @@ def initial_bias(noisy_counts: np.ndarray) -> np.ndarray:
     return np.log(c / c.sum())
 
 
-def train(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_counts: np.ndarray, rule: HeadRule,
-          noisy_sum: NoisySteps, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(W (C, D), b (C,)) after the rule's T noisy steps from W = 0, b = `initial_bias`;
-    ``progress`` shows a bar of the steps (T is public; nothing about the batches is shown)."""
+class StepSums(Protocol):
+    """Where the records' embeddings are, for DP-SGD: one call is one step's exact integer sum
+    (C, D + 1), int64, of the clipped gradients (`integer_gradients`) of a Poisson sample of the
+    records at ``sample_rate``, at ``weights`` and ``bias``. Integer sums add exactly, so the
+    records may be spread over any number of places (exporter.ray_engine) and the sum of their
+    sums is the one sum, bit for bit."""
+
+    dim: int
+
+    def __call__(self, weights: np.ndarray, bias: np.ndarray, *, sample_rate: float, clip_l2: float,
+                 grid: int) -> np.ndarray: ...
+
+
+class InMemory:
+    """`StepSums` over embeddings in this process: the local engine's, a worker's share, a test's."""
+
+    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray):
+        self.embeddings = np.asarray(embeddings, np.float32)
+        self.labels = np.asarray(labels, np.int64)
+        self.origin = np.asarray(origin, np.float32).astype(np.float64)
+        self.dim = int(self.embeddings.shape[1])
+
+    def __call__(self, weights: np.ndarray, bias: np.ndarray, *, sample_rate: float, clip_l2: float,
+                 grid: int) -> np.ndarray:
+        batch = poisson_sample(len(self.labels), sample_rate)
+        classes = weights.shape[0]
+        total = np.zeros((classes, self.dim + 1), np.int64)
+        rows = max(1, CHUNK_CELLS // (classes * (self.dim + 1)))
+        for start in range(0, len(batch), rows):
+            idx = batch[start:start + rows]
+            features = self.embeddings[idx].astype(np.float64) - self.origin
+            total += integer_gradients(features, self.labels[idx], weights, bias, clip_l2=clip_l2,
+                                       grid=grid).sum(axis=0)
+        return total
+
+
+def train(records: StepSums, noisy_counts: np.ndarray, rule: HeadRule, noisy_sum: NoisySteps,
+          progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(W (C, D), b (C,)) after the rule's T noisy steps from W = 0, b = `initial_bias`, each
+    step's exact sum from ``records``; ``progress`` shows a bar of the steps (T is public;
+    nothing about the batches is shown)."""
     from tqdm import tqdm
 
-    emb = np.asarray(embeddings, np.float32)
-    labels = np.asarray(labels, np.int64)
-    origin64 = np.asarray(origin, np.float32).astype(np.float64)
-    classes, dim = len(noisy_counts), emb.shape[1]
+    classes, dim = len(noisy_counts), records.dim
     weights = np.zeros((classes, dim), np.float64)
     bias = initial_bias(noisy_counts)
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
     step_size = rule.learning_rate / (rule.grid * rule.sample_rate * n_noisy)
-    rows = max(1, CHUNK_CELLS // (classes * (dim + 1)))
     for _ in tqdm(range(rule.steps), desc="head (DP-SGD)", unit="step", disable=not progress, dynamic_ncols=True):
-        batch = poisson_sample(len(labels), rule.sample_rate)
-        total = np.zeros((classes, dim + 1), np.int64)
-        for start in range(0, len(batch), rows):
-            idx = batch[start:start + rows]
-            features = emb[idx].astype(np.float64) - origin64
-            total += integer_gradients(features, labels[idx], weights, bias, clip_l2=rule.clip_l2,
-                                       grid=rule.grid).sum(axis=0)
-        noisy = noisy_sum(total.reshape(-1)).reshape(classes, dim + 1).astype(np.float64)
+        total = records(weights, bias, sample_rate=rule.sample_rate, clip_l2=rule.clip_l2, grid=rule.grid)
+        noisy = noisy_sum(np.asarray(total, np.int64).reshape(-1)).reshape(classes, dim + 1).astype(np.float64)
         weights -= step_size * noisy[:, :dim]
         bias -= step_size * BIAS_FEATURE * noisy[:, dim]
     return weights, bias
 
 
-def release_head(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray, noisy_counts: np.ndarray,
-                 budget: PrivacyBudget, progress: bool = False, lr_scale: float = 1.0,
+def release_head(embeddings: np.ndarray | StepSums, labels: np.ndarray | None, origin: np.ndarray,
+                 noisy_counts: np.ndarray, budget: PrivacyBudget, progress: bool = False, lr_scale: float = 1.0,
                  max_steps: int = RULE_MAX_STEPS) -> HeadRelease:
     """The head release: the rule from the released counts (and the encoder's public
     ``lr_scale``), the budget's accounted noisy steps, the training; refuses (BuildError) a
-    delta not below 1 / N before any step."""
+    delta not below 1 / N before any step. The records are ``embeddings`` and ``labels`` in
+    memory, or a `StepSums` (``labels`` None) that holds them elsewhere."""
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
     check_delta_below(budget.delta, n_noisy)
     rule = head_rule(n_noisy, epsilon=budget.epsilon, head_epsilon=budget.share(Key.HEAD), delta=budget.delta,
@@ -319,11 +348,13 @@ def release_head(embeddings: np.ndarray, labels: np.ndarray, origin: np.ndarray,
     budget.declare_public("head origin: the mean embedding of the encoder's own vocabulary words and the label "
                           "descriptions (no private record)")
     budget.declare_public(f"head rule (from the released noisy record count, epsilon and delta): expected batch "
-                          f"{EXPECTED_BATCH}, {EPOCHS} epochs, clip {rule.clip_l2:g}, grid {rule.grid}, learning rate "
-                          f"{rule.learning_rate:.6g}, noise multiplier calibrated to the head's share")
+                          f"{EXPECTED_BATCH}, {EPOCHS} epochs up to {max_steps} steps, clip {rule.clip_l2:g}, grid "
+                          f"{rule.grid}, learning rate {rule.learning_rate:.6g}, noise multiplier calibrated to the "
+                          f"head's share")
     budget.declare_post_processing("the head's bias starts at the log of the noisy class shares; its weights and bias "
                                    "are the noisy gradient sums' updates")
-    weights, bias = train(embeddings, labels, origin, noisy_counts, rule, steps, progress)
+    records = embeddings if labels is None else InMemory(embeddings, labels, origin)
+    weights, bias = train(records, noisy_counts, rule, steps, progress)
     facts = budget.head
     assert facts is not None and steps.used == facts.steps
     return HeadRelease(epsilon=facts.epsilon, delta=facts.delta, sensitivity_l2=facts.sensitivity_l2,

@@ -56,7 +56,8 @@ def planned_bytes(encoder: EncoderSpec, *, head_records: int | None) -> dict[str
     weights = len(encoder.weights) or (encoder.weights_file.length if encoder.weights_file else 0)
     parts = {"exporter": BASE_BYTES, "encoder": ENCODER_FACTOR * (len(encoder.model) + weights)}
     if head_records is not None:
-        parts["head embeddings"] = 2 * head_records * encoder.dim * 4
+        # the local engine's spill read back once: each record's floats and its class (exporter.local_engine)
+        parts["head embeddings"] = head_records * (encoder.dim + 1) * 4
     return parts
 
 

@@ -135,15 +135,16 @@ def check_options(opts: BuildOptions, classes: int, *, benchmark_stand_in: bool 
     """Refuse settings the build cannot honour, naming the option to change: a head build's
     (`check_head`) or a build with class statistics or vote tables (`check_statistics`)."""
     if opts.has_head:
-        check_head(opts)
+        check_head(opts, benchmark_stand_in=benchmark_stand_in)
     else:
         check_statistics(opts, classes, benchmark_stand_in=benchmark_stand_in)
 
 
-def check_head(opts: BuildOptions) -> None:
+def check_head(opts: BuildOptions, *, benchmark_stand_in: bool = False) -> None:
     """The settings of a head build (``--delta``)."""
     _check_epsilon(opts)
     _check_head(opts)
+    _check_engine(opts, benchmark_stand_in)
     _check_pack(opts)
 
 
@@ -228,11 +229,6 @@ def _check_head(opts: BuildOptions) -> None:
     if opts.unit_field or opts.max_records_per_unit not in (None, 1):
         raise BuildError("--delta protects one record: a person-level head (--unit-column, --max-records-per-unit) "
                          "is not built yet; leave out --delta for a person-level bundle")
-    if opts.engine != "local":
-        raise BuildError("--delta needs --engine local: DP-SGD reads every embedding in every step, so they must be "
-                         "in one place (the Ray engine spreads them over its workers)")
-    if opts.ray_address is not None:
-        raise BuildError("--ray-address needs --engine ray, which --delta does not support")
 
 
 def _check_unit(opts: BuildOptions) -> None:

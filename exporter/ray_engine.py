@@ -225,13 +225,74 @@ class _ShardActor:
                     emb = self.embedder.embed(texts)
                     classes = np.asarray(labels, dtype=np.int64)
             except DatasetError as exc:
-                where = f"{self.spec.path}" + ("" if exc.line is None else f":{exc.line}")
-                error = json.dumps({"kind": "dataset", "line": exc.line, "message": str(exc)[len(where) + 2:]})
+                error = _dataset_error(self.spec, exc)
             for k, v in self.partial(emb, classes).items():
                 out.setdefault(k, []).append(v)
             out["stats"].append(_stats_json(stats))
             out["error"].append(error)
         return {k: (np.array(v, dtype=object) if k in ("stats", "error") else np.stack(v)) for k, v in out.items()}
+
+
+def _dataset_error(spec: ReadSpec, exc: DatasetError) -> str:
+    """A shard's DatasetError as a row, for the driver to raise again with its file and line."""
+    where = f"{spec.path}" + ("" if exc.line is None else f":{exc.line}")
+    return json.dumps({"kind": "dataset", "line": exc.line, "message": str(exc)[len(where) + 2:]})
+
+
+class HeadShard:
+    """A Ray actor holding one worker's share of the records for the head's DP-SGD
+    (exporter.head): it checks the public probe texts, reads and embeds its shards once, and then
+    answers each step with the exact integer sum (`exporter.head.InMemory`) of the clipped
+    gradients of a Poisson sample of its records, drawn on the worker from its own os.urandom
+    (every record joins independently, so the workers' samples together are one Poisson sample
+    of all records). Only those sums and the read statistics leave it; the driver adds them
+    (exactly: integers) and the noise, once per step."""
+
+    def __init__(self, encoder: Any, spec: ReadSpec, probe: np.ndarray, shards: list[dict[str, int]],
+                 origin: np.ndarray):
+        import ray
+
+        from exporter.encoder_export import exporter_embedder
+        from exporter.head import InMemory
+
+        if isinstance(encoder, ray.ObjectRef):
+            encoder = ray.get(encoder)
+        embedder = exporter_embedder(encoder)
+        self.stats, self.error = ReadStats(), ""
+        parts, classes = [np.zeros((0, encoder.dim), np.float32)], []
+        why = probe_mismatch(np.asarray(probe), probe_embeddings(embedder.embed))
+        if why is not None:
+            self.error = json.dumps({"kind": "probe", "worker": _worker_name(ray), "why": why})
+        else:
+            try:
+                for s in shards:
+                    texts, labels = read_shard(spec, s["start"], s["end"], s["first_line"], self.stats)
+                    if texts:
+                        parts.append(np.asarray(embedder.embed(texts), np.float32))
+                        classes += labels
+            except DatasetError as exc:
+                self.error = _dataset_error(spec, exc)
+        self.records = InMemory(np.concatenate(parts), np.asarray(classes, np.int64), origin)
+
+    def loaded(self) -> tuple[str, str]:
+        """What the shard's read gave: an error row ("" if none) and its read statistics."""
+        return self.error, _stats_json(self.stats)
+
+    def step(self, weights: np.ndarray, bias: np.ndarray, sample_rate: float, clip_l2: float, grid: int) -> np.ndarray:
+        return self.records(weights, bias, sample_rate=sample_rate, clip_l2=clip_l2, grid=grid)
+
+
+class RayHeadRecords:
+    """`exporter.head.StepSums` over HeadShard actors: a step is each actor's exact integer sum,
+    added on the driver."""
+
+    def __init__(self, ray: Any, actors: list[Any], dim: int):
+        self._ray, self.actors, self.dim = ray, actors, dim
+
+    def __call__(self, weights: np.ndarray, bias: np.ndarray, *, sample_rate: float, clip_l2: float,
+                 grid: int) -> np.ndarray:
+        parts = self._ray.get([a.step.remote(weights, bias, sample_rate, clip_l2, grid) for a in self.actors])
+        return np.sum(np.stack(parts), axis=0, dtype=np.int64)
 
 
 class EmbedHashCount(_ShardActor):
@@ -421,6 +482,7 @@ class RayEngine(Engine):
         self._session = ExitStack()
         self._started = False
         self._probe: np.ndarray | None = None
+        self._actors: list[Any] = []
 
     def probe(self) -> np.ndarray:
         """The driver's embeddings of PROBE_TEXTS (once per build; every Ray pass checks them)."""
@@ -462,5 +524,30 @@ class RayEngine(Engine):
         return self._pass("ray: read+embed+hash+count", lambda: count_with_ray(
             self.spec, self.encoder, planes, offsets=offsets, probe=self.probe(), **self.run))
 
+    def head_records(self, origin: np.ndarray) -> RayHeadRecords:
+        """The head's records on the workers: one HeadShard actor per worker embeds its share of
+        the shards once (the probe texts checked first) and keeps it for every step."""
+        def load() -> tuple[RayHeadRecords, ReadStats]:
+            ray = import_ray()
+            shards = plan_shards(Path(self.spec.path), DEFAULT_LINES_PER_SHARD)
+            pool = self.run["workers"] or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            pool = max(1, min(pool, len(shards)))
+            actor = ray.remote(num_cpus=1)(HeadShard)
+            encoder, probe = ray.put(self.encoder), self.probe()
+            self._actors = [actor.remote(encoder, self.spec, probe, shards[i::pool], np.asarray(origin, np.float32))
+                            for i in range(pool)]
+            stats = ReadStats()
+            for error, part in ray.get([a.loaded.remote() for a in self._actors]):
+                if error:
+                    _raise(Path(self.spec.path), json.loads(error))
+                _merge(stats, json.loads(part))
+            return RayHeadRecords(ray, self._actors, self.encoder.dim), stats
+        return self._pass("ray: read+embed (head)", load)
+
     def close(self) -> None:
+        if self._actors:
+            ray = import_ray()
+            for a in self._actors:
+                ray.kill(a)
+            self._actors = []
         self._session.close()

@@ -88,12 +88,13 @@ class Recipe:
 
 
 class Head(Recipe):
-    """``--delta``: the class counts, then a linear head trained by DP-SGD (exporter.head)."""
+    """``--delta``: the class counts, then a linear head trained by DP-SGD (exporter.head), on
+    the embeddings wherever the engine keeps them (`Engine.head_records`)."""
 
     holds_embeddings = True
 
     def check(self, opts: BuildOptions, classes: int, stand_in: bool) -> None:
-        check_head(opts)
+        check_head(opts, benchmark_stand_in=stand_in)
 
     def release(self, inputs: Inputs, engine: Engine) -> Releases:
         t = inputs.timer.start()

@@ -108,9 +108,9 @@ def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray
     counts = release_class_counts(engine.class_counts(len(labels)), budget)
     prior = None if labels.descriptions is None else np.asarray(embed(list(labels.descriptions)), np.float64)
     origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
-    embeddings, classes = engine.embeddings()
+    records = engine.head_records(origin)
     t = Timer.start()
-    head = release_head(embeddings, classes, origin, counts, budget, progress, lr_scale, max_steps)
+    head = release_head(records, None, origin, counts, budget, progress, lr_scale, max_steps)
     if timer is not None:
         timer.add("head (DP-SGD)", t)
     return counts, head

@@ -256,9 +256,10 @@ def test_a_head_refuses_the_options_it_would_ignore(tmp_path, overrides, flag):
 
 @pytest.mark.parametrize("overrides,message", [
     (dict(unit_field="user", max_records_per_unit=2), "a person-level head .* is not built yet"),
-    (dict(engine="ray"), "--delta needs --engine local"),
+    (dict(ray_address="auto"), "--ray-address needs --engine ray"),
+    (dict(engine="spark"), "unknown engine 'spark'"),
 ])
-def test_a_head_refuses_person_level_and_ray(tmp_path, overrides, message):
+def test_a_head_refuses_person_level_and_engine_mistakes(tmp_path, overrides, message):
     with pytest.raises(BuildError, match=message):
         check_options(build_options(tmp_path / "h.dpedge", seed=None, delta=1e-5, **overrides), classes=7)
 

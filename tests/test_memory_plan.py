@@ -30,7 +30,7 @@ def test_the_plan_counts_the_encoder_and_a_heads_embeddings(tmp_path):
     default = planned_bytes(enc, head_records=None)
     assert default == {"exporter": BASE_BYTES, "encoder": ENCODER_FACTOR * (1000 + (100 << 20))}
     head = planned_bytes(enc, head_records=1_000_000)
-    assert head["head embeddings"] == 2 * 1_000_000 * 768 * 4
+    assert head["head embeddings"] == 1_000_000 * (768 + 1) * 4
 
 
 def test_a_head_build_that_would_not_fit_is_refused_before_embedding(tmp_path):
@@ -38,11 +38,11 @@ def test_a_head_build_that_would_not_fit_is_refused_before_embedding(tmp_path):
     train.write_text('{"text": "a", "label": "x"}\n' * 200_000)
     enc = _encoder(100)
     check_memory(enc, train, head=False, available=4 << 30)       # the default streams its records
-    check_memory(enc, train, head=True, available=4 << 30)        # 200,000 x 768 floats, twice: 1.2 GB
+    check_memory(enc, train, head=True, available=2 << 30)        # 200,000 x 769 floats, once: 0.6 GB
     with pytest.raises(BuildError) as info:
-        check_memory(enc, train, head=True, available=2 << 30)
+        check_memory(enc, train, head=True, available=3 << 29)
     message = str(info.value)
-    assert "would need about" in message and "2.0 GiB available" in message and "200,000 records" in message
+    assert "would need about" in message and "1.5 GiB available" in message and "200,000 records" in message
     assert "without --delta" in message and "nothing was embedded or written" in message
     with pytest.raises(BuildError, match="a smaller --encoder"):
         check_memory(enc, train, head=False, available=512 << 20)

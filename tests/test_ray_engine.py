@@ -13,7 +13,7 @@ import pytest
 from conftest import DATA, build_options
 from exporter.build import BuildError, build
 from exporter.dataset import DatasetError, ReadStats, read_labels, read_records
-from noise_hooks import ConstantNoise
+from noise_hooks import ConstantGaussian, ConstantNoise
 from runtime import bundle as bundle_format
 
 ray = pytest.importorskip("ray", reason="needs pip install 'dpedge[ray]'")
@@ -83,6 +83,54 @@ def test_ray_aligned_build_equals_local(local_ray, exported_encoder, exact_bundl
     assert np.array_equal(ray_b.votes, local_b.votes)
     assert ray_b.votes.sum() == 560 * ray_b.tables and ray_b.seed == local_b.seed
     assert ray_b.privacy == local_b.privacy and ray_b.releases == local_b.releases and ray_b.scoring == local_b.scoring
+
+
+def test_a_head_on_ray_equals_the_local_head_bit_for_bit(local_ray, exported_encoder, tmp_path, monkeypatch):
+    """--engine ray --delta: with every record in every step (560 records, below the expected
+    batch: q = 1, so both engines take the same sample) and the noise pinned to zero through the
+    test hooks, each step's sum (every worker's exact integer sum over its shards, added on the
+    driver) is the local engine's bit for bit, and so is the head after its 100 steps."""
+    monkeypatch.setattr(ray_engine, "DEFAULT_LINES_PER_SHARD", 100)  # 6 shards over 2 actors
+    pinned = dict(noise_for_tests=ConstantNoise(0), gaussian_for_tests=ConstantGaussian(0))
+    out, local = tmp_path / "ray-head.dpedge", tmp_path / "local-head.dpedge"
+    report = build(build_options(out, engine="ray", seed=None, delta=1e-5), **pinned)
+    build(build_options(local, seed=None, delta=1e-5), **pinned)
+    ray_b, local_b = bundle_format.load(out), bundle_format.load(local)
+    assert report.stats.records == 560 and ray_b.head.sample_rate == 1.0 and ray_b.head.steps == 100
+    for part in ("weights", "bias", "origin"):
+        assert np.array_equal(getattr(ray_b.head, part), getattr(local_b.head, part)), part
+    assert np.array_equal(ray_b.class_counts, local_b.class_counts)
+    assert ray_b.privacy == local_b.privacy
+
+
+def test_a_ray_heads_steps_are_the_sum_of_its_workers(local_ray, exported_encoder, tmp_path, monkeypatch):
+    """One step on Ray is the sum of the workers' exact sums: the same step through one process
+    (exporter.head.InMemory over the same embeddings, in file order) gives the same integers."""
+    from exporter.encoder_export import exporter_embedder
+    from exporter.head import InMemory
+    from exporter.progress import Timer
+
+    monkeypatch.setattr(ray_engine, "DEFAULT_LINES_PER_SHARD", 100)  # 6 shards over 2 actors
+    labels = read_labels(DATA / "labels.txt")
+    spec = exported_encoder.to_bundle_encoder()
+    engine = ray_engine.RayEngine(build_options(tmp_path / "x.dpedge", engine="ray", seed=None, delta=1e-5), labels,
+                                  spec, Timer())
+    try:
+        engine.class_counts(len(labels))
+        origin = np.full(spec.dim, 0.01, np.float32)
+        records = engine.head_records(origin)
+        assert len(records.actors) == 2
+        rng = np.random.default_rng(5)  # public test weights, not noise
+        w, b = rng.standard_normal((len(labels), spec.dim)), rng.standard_normal(len(labels))
+        on_ray = records(w, b, sample_rate=1.0, clip_l2=0.5, grid=2**20)
+        rows = list(read_records(DATA / "train.jsonl", labels))
+        emb = exporter_embedder(spec).embed([r.text for r in rows])
+        here = InMemory(emb, np.asarray([r.label for r in rows]), origin)(w, b, sample_rate=1.0, clip_l2=0.5,
+                                                                          grid=2**20)
+        assert on_ray.dtype == np.int64 and np.array_equal(on_ray, here)
+        assert np.abs(on_ray).sum() > 0
+    finally:
+        engine.close()
 
 
 def test_ray_class_sums_partials_sum_exactly(local_ray, exported_encoder):
