@@ -209,8 +209,9 @@ def test_ray_not_installed_is_a_clear_error(tmp_path, monkeypatch):
         build(build_options(tmp_path / "n.dpedge", engine="ray", hashing="random"))
 
 
-@pytest.mark.parametrize("hashing", ["random", "aligned"])
-def test_a_worker_that_embeds_otherwise_stops_the_build(local_ray, exported_encoder, tmp_path, monkeypatch, hashing):
+@pytest.mark.parametrize("settings", [dict(hashing="random"), dict(hashing="aligned"), dict(seed=None, delta=1e-5)],
+                         ids=["random", "aligned", "head"])
+def test_a_worker_that_embeds_otherwise_stops_the_build(local_ray, exported_encoder, tmp_path, monkeypatch, settings):
     """The driver's probe embeddings with one bit flipped stand for a worker on another CPU: every
     worker differs from them, so the build stops naming a worker's node, and writes nothing."""
     real = ray_engine.driver_probe
@@ -223,7 +224,8 @@ def test_a_worker_that_embeds_otherwise_stops_the_build(local_ray, exported_enco
     monkeypatch.setattr(ray_engine, "driver_probe", one_bit_off)
     out = tmp_path / "p.dpedge"
     with pytest.raises(BuildError) as err:
-        build(build_options(out, engine="ray", hashing=hashing), noise_for_tests=ConstantNoise(0))
+        build(build_options(out, engine="ray", **settings), noise_for_tests=ConstantNoise(0),
+              gaussian_for_tests=ConstantGaussian(0))
     message = str(err.value)
     assert message.startswith("the Ray worker on node ") and "(host " in message and ", pid " in message
     assert (f"embeds the public probe texts differently from the driver: 1 of the {len(ray_engine.PROBE_TEXTS)} "
