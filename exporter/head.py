@@ -130,6 +130,18 @@ class HeadRule:
         return sensitivity_l2(self.grid, self.clip_l2)
 
 
+def rule_sampling(noisy_records: float, max_steps: int = RULE_MAX_STEPS) -> tuple[float, int]:
+    """The rule's sample rate q and steps T for N records (at least 1): q = min(1, EXPECTED_BATCH /
+    N), T = min(ceil(EPOCHS / q), max_steps).
+
+    Example:
+        >>> rule_sampling(8000.0), rule_sampling(1e6)
+        ((0.256, 391), (0.002048, 4000))
+    """
+    q = min(1.0, EXPECTED_BATCH / max(float(noisy_records), 1.0))
+    return q, min(math.ceil(EPOCHS / q), max_steps)
+
+
 def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delta: float,
               lr_scale: float = 1.0, max_steps: int = RULE_MAX_STEPS) -> HeadRule:
     """The rule of the module doc from the released noisy record count N (at least 1), the
@@ -137,8 +149,7 @@ def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delt
     factor on the learning rate (exporter.encoders, derived on ../shared/data). ``max_steps``
     (the rule's own cap unless a study of the rule sets another) bounds T."""
     n = max(float(noisy_records), 1.0)
-    q = min(1.0, EXPECTED_BATCH / n)
-    steps = min(math.ceil(EPOCHS / q), max_steps)
+    q, steps = rule_sampling(n, max_steps)
     if steps > MAX_STEPS:
         most = MAX_STEPS * EXPECTED_BATCH // EPOCHS
         raise BuildError(f"--delta: the head's rule would take {steps:,} steps for N = {n:,.0f} records, more than the "

@@ -25,7 +25,7 @@ from conftest import DATA, ROOT, build_options
 from exporter import accountant
 from exporter.build import build
 from exporter.head import (CLIP_L2, EPOCHS, EXPECTED_BATCH, GRID, MAX_STEPS, RULE_MAX_STEPS, bound_l2,
-                           check_delta_below, head_rule, integer_gradients, poisson_sample,
+                           check_delta_below, head_rule, integer_gradients, poisson_sample, rule_sampling,
                            release_head, sampling_threshold, sensitivity_l2)
 from exporter.options import BuildError, BuildOptions, check_options
 from exporter.privacy import TEST_HOOK, BudgetError, PrivacyBudget, head_shares
@@ -210,10 +210,11 @@ def test_the_rules_steps_stop_growing_at_its_cap():
     """Past RULE_MAX_STEPS x EXPECTED_BATCH / EPOCHS records (81,920), T is the cap and the batch
     stays EXPECTED_BATCH (q = EXPECTED_BATCH / N); below it, T is the 100 epochs it always was."""
     big = head_rule(1e6, epsilon=1.0, head_epsilon=0.95, delta=1e-9)
-    assert (big.steps, big.sample_rate) == (RULE_MAX_STEPS, EXPECTED_BATCH / 1e6)
-    below = head_rule(81_899.0, epsilon=1.0, head_epsilon=0.95, delta=1e-9)
-    assert below.steps == math.ceil(EPOCHS * 81_899.0 / EXPECTED_BATCH) == RULE_MAX_STEPS - 1
-    assert head_rule(3e7, epsilon=1.0, head_epsilon=0.95, delta=1e-9, max_steps=50).steps == 50  # a study's cap
+    assert (big.sample_rate, big.steps) == rule_sampling(1e6) == (EXPECTED_BATCH / 1e6, RULE_MAX_STEPS)
+    assert rule_sampling(81_899.0)[1] == math.ceil(EPOCHS * 81_899.0 / EXPECTED_BATCH) == RULE_MAX_STEPS - 1
+    assert rule_sampling(81_920.0)[1] == rule_sampling(3e7)[1] == RULE_MAX_STEPS
+    assert rule_sampling(3e7, max_steps=50) == (EXPECTED_BATCH / 3e7, 50)  # a study's cap
+    assert rule_sampling(500.0) == (1.0, EPOCHS)
 
 
 def test_the_laptop_tier_trains_at_twice_the_learning_rate_and_nothing_else_changes():
