@@ -121,7 +121,8 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
                              started=started)
     if plan.pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
         bundle = dataclasses.replace(bundle, encoder_pack=plan.pack.digest)
-    saved = save(recipe.finish(bundle), opts.out)
+    bundle = recipe.finish(bundle)
+    saved = save(bundle, opts.out)
     timer.add("write", t)
     return BuildReport(out=saved, bundle_bytes=saved.stat().st_size, stats=read_stats, privacy=bundle.privacy,
                        summary=privacy_summary(bundle),

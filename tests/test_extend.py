@@ -75,6 +75,15 @@ def test_a_chain_states_the_same_privacy_per_record_and_counts_its_batches(chain
     assert "in each of 3 disjoint batches, summed" in privacy_summary(last)
 
 
+def test_an_extensions_report_states_the_bundle_it_wrote(chain, batches, tmp_path):
+    """The console's privacy facts and summary are the written bundle's: both batches, summed."""
+    out = tmp_path / "two.dpedge"
+    report = build(build_options(out, train=batches[1], extend=chain[0], seed=None), noise_for_tests=ConstantNoise(0))
+    written = fmt.load(out)
+    assert report.privacy == written.privacy and written.batches == 2
+    assert report.summary == privacy_summary(written) and "in each of 2 disjoint batches, summed" in report.summary
+
+
 def test_an_extension_is_refused_unless_it_adds_up(chain, batches, tmp_path):
     out = tmp_path / "x.dpedge"
 
