@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import bundle_strategies
 from runtime import tokenizer as tokenizer_module
 from runtime import unicode as uc
 from runtime.bundle import load
@@ -229,13 +230,7 @@ def _node_by_passes(buf: bytes, start: int, end: int, ops) -> None:
 
 def _pb(field: int, wire: int, value: bytes | int) -> bytes:
     """One protobuf field (a length-delimited value is its bytes; a varint its number)."""
-    def varint(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-            n >>= 7
-            if not n:
-                return bytes(out)
+    varint = bundle_strategies._varint_bytes
     key = varint(field << 3 | wire)
     if wire == 0:
         return key + varint(value if isinstance(value, int) else len(value))
