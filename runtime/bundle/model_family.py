@@ -132,11 +132,15 @@ def _fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, i
             raise _Bad(f"wire type {wire} at byte {pos}")
 
 
+def _not_a_message(field: int, wire: int) -> _Bad:
+    return _Bad(f"field {field} has wire type {wire}, expected a message")
+
+
 def _messages(buf: bytes, start: int, end: int, field: int) -> Iterator[tuple[int, int]]:
     for f, wire, a, b in _fields(buf, start, end):
         if f == field:
             if wire != 2:
-                raise _Bad(f"field {field} has wire type {wire}, expected a message")
+                raise _not_a_message(field, wire)
             yield a, b
 
 
@@ -227,7 +231,7 @@ def _onnx_node(buf: bytes, start: int, end: int, ops: frozenset[tuple[str, str]]
     for f, wire, a, b in _fields(buf, start, end):
         if f == _NODE_OP_TYPE:
             if wire != 2:
-                raise _Bad(f"field {f} has wire type {wire}, expected a message")
+                raise _not_a_message(f, wire)
             op_at = (a, b)
         elif f == _NODE_DOMAIN:
             if wire != 2:
@@ -238,14 +242,14 @@ def _onnx_node(buf: bytes, start: int, end: int, ops: frozenset[tuple[str, str]]
             attributes.append((wire, a, b))
     op = _text(buf[op_at[0]:op_at[1]], _NODE_OP_TYPE)
     if domain_wire is not None:
-        raise _Bad(f"field {_NODE_DOMAIN} has wire type {domain_wire}, expected a message")
+        raise _not_a_message(_NODE_DOMAIN, domain_wire)
     domain = _text(buf[domain_at[0]:domain_at[1]], _NODE_DOMAIN)
     if (domain, op) not in ops and ("" if domain == "ai.onnx" else domain, op) not in ops:
         shown = f"{domain}.{op}" if domain else op
         raise _Refused(f"operator {shown[:80]!r} is not one the encoder family uses")
     for wire, a, b in attributes:
         if wire != 2:
-            raise _Bad(f"field {_NODE_ATTRIBUTE} has wire type {wire}, expected a message")
+            raise _not_a_message(_NODE_ATTRIBUTE, wire)
         for f, _, x, y in _fields(buf, a, b):
             if f in (_ATTR_G, _ATTR_GRAPHS):
                 raise _Refused(f"operator {op!r} has a subgraph attribute (control flow is not in the family)")
