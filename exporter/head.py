@@ -343,13 +343,12 @@ def train(records: StepSums, noisy_counts: np.ndarray, rule: HeadRule, noisy_sum
     return weights, bias
 
 
-def release_head(embeddings: np.ndarray | StepSums, labels: np.ndarray | None, origin: np.ndarray,
-                 noisy_counts: np.ndarray, budget: PrivacyBudget, progress: bool = False, lr_scale: float = 1.0,
-                 max_steps: int = RULE_MAX_STEPS) -> HeadRelease:
+def release_head(records: StepSums, origin: np.ndarray, noisy_counts: np.ndarray, budget: PrivacyBudget,
+                 progress: bool = False, lr_scale: float = 1.0, max_steps: int = RULE_MAX_STEPS) -> HeadRelease:
     """The head release: the rule from the released counts (and the encoder's public
     ``lr_scale``), the budget's accounted noisy steps, the training; refuses (BuildError) a
-    delta not below 1 / N before any step. The records are ``embeddings`` and ``labels`` in
-    memory, or a `StepSums` (``labels`` None) that holds them elsewhere."""
+    delta not below 1 / N before any step. ``records`` are the embeddings, centred on the public
+    ``origin``, wherever they are (`InMemory`, or a build engine's `StepSums`)."""
     n_noisy = max(float(np.sum(noisy_counts)), 1.0)
     check_delta_below(budget.delta, n_noisy)
     rule = head_rule(n_noisy, epsilon=budget.epsilon, head_epsilon=budget.share(Key.HEAD), delta=budget.delta,
@@ -364,7 +363,6 @@ def release_head(embeddings: np.ndarray | StepSums, labels: np.ndarray | None, o
                           f"head's share")
     budget.declare_post_processing("the head's bias starts at the log of the noisy class shares; its weights and bias "
                                    "are the noisy gradient sums' updates")
-    records = embeddings if labels is None else InMemory(embeddings, labels, origin)
     weights, bias = train(records, noisy_counts, rule, steps, progress)
     facts = budget.head
     assert facts is not None and steps.used == facts.steps

@@ -1,8 +1,8 @@
 """The release families of a build, one recipe each, chosen once from the options.
 
-A recipe is what one family of bundle needs and nothing else: the options it refuses, its plan
-of shares of epsilon, the public inputs it derives, the releases it makes through the build's
-`PrivacyBudget`, and what it does to the assembled bundle. The spine (exporter.build) reads the
+A recipe is what one family of bundle needs and nothing else: the options it refuses, the
+public inputs it derives, the releases it makes through the build's `PrivacyBudget` (whose plan
+of shares the options give: `BuildOptions.shares`), and what it does to the assembled bundle. The spine (exporter.build) reads the
 labels, chooses the recipe (`choose`), gets the encoder, opens the engine, runs the recipe's
 releases and assembles the bundle, in that order and in one direction.
 

@@ -110,7 +110,7 @@ def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray
     origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
     records = engine.head_records(origin)
     t = Timer.start()
-    head = release_head(records, None, origin, counts, budget, progress, lr_scale, max_steps)
+    head = release_head(records, origin, counts, budget, progress, lr_scale, max_steps)
     if timer is not None:
         timer.add("head (DP-SGD)", t)
     return counts, head

@@ -24,7 +24,7 @@ from hypothesis.extra.numpy import arrays
 from conftest import DATA, ROOT, build_options
 from exporter import accountant
 from exporter.build import build
-from exporter.head import (CLIP_L2, EPOCHS, EXPECTED_BATCH, GRID, MAX_STEPS, RULE_MAX_STEPS, bound_l2,
+from exporter.head import (CLIP_L2, EPOCHS, EXPECTED_BATCH, GRID, MAX_STEPS, RULE_MAX_STEPS, InMemory, bound_l2,
                            check_delta_below, head_rule, integer_gradients, poisson_sample, rule_sampling,
                            release_head, sampling_threshold, sensitivity_l2)
 from exporter.options import BuildError, BuildOptions, check_options
@@ -193,7 +193,8 @@ def test_a_delta_not_below_one_over_n_is_refused_after_the_counts():
     budget = PrivacyBudget(2.0, shares=head_shares(), delta=1e-3, gaussian_for_tests=ConstantGaussian())
     budget.release("class_counts", np.array([25, 25]), sensitivity=1, mechanism="m")
     with pytest.raises(BuildError, match=r"--delta 0.001 is not below 1 / N = 0.000625 \(N = 1600"):
-        release_head(x, y, np.zeros(24, np.float32), np.array([800, 800]), budget)
+        origin = np.zeros(24, np.float32)
+        release_head(InMemory(x, y, origin), origin, np.array([800, 800]), budget)
     assert budget.head is None  # no step was issued
 
 
