@@ -24,9 +24,10 @@ def test_the_spec_tables_are_generated_from_the_contract():
 
 
 @pytest.mark.check
-def test_the_spec_is_at_most_42_kb_and_the_readme_15_5_kb():
+def test_the_spec_is_at_most_42_5_kb_and_the_readme_15_5_kb():
     # The spec holds every normative rule a fourth reader needs (tokenizer, text, error codes).
-    assert gen_spec.SPEC.stat().st_size <= 42_000  # 1.1: packs, head; 1.2: MPNet family, exact arithmetic
+    # 1.1: packs, head; 1.2: MPNet family, exact arithmetic; 1.3: the person-level head
+    assert gen_spec.SPEC.stat().st_size <= 42_500
     assert (ROOT / "README.md").stat().st_size <= 15_500  # the opt-in head, then the laptop tier, added lines
 
 

@@ -44,7 +44,8 @@ from runtime.bundle.accounting import ACCOUNTANT_RTOL, head_epsilon
 from runtime.bundle.reader import CONDITION_HOLDS, has_path
 from runtime.contract import schema as _contract
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH, NUMBER_DIGITS,
-                                   PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field)
+                                   PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field,
+                                   FIELDS_BY_PATH)
 
 #: Fields whose cases are the container's (the first two entries and the digest).
 CONTAINER_FIELDS = ("format", "version", "sha256")
@@ -433,16 +434,42 @@ def _in_head(path: str) -> bool:
     return path == HEAD or path.startswith(HEAD + ".")
 
 
+def _in_unit_count(path: str) -> bool:
+    return path == UNIT_COUNT or path.startswith(UNIT_COUNT + ".")
+
+
+def _section(path: str) -> str:
+    """Which base a row's cases are made on: "head" (1.1), "unit_count" (1.3) or the plain base."""
+    return "head" if _in_head(path) else "unit_count" if _in_unit_count(path) else ""
+
+
+def _added(f: Field) -> tuple[int, int]:
+    """The minor that added row ``f``: its own ``since``, else its nearest section's, else 1.0."""
+    path = f.path
+    while True:
+        row = FIELDS_BY_PATH.get(path)
+        if row is not None and row.since is not None:
+            return row.since
+        if "." not in path:
+            return (1, 0)
+        path = path.rsplit(".", 1)[0]
+
+
 def field_cases(base: dict[str, Any]) -> Iterator[Case]:
     """The cases of every row of the table (see the module doc): the head's rows (1.1) on a
-    base with a head (`head_base`), the others on a base without."""
+    base with a head (`head_base`), unit_count's (1.3) on a person-level head
+    (`person_head_base`), the others on a base without either."""
     dims = _dims(base)
+    section = "unit_count" if has(base, UNIT_COUNT) else "head" if has(base, HEAD) else ""
     with_head = has(base, HEAD)
     # Each row's samples are chosen by its index among the 1.0 rows (rows a later minor added come
     # after them), so that adding a row leaves every earlier case as it was.
-    rows = [f for f in FIELDS if f.since is None] + [f for f in FIELDS if f.since is not None]
+    # From 1.3 on, a row under a section a minor added counts as that minor's too.
+    old = [f for f in FIELDS if _added(f) < (1, 3)]
+    rows = ([f for f in old if f.since is None] + [f for f in old if f.since is not None]
+            + [f for f in FIELDS if _added(f) >= (1, 3)])
     for index, f in enumerate(rows):
-        if f.path in CONTAINER_FIELDS or _in_head(f.path) != with_head:
+        if f.path in CONTAINER_FIELDS or _section(f.path) != section:
             continue
         if f.need == "required":
             doc = copy.deepcopy(base)
@@ -511,7 +538,7 @@ def per_unit(k: int, doc: dict[str, Any], column: str = "'user_id'") -> tuple[tu
                                     ("privacy.privacy_unit", wording.privacy_unit(k)),
                                     ("privacy.neighbour_relation", wording.neighbour_relation(k, column))]
     for name, r in doc["releases"].items():
-        if name == "head":  # a head protects one record (relation "head"): its facts stay
+        if name in ("head", "unit_count"):  # a unit's clipped gradient, a count of units: whatever K
             continue
         sens = k * r["sensitivity_l1"] // doc["privacy"]["max_records_per_unit"]
         edits += [(f"releases.{name}.sensitivity_l1", sens), (f"releases.{name}.noise_scale", sens / r["epsilon"])]
@@ -532,7 +559,7 @@ def relation_cases(base: dict[str, Any]) -> Iterator[Case]:
     yield Case("shares-do-not-add-up", _edit(base, ("privacy.epsilon", eps + 1.0)), "relation.shares", "privacy.epsilon")
     yield Case("batches-not-in-requires", _edit(base, ("version", [1, 1]), ("privacy.batches", 2)), "relation.requires",
                "requires")
-    for name in STATISTICS:
+    for name in (n for n in STATISTICS if n in base["releases"]):
         yield Case(f"{name}-noise-scale-contradicts", _edit(base, (f"releases.{name}.noise_scale", lambda s: s * 1.5)),
                    "relation.noise_scale", f"releases.{name}.noise_scale")
     yield Case("records-per-unit-contradicts-sensitivity", _edit(base, ("privacy.max_records_per_unit", 2)),
@@ -866,6 +893,7 @@ def container_cases(base: dict[str, Any]) -> Iterator[Case]:
 
 
 HEAD = "releases.head"
+UNIT_COUNT = "releases.unit_count"
 #: The head of `head_base`: its epsilon, delta, sampling, steps, grid and clip (the noise
 #: multiplier is the least the contract's bound allows at these).
 HEAD_FACTS = {"epsilon": 4.0, "delta": 1e-5, "sample_rate": 0.25, "steps": 400, "grid": 2**20, "clip_l2": 0.5}
@@ -977,6 +1005,73 @@ def head_base(base: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+#: The unit_count release of `person_head_base` (1.3): its share of epsilon and noisy value.
+UNIT_COUNT_FACTS = {"epsilon": 0.02, "value": 57}
+
+
+def unit_count_release(**facts: Any) -> dict[str, Any]:
+    """A unit_count release whose facts hold (`UNIT_COUNT_FACTS`, overridden by ``facts``)."""
+    f = {**UNIT_COUNT_FACTS, **facts}
+    return {"epsilon": f["epsilon"], "sensitivity_l1": 1, "noise_scale": 1 / f["epsilon"],
+            "mechanism": "discrete Laplace noise on the number of persons with at least one record",
+            "value": f["value"]}
+
+
+def as_person_head(doc: dict[str, Any], k: int = 3, **facts: Any) -> None:
+    """``doc`` (a head bundle) as a person-level head (1.3): K = ``k`` records per person, its
+    unit_count release after class_counts, and the privacy facts and words that follow."""
+    for path, value in per_unit(k, doc):
+        put(doc, path, value)
+    releases = doc["releases"]
+    head = releases.pop("head")
+    releases["unit_count"] = unit_count_release(**facts)
+    releases["head"] = head
+    put(doc, "version", [1, 3])
+    doc["privacy"]["epsilon"] = sum(r["epsilon"] for r in releases.values())
+    composed(doc)
+
+
+def person_head_base(base: dict[str, Any]) -> dict[str, Any]:
+    """``base`` as a person-level head bundle (1.3): class_counts, unit_count and a head, K = 3."""
+    doc = head_base(base)
+    as_person_head(doc)
+    return doc
+
+
+def person_head_cases(base: dict[str, Any]) -> Iterator[Case]:
+    """unit_count's rows and relations (1.3), on `person_head_base`."""
+    pb = person_head_base(base)
+    yield from field_cases(pb)
+    uc = pb["releases"]["unit_count"]
+    yield Case("unit-count-without-a-head", _edit(base, (UNIT_COUNT, copy.deepcopy(uc)),
+                                                  ("privacy.epsilon", lambda e: e + uc["epsilon"])),
+               "relation.unit_count", UNIT_COUNT)
+    hb = head_base(base)
+    record_level = copy.deepcopy(pb)
+    for path, value in per_unit(1, record_level):
+        put(record_level, path, value)
+    yield Case("unit-count-with-a-record-level-head", seal(composed(record_level)), "relation.unit_count",
+               UNIT_COUNT)
+    yield Case("unit-count-sensitivity-is-k", _edit(pb, (f"{UNIT_COUNT}.sensitivity_l1", 3),
+                                                    (f"{UNIT_COUNT}.noise_scale", 3 / uc["epsilon"])),
+               "relation.sensitivity", f"{UNIT_COUNT}.sensitivity_l1")
+    yield Case("unit-count-epsilon-not-in-the-shares", _edit(pb, ("privacy.epsilon", lambda e: e - uc["epsilon"])),
+               "relation.shares", "privacy.epsilon")
+    yield Case("person-head-class-counts-for-one-record", _edit(
+        pb, ("releases.class_counts.sensitivity_l1", 1),
+        ("releases.class_counts.noise_scale", 1 / hb["releases"]["class_counts"]["epsilon"])),
+        "relation.sensitivity", "releases.class_counts.sensitivity_l1")
+    both = copy.deepcopy(base)
+    with_head(both, copy.deepcopy(hb["releases"]["head"]))
+    as_person_head(both)
+    yield Case("person-head-with-class-sums", seal(both), "relation.head", HEAD)
+    yield Case("person-head-words-for-one-record", _edit(
+        pb, ("privacy.privacy_unit", wording.privacy_unit(None))), "relation.wording", "privacy.privacy_unit")
+    words = _contract()["wording"]["composition"]["head"]
+    yield Case("person-head-composition-without-unit-count", _edit(pb, ("privacy.composition", words.replace(
+        "{releases}", "class_counts"))), "relation.composition", "privacy.composition")
+
+
 def head_cases(base: dict[str, Any]) -> Iterator[Case]:
     """The head's rows and relations (1.1), on `head_base`, and a pure bundle that states a delta."""
     hb = head_base(base)
@@ -985,7 +1080,7 @@ def head_cases(base: dict[str, Any]) -> Iterator[Case]:
     both = copy.deepcopy(base)
     with_head(both, copy.deepcopy(head))
     yield Case("head-with-class-sums", seal(both), "relation.head", HEAD)
-    yield Case("head-for-three-records-per-person", _edit(hb, *per_unit(3, hb)), "relation.head", HEAD)
+    yield Case("head-for-three-records-per-person", _edit(hb, *per_unit(3, hb)), "relation.unit_count", UNIT_COUNT)
     yield Case("head-shares-do-not-add-up", _edit(hb, ("privacy.epsilon", lambda e: e + 1.0)), "relation.shares",
                "privacy.epsilon")
     yield Case("head-delta-contradicts", _edit(hb, ("privacy.delta", 2e-5)), "relation.delta", "privacy.delta")
@@ -1034,7 +1129,8 @@ def malformed(base: dict[str, Any]) -> list[Case]:
                            "prior", "scoring", "label_descriptions", "encoder.weights") if not has(base, p)]
     if missing:
         raise ValueError(f"the base bundle lacks {missing}: build it with --votes-share")
-    cases = [*field_cases(base), *relation_cases(base), *head_cases(base), *container_cases(base)]
+    cases = [*field_cases(base), *relation_cases(base), *head_cases(base), *person_head_cases(base),
+             *container_cases(base)]
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise AssertionError(f"case names repeat: {sorted({n for n in names if names.count(n) > 1})}")

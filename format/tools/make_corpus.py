@@ -417,6 +417,7 @@ SCORED: dict[str, list[Edit]] = {
     "head-full-batches-small-delta": [_as_head(sample_rate=1.0, steps=20, delta=1e-12, epsilon=50.0)],
     "head-logits-at-float32-bounds": [_as_head(arrays={"weights": _extremes, "bias": _extremes})],
     "head-tied-logits": [_as_head(arrays={"weights": np.zeros, "bias": np.zeros})],
+    "head-three-records-per-person": [_as_head(), cases.as_person_head],
     "tie-broken-by-rounding": [_drop("releases.votes", "hashing"), _spend(8.0), _tie(pull=True)],
     "tie-broken-by-rounding-without-pull": [_drop("releases.votes", "hashing"), _spend(8.0), _tie(pull=False)],
     # the least epsilon the accountant allows these numbers (one double less is refused: cases.py)

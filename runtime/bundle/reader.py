@@ -439,9 +439,13 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
         raise BundleError("relation.nothing", Key.RELEASES, "field 'releases' holds neither class_sums, votes nor head: "
                                                             "nothing to classify with")
     per_unit = v["privacy.max_records_per_unit"]
-    if head is not None and (Key.CLASS_SUMS in releases or Key.VOTES in releases or per_unit != 1):
-        raise _fail("relation.head", "releases.head", "must come with class_counts alone, for one record per unit "
-                                                      "(K = 1)")
+    if head is not None and (Key.CLASS_SUMS in releases or Key.VOTES in releases):
+        raise _fail("relation.head", "releases.head", "must come with class_counts alone (and unit_count when K is "
+                                                      "above 1)")
+    if (Key.UNIT_COUNT in releases) != (head is not None and per_unit != 1):
+        raise _fail("relation.unit_count", "releases.unit_count",
+                    "must come with a person-level head (K above 1), and such a head with it" if head is not None
+                    else "comes only with a person-level head")
     eps = v["privacy.epsilon"]
     total = 0.0
     for r in releases.values():  # in release order, left to right, the head last: every reader adds alike
@@ -470,7 +474,12 @@ def _relations(v: dict[str, Any], dims: dict[str, int], releases: dict[str, Rele
             if one < 1:
                 raise _fail("relation.clip", f"{where}.clip_l1", f"is {r.clip_l1!r}: less than one grid step of "
                                                                  f"1/{r.grid}")
-        if r.sensitivity_l1 != per_unit * one:
+        if r.statistic == Key.UNIT_COUNT:
+            if r.sensitivity_l1 != 1:
+                raise _fail("relation.sensitivity", f"{where}.sensitivity_l1",
+                            f"is {r.sensitivity_l1}, but one unit moves a count of units by 1: the privacy facts "
+                            f"contradict each other")
+        elif r.sensitivity_l1 != per_unit * one:
             raise _fail("relation.sensitivity", f"{where}.sensitivity_l1",
                         f"is {r.sensitivity_l1}, but a {r.statistic} release with at most {per_unit} record(s) per unit "
                         f"has {per_unit} x {one}: the privacy facts contradict each other")
@@ -563,6 +572,7 @@ def _decode(doc: dict[str, Any], version: tuple[int, int], src: Source,
         labels=tuple(v[Key.LABELS]), label_descriptions=None if descriptions is None else tuple(descriptions),
         privacy=v[Key.PRIVACY], releases=releases, encoder=encoder,
         class_counts=v.get("releases.class_counts.values"), class_sums=v.get("releases.class_sums.values"),
+        unit_count=v.get("releases.unit_count.value"),
         origin=v.get("subspace.origin"), projection=v.get("subspace.projection"),
         votes=v.get("releases.votes.values"), hyperplanes=v.get("hashing.hyperplanes"),
         offsets=v.get("hashing.offsets"), seed=v.get("hashing.seed"), prior=v.get(Key.PRIOR), scoring=scoring,

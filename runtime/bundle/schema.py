@@ -279,12 +279,13 @@ class HeadRelease:
 
     epsilon: float
     delta: float
-    #: round(grid x clip_l2): how far one record moves one step's gradient sum (L2, grid units; a head is for K = 1).
+    #: round(grid x clip_l2): how far one unit (a record, or a person's records clipped together)
+    #: moves one step's gradient sum (L2, grid units).
     sensitivity_l2: int
     #: The Gaussian's standard deviation in grid units: noise_multiplier x sensitivity_l2.
     noise_scale: float
     noise_multiplier: float
-    #: Poisson sampling: each record is in a step's batch with this probability.
+    #: Poisson sampling: each unit (a record, or a person) is in a step's batch with this probability.
     sample_rate: float
     steps: int
     grid: int
@@ -342,6 +343,8 @@ class Bundle:
     encoder_pack: bytes | None = None
     #: The linear head (1.1, an approximate (epsilon, delta) release), else None.
     head: HeadRelease | None = None
+    #: The noisy number of persons a person-level head's rule read (1.3), else None.
+    unit_count: int | None = None
 
     @property
     def delta(self) -> float:

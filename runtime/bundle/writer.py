@@ -44,7 +44,7 @@ def document(b: Bundle) -> dict[str, Any]:
         "hashing.seed": b.seed, "exporter": b.exporter,
         **({} if b.encoder_pack is not None else _encoder_values(b.encoder)),
         "releases.class_counts.values": b.class_counts, "releases.class_sums.values": b.class_sums,
-        "releases.votes.values": b.votes, "subspace.origin": b.origin, "subspace.projection": b.projection,
+        "releases.votes.values": b.votes, "releases.unit_count.value": b.unit_count, "subspace.origin": b.origin, "subspace.projection": b.projection,
         "hashing.hyperplanes": b.hyperplanes, "hashing.offsets": b.offsets, "prior": b.prior,
     }
     for name, r in b.releases.items():
