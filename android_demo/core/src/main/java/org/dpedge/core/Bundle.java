@@ -22,7 +22,9 @@ import java.util.Map;
  * [C][k] in grid units, {@code origin} [D], {@code projection} [k][D], {@code votes}
  * [T][2^H][C], {@code hyperplanes} [T][H][D], {@code offsets} [T][H], {@code prior} [C][D],
  * the head's (1.1) {@code headOrigin} [D], {@code headWeights} [C][D], {@code headBias} [C];
- * absent ones are null. The public accessors return copies.
+ * absent ones are null. Beside a person-level head (1.3), {@code unitCount} is the noisy number
+ * of persons ({@code releases.unit_count.value}, possibly negative), else null. The public
+ * accessors return copies.
  */
 public final class Bundle {
     final List<String> labels;
@@ -42,6 +44,7 @@ public final class Bundle {
     final float[] headOrigin;
     final float[] headWeights;
     final float[] headBias;
+    final Integer unitCount;
     final int k;
     final int tables;
     final int bits;
@@ -70,6 +73,8 @@ public final class Bundle {
         headOrigin = (float[]) v.get("releases.head.origin");
         headWeights = (float[]) v.get("releases.head.weights");
         headBias = (float[]) v.get("releases.head.bias");
+        Long units = (Long) v.get("releases.unit_count.value");  // an int32 by its row's bounds
+        unitCount = units == null ? null : units.intValue();
         k = classSums == null ? 0 : dims.get("k");
         tables = votes == null ? 0 : dims.get("T");
         bits = votes == null ? 0 : dims.get("H");
@@ -112,7 +117,10 @@ public final class Bundle {
         return privacy;
     }
 
-    /** Each pure release's privacy facts by statistic, in release order (the head is {@link #head()}). */
+    /**
+     * Each pure release's privacy facts by statistic, in release order (schema.json "statistics":
+     * unit_count, 1.3, last); the head is {@link #head()}.
+     */
     public Map<String, PrivacyFacts> releases() {
         return releases;
     }

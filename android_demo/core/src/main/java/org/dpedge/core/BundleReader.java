@@ -670,9 +670,16 @@ public final class BundleReader {
                     + "with");
         }
         long perUnit = (Long) v.get("privacy.max_records_per_unit");
-        if (head != null && (statistics || perUnit != 1)) {
-            throw fail("relation.head", "releases.head", "must come with class_counts alone, for one record per unit "
-                    + "(K = 1)");
+        if (head != null && statistics) {
+            throw fail("relation.head", "releases.head", "must come with class_counts alone (and unit_count when K is "
+                    + "above 1)");
+        }
+        // 1.3: a person-level head (K above 1) comes with unit_count, the noisy number of persons its
+        // rule reads, and unit_count comes with such a head only (not alone, not with a K = 1 head).
+        if (releases.containsKey("unit_count") != (head != null && perUnit != 1)) {
+            throw fail("relation.unit_count", "releases.unit_count", head != null
+                    ? "must come with a person-level head (K above 1), and such a head with it"
+                    : "comes only with a person-level head");
         }
         double eps = (Double) v.get("privacy.epsilon");
         double total = 0;
@@ -704,8 +711,14 @@ public final class BundleReader {
                     throw fail("relation.clip", where + ".clip_l1", "is " + r.clipL1() + ": less than one grid step");
                 }
             }
-            BigInteger stated = BigInteger.valueOf(perUnit).multiply(BigInteger.valueOf(one));
-            if (!BigInteger.valueOf(r.sensitivityL1()).equals(stated)) {
+            if (r.statistic().equals("unit_count")) {
+                // 1.3: one unit moves a count of units by 1, whatever K (not K x one, as the others).
+                if (r.sensitivityL1() != 1) {
+                    throw fail("relation.sensitivity", where + ".sensitivity_l1", "is " + r.sensitivityL1() + ", but "
+                            + "one unit moves a count of units by 1");
+                }
+            } else if (!BigInteger.valueOf(r.sensitivityL1()).equals(
+                    BigInteger.valueOf(perUnit).multiply(BigInteger.valueOf(one)))) {
                 throw fail("relation.sensitivity", where + ".sensitivity_l1", "is " + r.sensitivityL1() + ", but "
                         + perUnit + " record(s) per unit give " + perUnit + " x " + one);
             }

@@ -5,10 +5,12 @@ import java.util.Map;
 /**
  * The head release's privacy facts as the bundle states them ({@code releases.head}, format
  * 1.1): a linear softmax layer trained by DP-SGD, the bundle's one approximate (epsilon, delta)
- * guarantee. The reader has checked them against each other and against the contract's
- * accountant (relations "head", "shares", "delta", "noise scale", "clip", "sensitivity" and
- * "accountant"); an app shows them, delta in words ({@link Bundle#privacySummary()}). The
- * head's arrays (origin, weights, bias) are the {@link Scorer}'s.
+ * guarantee, for one record or (1.3) one person with up to K records, beside the noisy number
+ * of persons (unit_count). The reader has checked them against each other and against the
+ * contract's accountant (relations "head", "unit count", "shares", "delta", "noise scale",
+ * "clip", "sensitivity" and "accountant"); an app shows them, delta in words
+ * ({@link Bundle#privacySummary()}). The head's arrays (origin, weights, bias) are the
+ * {@link Scorer}'s.
  */
 public final class HeadFacts {
     private final Map<?, ?> m;
@@ -30,7 +32,10 @@ public final class HeadFacts {
         return (Double) m.get("delta");
     }
 
-    /** How far one record moves one step's gradient sum, in L2 and grid units: round(grid x clip_l2). */
+    /**
+     * How far one unit (a record, or a person's records clipped together: K above 1, 1.3) moves
+     * one step's gradient sum, in L2 and grid units: round(grid x clip_l2).
+     */
     public long sensitivityL2() {
         return (Long) m.get("sensitivity_l2");
     }
@@ -45,7 +50,7 @@ public final class HeadFacts {
         return (Double) m.get("noise_multiplier");
     }
 
-    /** q: each record joins a step's batch with this probability (Poisson sampling). */
+    /** q: each unit (a record, or a person) joins a step's batch with this probability (Poisson sampling). */
     public double sampleRate() {
         return (Double) m.get("sample_rate");
     }
@@ -60,7 +65,7 @@ public final class HeadFacts {
         return (Long) m.get("grid");
     }
 
-    /** Each record's L2 gradient clip. */
+    /** Each unit's L2 gradient clip (a person's records' gradients summed, then clipped together). */
     public double clipL2() {
         return (Double) m.get("clip_l2");
     }

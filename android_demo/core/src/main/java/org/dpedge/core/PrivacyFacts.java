@@ -17,7 +17,10 @@ public final class PrivacyFacts {
         this.m = release;
     }
 
-    /** "class_counts", "class_sums" or "votes". */
+    /**
+     * "class_counts", "class_sums", "votes" or "unit_count" (1.3: the noisy number of persons,
+     * beside a person-level head).
+     */
     public String statistic() {
         return statistic;
     }
@@ -27,7 +30,7 @@ public final class PrivacyFacts {
         return (Double) m.get("epsilon");
     }
 
-    /** How far one privacy unit can move the released values, in L1. */
+    /** How far one privacy unit can move the released values, in L1 (K x one record's, and 1 for unit_count). */
     public long sensitivityL1() {
         return (Long) m.get("sensitivity_l1");
     }

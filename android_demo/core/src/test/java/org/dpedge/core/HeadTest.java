@@ -7,6 +7,8 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.junit.Test;
 
@@ -14,7 +16,7 @@ import org.junit.Test;
  * The head (format 1.1) beyond what the corpus asks: the contract's accountant against values
  * the reference printed (runtime/bundle/accounting.py head_epsilon), and the guarantee's words
  * against runtime/describe.py privacy_summary: delta in words, never "pure", for a bundle with
- * a head.
+ * a head; a person-level head (1.3) with its unit_count, the noisy number of persons.
  */
 public class HeadTest {
     private static File corpusFile(String name) {
@@ -73,6 +75,26 @@ public class HeadTest {
         assertFalse(said, said.contains("may fail"));
         assertFalse(said, said.contains("pure DP"));
         assertFalse(said, said.contains("delta = 0 "));
+    }
+
+    @Test
+    public void aPersonLevelHeadComesWithItsUnitCount() throws Exception {
+        Bundle b = BundleReader.read(corpusFile("accept/scoring/head-three-records-per-person.dpedge"));
+        assertNotNull(b.head());
+        assertEquals(3, b.recordsPerUnit());
+        // unit_count is a statistic, last in release order; its sensitivity is 1 whatever K.
+        assertEquals(List.of("class_counts", "unit_count"), new ArrayList<>(b.releases().keySet()));
+        PrivacyFacts units = b.releases().get("unit_count");
+        assertEquals(1, units.sensitivityL1());
+        assertEquals(3, b.releases().get("class_counts").sensitivityL1());
+        // The reference reader's unit_count and privacy_summary of the same bundle.
+        assertEquals(Integer.valueOf(57), b.unitCount);
+        assertEquals("epsilon = 4.42, delta = 1e-05 (" + Bundle.deltaSummary() + ") per one person, up to 3 records, "
+                + "spent on class_counts eps 0.4 (scale 7.5), unit_count eps 0.02 (scale 50), head eps 4 delta 1e-05 "
+                + "(DP-SGD, 400 steps, sample rate 0.25, noise multiplier 5.893434); discrete Laplace and Gaussian "
+                + "noise", b.privacySummary());
+        // A head for one record has none.
+        assertNull(BundleReader.read(corpusFile("accept/scoring/head.dpedge")).unitCount);
     }
 
     @Test
