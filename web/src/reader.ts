@@ -40,12 +40,15 @@ export interface ReleaseFacts {
 export interface HeadRelease {
   readonly epsilon: number;
   readonly delta: number;
-  /** round(grid x clip_l2): how far one record moves one step's gradient sum (L2, grid units). */
+  /**
+   * round(grid x clip_l2): how far one unit (a record, or a person's records clipped together,
+   * 1.3) moves one step's gradient sum (L2, grid units).
+   */
   readonly sensitivity_l2: number;
   /** The Gaussian's standard deviation in grid units: noise_multiplier x sensitivity_l2. */
   readonly noise_scale: number;
   readonly noise_multiplier: number;
-  /** Poisson sampling: each record is in a step's batch with this probability. */
+  /** Poisson sampling: each unit (a record, or a person) is in a step's batch with this probability. */
   readonly sample_rate: number;
   readonly steps: number;
   readonly grid: number;
@@ -117,6 +120,8 @@ export interface Bundle {
   readonly origin: Float32Array | null;
   readonly projection: Float32Array | null;
   readonly votes: Int16Array | null;
+  /** The noisy number of persons a person-level head's rule read (1.3), else null. */
+  readonly unitCount: number | null;
   readonly hyperplanes: Float32Array | null;
   readonly offsets: Float32Array | null;
   readonly seed: bigint | null;
@@ -469,8 +474,13 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
     throw fail("relation.nothing", "releases", "holds neither class_sums, votes nor head: nothing to classify with");
   }
   const perUnit = v.get("privacy.max_records_per_unit") as bigint;
-  if (head !== null && (has("class_sums") || has("votes") || perUnit !== 1n)) {
-    throw fail("relation.head", "releases.head", "must come with class_counts alone, for one record per unit (K = 1)");
+  if (head !== null && (has("class_sums") || has("votes"))) {
+    throw fail("relation.head", "releases.head", "must come with class_counts alone (and unit_count when K is above 1)");
+  }
+  // A person-level head (K above 1, 1.3) reads the noisy number of persons: unit_count comes with it and only with it.
+  if (has("unit_count") !== (head !== null && perUnit !== 1n)) {
+    throw fail("relation.unit_count", "releases.unit_count", head !== null
+      ? "must come with a person-level head (K above 1), and such a head with it" : "comes only with a person-level head");
   }
   const eps = v.get("privacy.epsilon") as number;
   let total = 0;
@@ -492,7 +502,12 @@ function relations(v: Map<string, Decoded>, dims: Dims, releases: ReleaseFacts[]
       one = roundHalfEven(r.grid! * r.clip_l1!);
       if (one < 1n) throw fail("relation.clip", `${where}.clip_l1`, `is less than one grid step of 1/${r.grid}`);
     }
-    if (BigInt(r.sensitivity_l1) !== perUnit * one) {
+    if (r.statistic === "unit_count") {
+      // One unit moves a count of units by 1, whatever K is.
+      if (r.sensitivity_l1 !== 1) {
+        throw fail("relation.sensitivity", `${where}.sensitivity_l1`, `is ${r.sensitivity_l1}, but one unit moves a count of units by 1`);
+      }
+    } else if (BigInt(r.sensitivity_l1) !== perUnit * one) {
       throw fail("relation.sensitivity", `${where}.sensitivity_l1`, `is ${r.sensitivity_l1}, but K = ${perUnit} gives ${perUnit * one}`);
     }
   }
@@ -616,6 +631,7 @@ function decode(doc: ValueMap, ver: [number, number], data: Uint8Array, pack: En
     origin: get("subspace.origin"),
     projection: get("subspace.projection"),
     votes: get("releases.votes.values"),
+    unitCount: v.has("releases.unit_count.value") ? Number(v.get("releases.unit_count.value")) : null,
     hyperplanes: get("hashing.hyperplanes"),
     offsets: get("hashing.offsets"),
     seed: get("hashing.seed"),

@@ -158,6 +158,22 @@ describe("the privacy summary of a bundle with a head (1.1)", () => {
     expect(info.sizes_bytes["head"]).toBe(76);
   });
 
+  it("names unit_count beside a person-level head (1.3) and exposes its value", async () => {
+    // runtime/describe.py privacy_summary and bundle_info, and Bundle.unit_count, on the same file, recorded.
+    const b = await readBundle(corpora[0]!.read("accept/scoring/head-three-records-per-person.dpedge"));
+    expect(b.recordsPerUnit).toBe(3);
+    expect(b.unitCount).toBe(57);
+    expect(privacySummary(b)).toBe(`epsilon = 4.42, delta = 1e-05 (${DELTA_SUMMARY}) per one person, up to 3 records, ` +
+      "spent on class_counts eps 0.4 (scale 7.5), unit_count eps 0.02 (scale 50), head eps 4 delta 1e-05 (DP-SGD, 400 " +
+      "steps, sample rate 0.25, noise multiplier 5.893434); discrete Laplace and Gaussian noise");
+    const info = bundleInfo(b) as { components: string[]; releases: Record<string, Record<string, unknown>> };
+    expect(Object.keys(info.releases)).toEqual(["class_counts", "unit_count", "head"]);
+    expect(info.releases["unit_count"]).toMatchObject({ epsilon: 0.02, sensitivity_l1: 1, noise_scale: 50 });
+    expect(info.components).toEqual(["head"]);
+    // A record-level head has no unit_count.
+    expect((await readBundle(corpora[0]!.read("accept/scoring/head.dpedge"))).unitCount).toBeNull();
+  });
+
   it("writes numbers as Python's .10g does", () => {
     // format(x, ".10g") in Python, recorded.
     const cases: [number, string][] = [[1e-5, "1e-05"], [1e-12, "1e-12"], [0.25, "0.25"], [18.026315789473685, "18.02631579"],
