@@ -76,7 +76,7 @@ def head_run(ds, encoder, embed, vocab: np.ndarray, eps: float, delta: float,
     and the test accuracy of the bundle through the runtime's scorer."""
     budget = PrivacyBudget(eps, shares=head_shares(), delta=delta)
     engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
-    counts, head = release_head_stats(engine, embed, vocab, ds.labels, budget, lr_scale=lr_scale,
+    counts, head, _ = release_head_stats(engine, embed, vocab, ds.labels, budget, lr_scale=lr_scale,
                                       max_steps=max_steps or RULE_MAX_STEPS)
     bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts)
     rule = {"sample_rate": head.sample_rate, "steps": head.steps, "noise_multiplier": head.noise_multiplier,

@@ -118,7 +118,7 @@ def _build(opts: BuildOptions, noise_for_tests: NoiseSource | None, embed_for_be
     t = timer.start()
     bundle = assemble_bundle(labels, encoder, budget, out.hashing, out.votes, stats=out.stats, public=out.public,
                              stand_in=stand_in, encoder_statement=statement, head=out.head, counts=out.head_counts,
-                             started=started)
+                             persons=out.head_persons, started=started)
     if plan.pack is not None:  # a statistics bundle: the pack's digest stands for the encoder
         bundle = dataclasses.replace(bundle, encoder_pack=plan.pack.digest)
     bundle = recipe.finish(bundle)

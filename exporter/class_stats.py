@@ -105,6 +105,17 @@ def release_class_counts(counts: np.ndarray, budget: PrivacyBudget) -> np.ndarra
     return _int32(noisy)
 
 
+UNIT_COUNT_MECHANISM = "discrete Laplace noise on the number of persons with at least one record"
+
+
+def release_unit_count(persons: int, budget: PrivacyBudget) -> int:
+    """The noisy number of persons (a person-level head's N), through the budget: one person
+    moves it by 1, whatever K."""
+    noisy = budget.release(Key.UNIT_COUNT, np.array([persons], np.int64), sensitivity=1,
+                           mechanism=UNIT_COUNT_MECHANISM, per_unit=True)
+    return int(_int32(noisy)[0])
+
+
 def _int32(noisy: np.ndarray) -> np.ndarray:
     """The noisy values as the bundle stores them (noise is drawn in int32: nothing is clipped)."""
     return np.clip(noisy, -(2**31), 2**31 - 1).astype(np.int32)

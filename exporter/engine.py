@@ -19,7 +19,7 @@ import numpy as np
 
 from exporter.class_stats import ClassSumCounter
 from exporter.dataset import ReadStats
-from exporter.head import InMemory, StepSums
+from exporter.head import InMemory, PerUnit, StepSums
 from exporter.options import BuildError
 from exporter.public_basis import PublicBasis
 from exporter.units import UnitStats
@@ -61,10 +61,21 @@ class Engine(ABC):
         raise BuildError(f"the {type(self).__name__} cannot hand its embeddings over in one place (nothing was "
                          "written)")
 
+    def record_units(self) -> np.ndarray | None:
+        """Each kept record's person, as an integer id (n,), after `class_counts`; None without
+        a unit column (each record is its own unit)."""
+        return None
+
+    def unit_count(self) -> int:
+        """The exact number of persons with a kept record, after `class_counts` (a unit column)."""
+        raise BuildError(f"the {type(self).__name__} does not count persons (nothing was written)")
+
     def head_records(self, origin: np.ndarray) -> StepSums:
         """The head's records for DP-SGD (exporter.head), centred on the public ``origin``,
-        after `class_counts`: by default every embedding in this process (`embeddings`)."""
-        return InMemory(*self.embeddings(), origin)
+        after `class_counts`: by default every embedding in this process (`embeddings`),
+        grouped by person with a unit column (`PerUnit`)."""
+        units = self.record_units()
+        return InMemory(*self.embeddings(), origin) if units is None else PerUnit(*self.embeddings(), units, origin)
 
     def finish_pass(self, stats: ReadStats, *, same_records: bool = True) -> None:
         """End of a pass: refuse an empty dataset, or a pass that read other records than the

@@ -28,8 +28,18 @@ CLIP_L2, learning rate `learning_rate`(epsilon),
 and the least noise multiplier z whose epsilon at delta, by the accountant and by the contract,
 fits the head's share. Delta must be below 1 / N (a larger delta could release a record outright).
 
+With a person as the unit (``--unit-column``, K records per person at most), the bundle also
+releases the noisy number of persons U (``unit_count``, pure epsilon-DP, sensitivity 1), and the
+head is user-level DP-SGD (McMahan et al. 2018, "Learning Differentially Private Recurrent
+Language Models"): the rule reads U for N, each step Poisson-samples persons at q, and a sampled
+person's contribution is the exact integer sum of their records' clipped grid gradients, scaled
+down in integers to exact L2 norm at most Delta (`unit_bound`), so one person moves a step's sum
+by at most Delta, as one record does in the record-level head (`PerUnit`). Integers add exactly,
+so a person's contribution depends on their records alone, bit for bit, in any order and batch;
+with one record a person is exactly the record-level head's record.
+
 DP-SGD reads every embedding in every step, so the head trains on all of them in memory (1.5 KB
-per record of a 384-d encoder); it protects one record (a person-level head is not built yet).
+per record of a 384-d encoder).
 
 Example:
     >>> rule = head_rule(5000.0, epsilon=5.0, head_epsilon=4.75, delta=1e-5)
@@ -83,6 +93,18 @@ MECHANISM = ("DP-SGD on a linear softmax head over the frozen embeddings centred
              "integer grid of 1/grid with exact integer L2 norm at most sensitivity_l2, the batch is summed, and "
              "OpenDP's discrete Gaussian of standard deviation noise_scale is added to every coordinate of the sum; "
              "the weights are post-processing of the noisy sums")
+#: The person-level head's mechanism (a person is the unit: `PerUnit`).
+MECHANISM_PERSON = ("DP-SGD on a linear softmax head over the frozen embeddings centred on the public origin: in each "
+                    "step every person joins the batch independently with probability at most sample_rate (64-bit "
+                    "uniform integers from os.urandom), each of a sampled person's records' cross-entropy gradient of "
+                    "the weights and bias, computed from that record alone, is clipped to L2 norm clip_l2 and "
+                    "truncated toward zero onto an integer grid of 1/grid, the person's integer gradients are summed "
+                    "exactly and the sum scaled down in integers to exact L2 norm at most sensitivity_l2, the "
+                    "persons' sums are summed, and OpenDP's discrete Gaussian of standard deviation noise_scale is "
+                    "added to every coordinate of the sum; the weights are post-processing of the noisy sums")
+#: A unit sum's float squared norm within this relative margin of Delta^2 is judged in exact
+#: integers (`unit_bound`): float64 sums of up to 2^24 squares err by less than 2^-29.
+NORM_MARGIN = 1e-6
 
 
 def learning_rate(epsilon: float) -> float:
@@ -161,8 +183,9 @@ def head_rule(noisy_records: float, *, epsilon: float, head_epsilon: float, delt
     return HeadRule(q, steps, lr_scale * learning_rate(epsilon), z)
 
 
-def check_delta_below(delta: float, noisy_records: float) -> None:
-    """Refuse a delta that is not below 1 / N, N the released noisy record count (at least 1).
+def check_delta_below(delta: float, noisy_records: float, unit: str = "record") -> None:
+    """Refuse a delta that is not below 1 / N, N the released noisy record count (at least 1),
+    or with ``unit`` "person" the released noisy number of persons.
 
     Example:
         >>> check_delta_below(1e-5, 5000.0)
@@ -173,8 +196,8 @@ def check_delta_below(delta: float, noisy_records: float) -> None:
     """
     n = max(float(noisy_records), 1.0)
     if not delta < 1.0 / n:
-        raise BuildError(f"--delta {delta:g} is not below 1 / N = {1.0 / n:g} (N = {n:g}, the released noisy record "
-                         f"count): a delta that large lets the release show a record outright; choose a smaller "
+        raise BuildError(f"--delta {delta:g} is not below 1 / N = {1.0 / n:g} (N = {n:g}, the released noisy {unit} "
+                         f"count): a delta that large lets the release show a {unit} outright; choose a smaller "
                          f"delta. {RERUN_SPENDS}")
 
 
@@ -323,17 +346,92 @@ class InMemory:
         return total
 
 
+def unit_bound(sums: np.ndarray, bound: int) -> np.ndarray:
+    """Integer rows (n, cells) scaled down to exact integer L2 norm at most ``bound``, each row a
+    function of itself: a row whose exact norm is within the bound is kept as it is (so a
+    person with one record gives exactly that record's row); one over it is scaled by
+    bound / ||row|| in float64, truncated toward zero, clamped to +-bound and put under the
+    bound exactly by `bound_l2`. Over or not is decided on the float64 squared norm (column
+    order), and in exact integers when that is within NORM_MARGIN of bound^2.
+
+    Example:
+        >>> unit_bound(np.array([[3, 4], [6, 8], [0, 9]]), 5).tolist()
+        [[3, 4], [3, 4], [0, 5]]
+    """
+    s = np.array(sums, np.int64).reshape(len(sums), -1)
+    f = s.astype(np.float64)
+    squares = _row_sum_squares(f)
+    limit = float(bound) * float(bound)
+    over = squares > limit * (1.0 + NORM_MARGIN)
+    close = np.flatnonzero(~over & (squares > limit * (1.0 - NORM_MARGIN)))  # too close for floats: exactly,
+    if close.size:  # in int64: squares of at most about bound^2 each, a total of about bound^2, none negative
+        over[close] = np.einsum("ij,ij->i", s[close], s[close]) > bound * bound
+    if over.any():
+        scale = float(bound) / np.sqrt(squares[over])
+        s[over] = np.clip(np.trunc(f[over] * scale[:, None]), -bound, bound).astype(np.int64)
+    return bound_l2(s, bound)
+
+
+class PerUnit:
+    """`StepSums` with a person as the unit (the module doc): each step Poisson-samples persons,
+    and a sampled person adds `unit_bound` of their records' exact integer gradient sum.
+    ``units`` are the records' person ids (any integers: only equality is used)."""
+
+    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, units: np.ndarray, origin: np.ndarray):
+        self.records = InMemory(embeddings, labels, origin)
+        self.dim = self.records.dim
+        units = np.asarray(units, np.int64)
+        if len(units) != len(self.records.labels):
+            raise ValueError(f"{len(units)} person ids for {len(self.records.labels)} records")
+        self.order = np.argsort(units, kind="stable")  # the records grouped by person
+        grouped = units[self.order]
+        self.starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(units) else np.zeros(0, np.int64)
+        self.sizes = np.diff(np.r_[self.starts, len(units)])
+
+    @property
+    def persons(self) -> int:
+        return len(self.starts)
+
+    def rows(self, persons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The record indices of ``persons`` (indices into the persons), grouped by person, and
+        where each person's rows begin in them."""
+        sizes = self.sizes[persons]
+        begins = np.cumsum(sizes) - sizes
+        at = np.arange(int(sizes.sum())) - np.repeat(begins, sizes) + np.repeat(self.starts[persons], sizes)
+        return self.order[at], begins
+
+    def __call__(self, weights: np.ndarray, bias: np.ndarray, *, sample_rate: float, clip_l2: float,
+                 grid: int) -> np.ndarray:
+        chosen = poisson_sample(self.persons, sample_rate)
+        classes, r = weights.shape[0], self.records
+        delta = sensitivity_l2(grid, clip_l2)
+        total = np.zeros((classes, self.dim + 1), np.int64)
+        most = max(1, CHUNK_CELLS // (classes * (self.dim + 1)))  # records per chunk, at least one person
+        ends = np.cumsum(self.sizes[chosen])
+        start = 0
+        while start < len(chosen):
+            stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + most, "right")))
+            idx, begins = self.rows(chosen[start:stop])
+            features = r.embeddings[idx].astype(np.float64) - r.origin
+            g = integer_gradients(features, r.labels[idx], weights, bias, clip_l2=clip_l2, grid=grid)
+            sums = np.add.reduceat(g.reshape(len(idx), -1), begins, axis=0)  # exact: int64
+            total += unit_bound(sums, delta).sum(axis=0).reshape(classes, self.dim + 1)
+            start = stop
+        return total
+
+
 def train(records: StepSums, noisy_counts: np.ndarray, rule: HeadRule, noisy_sum: NoisySteps,
-          progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+          progress: bool = False, population: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(W (C, D), b (C,)) after the rule's T noisy steps from W = 0, b = `initial_bias`, each
-    step's exact sum from ``records``; ``progress`` shows a bar of the steps (T is public;
-    nothing about the batches is shown)."""
+    step's exact sum from ``records``; the step is the noisy sum over q N, N the noisy number of
+    units (``population``: the persons; None: the records, the sum of the noisy counts).
+    ``progress`` shows a bar of the steps (T is public; nothing about the batches is shown)."""
     from tqdm import tqdm
 
     classes, dim = len(noisy_counts), records.dim
     weights = np.zeros((classes, dim), np.float64)
     bias = initial_bias(noisy_counts)
-    n_noisy = max(float(np.sum(noisy_counts)), 1.0)
+    n_noisy = max(float(np.sum(noisy_counts) if population is None else population), 1.0)
     step_size = rule.learning_rate / (rule.grid * rule.sample_rate * n_noisy)
     for _ in tqdm(range(rule.steps), desc="head (DP-SGD)", unit="step", disable=not progress, dynamic_ncols=True):
         total = records(weights, bias, sample_rate=rule.sample_rate, clip_l2=rule.clip_l2, grid=rule.grid)
@@ -344,26 +442,32 @@ def train(records: StepSums, noisy_counts: np.ndarray, rule: HeadRule, noisy_sum
 
 
 def release_head(records: StepSums, origin: np.ndarray, noisy_counts: np.ndarray, budget: PrivacyBudget,
-                 progress: bool = False, lr_scale: float = 1.0, max_steps: int = RULE_MAX_STEPS) -> HeadRelease:
+                 progress: bool = False, lr_scale: float = 1.0, max_steps: int = RULE_MAX_STEPS,
+                 persons: int | None = None) -> HeadRelease:
     """The head release: the rule from the released counts (and the encoder's public
     ``lr_scale``), the budget's accounted noisy steps, the training; refuses (BuildError) a
     delta not below 1 / N before any step. ``records`` are the embeddings, centred on the public
-    ``origin``, wherever they are (`InMemory`, or a build engine's `StepSums`)."""
-    n_noisy = max(float(np.sum(noisy_counts)), 1.0)
-    check_delta_below(budget.delta, n_noisy)
+    ``origin``, wherever they are (`InMemory`, `PerUnit`, or a build engine's `StepSums`).
+    ``persons`` is the released noisy number of persons of a person-level head (``records`` a
+    `PerUnit`): N is then the persons, not the records."""
+    person = persons is not None
+    n_noisy = max(float(persons if person else np.sum(noisy_counts)), 1.0)
+    check_delta_below(budget.delta, n_noisy, "person" if person else "record")
     rule = head_rule(n_noisy, epsilon=budget.epsilon, head_epsilon=budget.share(Key.HEAD), delta=budget.delta,
                      lr_scale=lr_scale, max_steps=max_steps)
     steps = budget.noisy_steps(Key.HEAD, sensitivity_l2=rule.sensitivity_l2, noise_multiplier=rule.noise_multiplier,
-                               sample_rate=rule.sample_rate, steps=rule.steps, mechanism=MECHANISM)
+                               sample_rate=rule.sample_rate, steps=rule.steps,
+                               mechanism=MECHANISM_PERSON if person else MECHANISM)
     budget.declare_public("head origin: the mean embedding of the encoder's own vocabulary words and the label "
                           "descriptions (no private record)")
-    budget.declare_public(f"head rule (from the released noisy record count, epsilon and delta): expected batch "
+    budget.declare_public(f"head rule (from the released noisy {'person' if person else 'record'} count, epsilon "
+                          f"and delta): expected batch "
                           f"{EXPECTED_BATCH}, {EPOCHS} epochs up to {max_steps} steps, clip {rule.clip_l2:g}, grid "
                           f"{rule.grid}, learning rate {rule.learning_rate:.6g}, noise multiplier calibrated to the "
                           f"head's share")
     budget.declare_post_processing("the head's bias starts at the log of the noisy class shares; its weights and bias "
                                    "are the noisy gradient sums' updates")
-    weights, bias = train(records, noisy_counts, rule, steps, progress)
+    weights, bias = train(records, noisy_counts, rule, steps, progress, n_noisy if person else None)
     facts = budget.head
     assert facts is not None and steps.used == facts.steps
     return HeadRelease(epsilon=facts.epsilon, delta=facts.delta, sensitivity_l2=facts.sensitivity_l2,

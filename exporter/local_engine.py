@@ -59,6 +59,10 @@ class LocalEngine(Engine):
         self.units = None if self.bound is None else self.bound.stats
         self._spill: IO[bytes] | None = None
         self._dim = 0
+        #: With a unit column, each kept record's person as a dense id (first-seen order) and the
+        #: ids by key: the head's grouping and the exact number of persons (never released raw).
+        self._units: list[int] = []
+        self._unit_ids: dict[str, int] = {}
 
     def _read(self, stats: ReadStats) -> Iterator[Record]:
         o = self.opts
@@ -66,9 +70,9 @@ class LocalEngine(Engine):
                             skip_unknown_labels=o.skip_unknown_labels, skip_empty_texts=o.skip_empty_texts,
                             unit_field=o.unit_field, stats=stats)
 
-    def _embedded(self, desc: str, stage: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _embedded(self, desc: str, stage: str, units: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(embeddings, class indices) per chunk of kept records; the consumer's work on a
-        chunk is timed as ``stage``."""
+        chunk is timed as ``stage``; ``units`` records each kept record's person (a unit column)."""
         stats = ReadStats()
         records: Iterable[Record] = self._read(stats)
         if self.bound is not None:
@@ -79,6 +83,9 @@ class LocalEngine(Engine):
             for chunk in _chunks(records, CHUNK_RECORDS):
                 t = self.timer.add("read", t)
                 emb = np.ascontiguousarray(self.embed(chunk), dtype=np.float32)
+                if units and self.bound is not None:
+                    ids = self._unit_ids
+                    self._units.extend(ids.setdefault(r.unit, len(ids)) for r in chunk)
                 t = self.timer.add("tokenize+encode", t)
                 yield emb, np.fromiter((r.label for r in chunk), np.int64, len(chunk))
                 t = self.timer.add(stage, t)
@@ -93,8 +100,9 @@ class LocalEngine(Engine):
         counts = np.zeros(classes, np.int64)
         self.close()
         self._spill = tempfile.TemporaryFile(prefix="dpedge-embeddings-")
+        self._units, self._unit_ids = [], {}
         try:
-            for emb, y in self._embedded("embed (pass 1)", "class counts"):
+            for emb, y in self._embedded("embed (pass 1)", "class counts", units=True):
                 counts += np.bincount(y, minlength=classes)
                 self._dim = emb.shape[1]
                 self._spill.write(np.concatenate([emb, y.astype(np.float32)[:, None]], axis=1).tobytes())
@@ -130,6 +138,18 @@ class LocalEngine(Engine):
         self._spill.seek(0)
         a = np.fromfile(self._spill, dtype=np.float32).reshape(-1, self._dim + 1)
         return a[:, :self._dim], a[:, self._dim].astype(np.int64)
+
+    def record_units(self) -> np.ndarray | None:
+        if self.bound is None:
+            return None
+        if self._spill is None:
+            raise RuntimeError("record_units() needs the first pass (class_counts) first")
+        return np.asarray(self._units, np.int64)
+
+    def unit_count(self) -> int:
+        if self.bound is None or self._spill is None:
+            raise RuntimeError("unit_count() needs a unit column and the first pass (class_counts)")
+        return len(self._unit_ids)
 
     def vote_counts(self, planes: np.ndarray, offsets: np.ndarray | None, classes: int) -> np.ndarray:
         tables, bits, _ = planes.shape

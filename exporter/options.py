@@ -102,7 +102,9 @@ class BuildOptions:
         return NeighbourRelation.record()
 
     def shares(self) -> dict[str, float]:
-        return head_shares() if self.has_head else default_shares(self.hashing, self.votes_share)
+        if self.has_head:  # a person of one record is a record: only K above 1 counts the persons
+            return head_shares(person=bool(self.unit_field) and (self.max_records_per_unit or 1) > 1)
+        return default_shares(self.hashing, self.votes_share)
 
 
 #: Options only some builds use, as option -> (flag, the value that means "not given"):
@@ -144,6 +146,7 @@ def check_head(opts: BuildOptions, *, benchmark_stand_in: bool = False) -> None:
     """The settings of a head build (``--delta``)."""
     _check_epsilon(opts)
     _check_head(opts)
+    _check_unit(opts)
     _check_engine(opts, benchmark_stand_in)
     _check_pack(opts)
 
@@ -226,9 +229,6 @@ def _check_head(opts: BuildOptions) -> None:
     if given := _given(opts, HEAD_IGNORES):
         raise BuildError(f"a head bundle (--delta) has no class sums, vote tables or hyperplanes and does not extend a "
                          f"series, so it would ignore {', '.join(given)}: leave them out, or leave out --delta")
-    if opts.unit_field or opts.max_records_per_unit not in (None, 1):
-        raise BuildError("--delta protects one record: a person-level head (--unit-column, --max-records-per-unit) "
-                         "is not built yet; leave out --delta for a person-level bundle")
 
 
 def _check_unit(opts: BuildOptions) -> None:

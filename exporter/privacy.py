@@ -43,6 +43,10 @@ from runtime.bundle.schema import FIELDS_BY_PATH, PRIVACY_RTOL, Key, ReleaseFact
 #: Share of epsilon the class counts get; the class sums get the rest, less the vote tables'
 #: share when a bundle has them (docs/accuracy.md measures the split).
 COUNTS_SHARE = 0.05
+#: Share of epsilon a person-level head's noisy number of persons gets: its rule reads that N
+#: only through q, T, the step's normalisation and delta < 1 / N, where a few percent of error
+#: changes little; at epsilon 1 the noise's scale is 50 persons, 5% of a thousand.
+UNIT_COUNT_SHARE = 0.02
 #: Largest share the vote tables may take (the sums keep at least a tenth of epsilon).
 MAX_VOTES_SHARE = 0.85
 #: Largest absolute exact value the i32 noise domain takes: leaves room for the noise. Larger
@@ -147,15 +151,22 @@ def check_delta(delta: float) -> float:
     return d
 
 
-def head_shares() -> dict[str, float]:
+def head_shares(person: bool = False) -> dict[str, float]:
     """The plan of a head build (``--delta``): the class counts (their share, released first:
-    their noisy total gives the head's rule its public inputs), then the head with the rest.
+    their noisy total gives the head's rule its public inputs), with a person as the unit the
+    noisy number of persons (``unit_count``, UNIT_COUNT_SHARE: the person-level rule's N), then
+    the head with the rest.
 
     Example:
         >>> head_shares()
         {'class_counts': 0.05, 'head': 0.95}
+        >>> head_shares(person=True)
+        {'class_counts': 0.05, 'unit_count': 0.02, 'head': 0.93}
     """
-    return {Key.CLASS_COUNTS: COUNTS_SHARE, Key.HEAD: round(1.0 - COUNTS_SHARE, 12)}
+    if not person:
+        return {Key.CLASS_COUNTS: COUNTS_SHARE, Key.HEAD: round(1.0 - COUNTS_SHARE, 12)}
+    return {Key.CLASS_COUNTS: COUNTS_SHARE, Key.UNIT_COUNT: UNIT_COUNT_SHARE,
+            Key.HEAD: round(1.0 - COUNTS_SHARE - UNIT_COUNT_SHARE, 12)}
 
 
 @dataclass(frozen=True)
@@ -246,6 +257,10 @@ class PrivacyBudget:
             raise BudgetError("a delta above 0 goes with a planned head, and a head needs one (the head is the only "
                               f"(epsilon, delta) release), got delta {delta} for {', '.join(plan)}")
         self.delta = 0.0 if delta == 0 else check_delta(delta)
+        if Key.HEAD in plan and (Key.UNIT_COUNT in plan) != (self.relation.max_records > 1):
+            raise BudgetError("a head with K above 1 records per person goes with the noisy number of persons "
+                              f"(unit_count), and only such a head: got K = {self.relation.max_records} for "
+                              f"{', '.join(plan)}")
         self._source: NoiseSource = noise_for_tests if noise_for_tests is not None else OpenDPDiscreteLaplace()
         self._gaussian_source: GaussianNoiseSource = (gaussian_for_tests if gaussian_for_tests is not None
                                                       else OpenDPDiscreteGaussian())
@@ -294,12 +309,13 @@ class PrivacyBudget:
         return facts
 
     def release(self, statistic: str, values: np.ndarray, *, sensitivity: int, mechanism: str,
-                grid: int | None = None, clip_l1: float | None = None) -> np.ndarray:
+                grid: int | None = None, clip_l1: float | None = None, per_unit: bool = False) -> np.ndarray:
         """Discrete Laplace noise on every one of ``values`` (exact integers), at the scale that
         makes this release ``share(statistic)``-DP; returns the noisy values, int64.
 
         ``sensitivity`` is the L1 distance one record can move ``values`` (integer grid
-        units); the budget multiplies it by the relation's K. ``grid`` and ``clip_l1`` state
+        units); the budget multiplies it by the relation's K, unless ``per_unit`` says it is already
+        one unit's (a count of units: a person moves it by 1 whatever K). ``grid`` and ``clip_l1`` state
         the class sums' grid and clip in the bundle. Exact values beyond +-MAX_EXACT_VALUE are
         clamped to it (`clamp_exact`: the sensitivity is unchanged); how many is in `clamped`.
         """
@@ -311,7 +327,7 @@ class PrivacyBudget:
         eps = self.share(statistic)
         if not (eps > 0 and eps <= self.remaining * (1 + PRIVACY_RTOL)):
             raise BudgetError(f"{statistic}: epsilon {eps} is more than the {self.remaining} left of {self.epsilon}")
-        total = int(sensitivity) * self.relation.max_records
+        total = int(sensitivity) * (1 if per_unit else self.relation.max_records)
         scale = total / eps
         spent = self._source.epsilon_spent(scale, total)
         if spent > eps * (1 + PRIVACY_RTOL):
@@ -340,9 +356,6 @@ class PrivacyBudget:
         include each record with at most this probability. The noise's standard deviation is
         noise_multiplier x sensitivity_l2, in the sums' integer units.
         """
-        if self.relation.max_records != 1:
-            raise BudgetError(f"{statistic}: the head protects one record; a person-level head (K records per "
-                              "person) is not built yet")
         if isinstance(sensitivity_l2, bool) or not isinstance(sensitivity_l2, (int, np.integer)) or sensitivity_l2 < 1:
             raise BudgetError(f"{statistic}: the L2 sensitivity must be a positive integer, got {sensitivity_l2!r}")
         if not (0 < sample_rate <= 1 and int(steps) >= 1 and 0 < noise_multiplier < math.inf):

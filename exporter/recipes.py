@@ -8,7 +8,7 @@ releases and assembles the bundle, in that order and in one direction.
 
 | recipe | chosen by | releases (in order) |
 |---|---|---|
-| `Head` | ``--delta`` | class counts; the head, trained by DP-SGD ((epsilon, delta)) |
+| `Head` | ``--delta`` | class counts; with ``--unit-column`` the number of persons; the head, trained by DP-SGD ((epsilon, delta)) |
 | `Extension` | ``--extend OLD`` | what OLD released, in OLD's basis and on OLD's hyperplanes; summed with OLD |
 | `Aligned` | the default | class counts; class sums; vote tables along them with ``--votes-share`` |
 | `Random` | ``--hashing random`` | vote tables on seeded hyperplanes (the paper's) |
@@ -65,6 +65,7 @@ class Releases:
     votes: VoteRelease | None = None
     head: HeadRelease | None = None
     head_counts: np.ndarray | None = None
+    head_persons: int | None = None
 
 
 class Recipe:
@@ -100,9 +101,10 @@ class Head(Recipe):
         t = inputs.timer.start()
         vocabulary = inputs.vocabulary()
         inputs.timer.add("public basis", t)
-        counts, head = release_head_stats(engine, inputs.embed, vocabulary, inputs.labels, inputs.budget, inputs.timer,
-                                          inputs.opts.progress, lr_scale=encoders.head_lr_scale(inputs.encoder))
-        return Releases(head=head, head_counts=counts)
+        counts, head, persons = release_head_stats(engine, inputs.embed, vocabulary, inputs.labels, inputs.budget,
+                                                   inputs.timer, inputs.opts.progress,
+                                                   lr_scale=encoders.head_lr_scale(inputs.encoder))
+        return Releases(head=head, head_counts=counts, head_persons=persons)
 
 
 class Aligned(Recipe):

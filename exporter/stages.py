@@ -97,23 +97,25 @@ def release_class_stats(engine: Engine, public: PublicInputs, classes: int, budg
 def release_head_stats(engine: Engine, embed: EmbedTexts, vocabulary: np.ndarray, labels: LabelSet,
                        budget: PrivacyBudget, timer: Timer | None = None,
                        progress: bool = False, lr_scale: float = 1.0,
-                       max_steps: int = RULE_MAX_STEPS) -> tuple[np.ndarray, HeadRelease]:
-    """A head build's releases: the class counts, then the head (exporter.head) trained on
-    every record's embedding, centred on the public origin (the mean embedding of the
-    encoder's vocabulary words and the label descriptions: `task_basis`'s origin), by the rule
-    with the encoder's public ``lr_scale`` (exporter.encoders.head_lr_scale); ``max_steps`` is for
-    a study of the rule (benchmarks/head.py)."""
-    from exporter.class_stats import release_class_counts
+                       max_steps: int = RULE_MAX_STEPS) -> tuple[np.ndarray, HeadRelease, int | None]:
+    """A head build's releases: the class counts, with a person as the unit the noisy number of
+    persons (returned last; None without), then the head (exporter.head) trained on every
+    record's embedding, centred on the public origin (the mean embedding of the encoder's
+    vocabulary words and the label descriptions: `task_basis`'s origin), by the rule with the
+    encoder's public ``lr_scale`` (exporter.encoders.head_lr_scale); ``max_steps`` is for a study
+    of the rule (benchmarks/head.py)."""
+    from exporter.class_stats import release_class_counts, release_unit_count
 
     counts = release_class_counts(engine.class_counts(len(labels)), budget)
+    persons = release_unit_count(engine.unit_count(), budget) if Key.UNIT_COUNT in budget.plan else None
     prior = None if labels.descriptions is None else np.asarray(embed(list(labels.descriptions)), np.float64)
     origin = task_basis(np.asarray(vocabulary, np.float64), prior).origin
     records = engine.head_records(origin)
     t = Timer.start()
-    head = release_head(records, origin, counts, budget, progress, lr_scale, max_steps)
+    head = release_head(records, origin, counts, budget, progress, lr_scale, max_steps, persons)
     if timer is not None:
         timer.add("head (DP-SGD)", t)
-    return counts, head
+    return counts, head, persons
 
 
 def release_class_stats_in(engine: Engine, basis: PublicBasis, clip_l1: float, classes: int,
@@ -188,10 +190,12 @@ def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudge
                     votes: VoteRelease | None, *, stats: ClassStatsRelease | None = None,
                     public: PublicInputs | None = None, stand_in: bool = False,
                     encoder_statement: str = ENCODER_IS_PUBLIC, head: HeadRelease | None = None,
-                    counts: np.ndarray | None = None, started: datetime | None = None) -> Bundle:
+                    counts: np.ndarray | None = None, persons: int | None = None,
+                    started: datetime | None = None) -> Bundle:
     """The bundle: the releases, the public inputs (``encoder_statement``: how the encoder is
     stated, `encoder_input`), and the privacy facts the budget writes. A head bundle
-    (``head``, with the released ``counts``) holds the class counts and the head alone."""
+    (``head``, with the released ``counts``) holds the class counts and the head alone, and a
+    person-level one the noisy number of ``persons`` too."""
     budget.declare_public(LABELS_ARE_PUBLIC)
     budget.declare_public(encoder_statement)
     exporter = {Key.NAME: "dpedge", Key.VERSION: __version__,
@@ -205,7 +209,7 @@ def assemble_bundle(labels: LabelSet, encoder: EncoderSpec, budget: PrivacyBudge
         if labels.descriptions is not None:
             parts["prior"] = public.prior
     if head is not None:
-        parts.update(class_counts=counts, head=head)
+        parts.update(class_counts=counts, head=head, unit_count=persons)
     if hashing is not None and votes is not None:
         parts.update(votes=votes.votes, hyperplanes=hashing.planes, offsets=hashing.offsets, seed=hashing.seed)
     return Bundle(labels=labels.names, label_descriptions=labels.descriptions, privacy=budget.privacy_facts(),

@@ -150,10 +150,11 @@ def test_the_budget_issues_no_step_beyond_its_accounting():
     facts = budget.privacy_facts()
     assert facts["delta"] == 1e-5 and TEST_HOOK in facts["noise_source"]  # the hook says so
     assert budget.head.noise_scale == 1.0 * DELTA_L2
-    with pytest.raises(BudgetError, match="person-level head"):
-        PrivacyBudget(10.0, __import__("exporter.privacy").privacy.NeighbourRelation.person("u", 2),
-                      shares={"head": 1.0}, delta=1e-5).noisy_steps(
-            "head", sensitivity_l2=DELTA_L2, noise_multiplier=1.0, sample_rate=1.0, steps=1, mechanism="m")
+    person = __import__("exporter.privacy").privacy.NeighbourRelation.person("u", 2)
+    with pytest.raises(BudgetError, match="goes with the noisy number of persons"):
+        PrivacyBudget(10.0, person, shares={"head": 1.0}, delta=1e-5)
+    with pytest.raises(BudgetError, match="goes with the noisy number of persons"):
+        PrivacyBudget(10.0, shares=head_shares(person=True), delta=1e-5)
     with pytest.raises(BudgetError, match="delta above 0 goes with a planned head"):
         PrivacyBudget(1.0, shares={"class_counts": 1.0}, delta=1e-5)
 
@@ -257,7 +258,8 @@ def test_a_head_refuses_the_options_it_would_ignore(tmp_path, overrides, flag):
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (dict(unit_field="user", max_records_per_unit=2), "a person-level head .* is not built yet"),
+    (dict(unit_field="user"), "--unit-column needs --max-records-per-unit"),
+    (dict(max_records_per_unit=2), "--max-records-per-unit needs --unit-column"),
     (dict(ray_address="auto"), "--ray-address needs --engine ray"),
     (dict(engine="spark"), "unknown engine 'spark'"),
 ])
