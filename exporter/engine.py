@@ -102,9 +102,20 @@ class MemoryEngine(Engine):
     """An engine over embeddings already in memory (benchmarks and tests run the build's own
     stages on cached embeddings through it)."""
 
-    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, name: str = "<memory>"):
+    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, name: str = "<memory>",
+                 units: np.ndarray | None = None):
         super().__init__(Path(name))
         self._embeddings, self.labels = np.asarray(embeddings, np.float32), np.asarray(labels, np.int64)
+        #: Each record's person (integer ids), already bounded to K records a person; None: none.
+        self._units = None if units is None else np.asarray(units, np.int64)
+
+    def record_units(self) -> np.ndarray | None:
+        return self._units
+
+    def unit_count(self) -> int:
+        if self._units is None:
+            return super().unit_count()
+        return len(np.unique(self._units))
 
     def _pass(self) -> None:
         self.finish_pass(ReadStats(records=len(self.labels)))

@@ -89,6 +89,20 @@ def test_second_moment_study_runs_and_its_exact_row_is_the_ceiling(exported_enco
     assert max(accs[("inf", "32")][:3]) > 60  # 7 labels: chance is 14
 
 
+def test_person_head_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
+    """The CI smoke version of benchmarks/person_head.py (the person-level head against the
+    person-level default): the project's own data in synthetic persons of up to 4 records."""
+    out = tmp_path / "person.json"
+    r = subprocess.run([sys.executable, "benchmarks/person_head.py", "--data", str(DATA), "--epsilons", "8",
+                        "--repeats", "1", "--max-records", "4", "--out", str(out)], capture_output=True, cwd=ROOT,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "| person head (eps 8, delta 1e-05) |" in r.stdout.decode()
+    row = json.loads(out.read_text())["results"]["assistant"]
+    assert row["person default"]["8"][0] > 0.5 and row["person head"]["8"][0] > 0.5  # chance is 1/7
+    assert row["persons"] < row["train"] and abs(row["rule"]["8"]["person head"]["noisy_persons"] - row["persons"]) < 100
+
+
 def test_head_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
     """The CI smoke version of benchmarks/head.py (the opt-in head against the default): the
     project's own data, one epsilon, one repeat."""

@@ -1,0 +1,160 @@
+"""The person-level head against the person-level default, on the shared datasets split into
+synthetic persons.
+
+    python benchmarks/person_head.py [--data ../shared/data/trec ...] [--epsilons 1,5] \\
+        [--delta 1e-5] [--repeats 3] [--max-records 8] [--record-level] [--out results.json]
+
+Persons are a public draw (numpy's generator, seed 0: a public choice of who wrote what, not
+noise): the training records, in a seeded permutation, are dealt to persons in turn, each person
+taking a number of records drawn uniformly from 1 to K (``--max-records``, default 8: about
+4.5 records a person), so no record is dropped and a person's records are of any classes. The
+splits are used as they are (the test split is not split into persons). For each epsilon and
+repeat, with real OpenDP noise, on the default encoder's cached embeddings (benchmarks/head.py):
+
+- ``person default``: the default bundle with K records a person (class counts and class sums
+  at K times a record's sensitivity: the build's own stages), scored by the runtime's `Scorer`;
+- ``person head``: the head build's releases with K records a person (class counts, the noisy
+  number of persons, the head by user-level DP-SGD: exporter.stages.release_head_stats on an
+  in-memory engine that knows each record's person), scored by the `Scorer`;
+- with ``--record-level``, the same two with one record as the unit, for the cost of the unit.
+
+It prints a markdown table (accuracy mean ± std over repeats, and the average over datasets)
+and each dataset's persons and head rule, and writes every run as JSON with --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import Dataset, Embedder  # noqa: E402
+from accuracy import _accuracy  # noqa: E402
+from encoder_table import MODELS  # noqa: E402
+from head import DATA, DATASETS, _fmt, vocabulary  # noqa: E402
+
+from exporter import encoders as known  # noqa: E402
+from exporter.encoder_export import export_encoder  # noqa: E402
+from exporter.engine import MemoryEngine  # noqa: E402
+from exporter.privacy import NeighbourRelation, PrivacyBudget, default_shares, head_shares  # noqa: E402
+from exporter.public_basis import task_basis  # noqa: E402
+from exporter.stages import PublicInputs, assemble_bundle, release_class_stats, release_head_stats  # noqa: E402
+from runtime.scoring import Scorer  # noqa: E402
+
+UNIT_COLUMN = "person"
+
+
+def synthetic_persons(records: int, k: int, seed: int = 0) -> np.ndarray:
+    """Each record's person (n,): a seeded permutation of the records dealt to persons in turn,
+    each taking 1 to ``k`` of them (uniform). Public: a choice of who wrote what, not noise.
+
+    Example:
+        >>> units = synthetic_persons(10, 3)
+        >>> int(np.bincount(units).max()) <= 3, len(units)
+        (True, 10)
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(records)
+    sizes = rng.integers(1, k + 1, size=records)
+    owner = np.repeat(np.arange(records), sizes)[:records]  # person p takes the next sizes[p] records
+    units = np.empty(records, np.int64)
+    units[order] = owner
+    return units
+
+
+def default_run(ds: Dataset, encoder, public: PublicInputs, eps: float, k: int) -> float:
+    """The default bundle's accuracy with K records a person (K = 1: one record is the unit)."""
+    relation = NeighbourRelation.person(UNIT_COLUMN, k) if k > 1 else NeighbourRelation.record()
+    budget = PrivacyBudget(eps, relation, shares=default_shares("aligned", 0.0))
+    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
+    stats = release_class_stats(engine, public, len(ds.labels), budget)
+    return _accuracy(Scorer(assemble_bundle(ds.labels, encoder, budget, None, None, stats=stats, public=public)), ds)
+
+
+def head_run(ds: Dataset, encoder, embed, vocab: np.ndarray, eps: float, delta: float, units: np.ndarray | None,
+             k: int) -> tuple[float, dict]:
+    """The head bundle's accuracy, and its rule, with ``units`` (each record's person; None: one
+    record is the unit) of at most K records."""
+    person = units is not None and k > 1
+    relation = NeighbourRelation.person(UNIT_COLUMN, k) if person else NeighbourRelation.record()
+    budget = PrivacyBudget(eps, relation, shares=head_shares(person=person), delta=delta)
+    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name, units=units if person else None)
+    counts, head, persons = release_head_stats(engine, embed, vocab, ds.labels, budget,
+                                               lr_scale=known.head_lr_scale(encoder))
+    bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts, persons=persons)
+    return _accuracy(Scorer(bundle), ds), {"sample_rate": head.sample_rate, "steps": head.steps,
+                                           "noise_multiplier": head.noise_multiplier, "noisy_persons": persons}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", nargs="+", type=Path, default=[DATA / d for d in DATASETS])
+    ap.add_argument("--epsilons", default="1,5")
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-records", type=int, default=8, help="K: the most records a synthetic person has")
+    ap.add_argument("--record-level", action="store_true", help="also the default and the head with one record as "
+                                                                  "the unit")
+    ap.add_argument("--out", type=Path, default=None, help="write every run as JSON")
+    args = ap.parse_args(argv)
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    k = args.max_records
+    embedder = Embedder(export_encoder(known.DEFAULT, models_dir=MODELS))
+    encoder = embedder.exported.to_bundle_encoder()
+    vocab = vocabulary(embedder)
+    methods = ["person default", "person head"] + (["record default", "record head"] if args.record_level else [])
+    results: dict[str, dict] = {}
+    for folder in args.data:
+        ds = embedder.dataset(folder)
+        units = synthetic_persons(len(ds.train.labels), k)
+        descriptions = ds.labels.descriptions
+        prior = None if descriptions is None else embedder.embed(list(descriptions)).astype(np.float32)
+        public = PublicInputs(task_basis(vocab, prior), prior)
+        r: dict = {"train": len(units), "persons": int(len(np.unique(units))), "rule": {}, "seconds": {},
+                   **{m: {} for m in methods}}
+        for eps in epsilons:
+            key, t0 = f"{eps:g}", time.perf_counter()
+            for m in methods:
+                runs = []
+                for _ in range(args.repeats):
+                    person = m.startswith("person")
+                    if m.endswith("default"):
+                        runs.append(default_run(ds, encoder, public, eps, k if person else 1))
+                    else:
+                        acc, rule = head_run(ds, encoder, embedder.embed, vocab, eps, args.delta,
+                                             units if person else None, k if person else 1)
+                        runs.append(acc)
+                        r["rule"].setdefault(key, {})[m] = rule
+                r[m][key] = runs
+            r["seconds"][key] = time.perf_counter() - t0
+            print(f"{ds.name} eps {key}: " + ", ".join(f"{m} {_fmt(r[m][key])}" for m in methods)
+                  + f" ({r['seconds'][key]:.0f} s)", file=sys.stderr, flush=True)
+        results[ds.name] = r
+
+    names = list(results)
+    print(f"| method | " + " | ".join(names) + " | average |")
+    print("|---" * (len(names) + 2) + "|")
+    for e in epsilons:
+        for m in methods:
+            label = f"{m} (eps {e:g}" + (f", delta {args.delta:g})" if m.endswith("head") else ", pure)")
+            cells = [results[n][m][f"{e:g}"] for n in names]
+            print(f"| {label} | " + " | ".join(_fmt(c) for c in cells)
+                  + f" | {100 * np.mean([np.mean(c) for c in cells]):.1f} |")
+    print(f"\n{args.repeats} repeats, real OpenDP noise, K = {k}; persons and the person-level head's rule:")
+    for n, r in results.items():
+        print(f"- {n}: {r['train']} records, {r['persons']} persons; " + "; ".join(
+            f"eps {e}: q {v['person head']['sample_rate']:.3f}, T {v['person head']['steps']}, z "
+            f"{v['person head']['noise_multiplier']:.3f}" for e, v in r["rule"].items()))
+    if args.out:
+        args.out.write_text(json.dumps({"settings": {k_: str(v) for k_, v in vars(args).items()}, "results": results},
+                                       indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
