@@ -21,6 +21,7 @@ records of each person to keep) and the records pass keeps at most K per person.
 from __future__ import annotations
 
 import itertools
+from array import array
 import tempfile
 from typing import IO, Callable, Iterable, Iterator
 
@@ -61,7 +62,7 @@ class LocalEngine(Engine):
         self._dim = 0
         #: With a unit column, each kept record's person as a dense id (first-seen order) and the
         #: ids by key: the head's grouping and the exact number of persons (never released raw).
-        self._units: list[int] = []
+        self._units = array("q")  # 8 bytes a record
         self._unit_ids: dict[str, int] = {}
 
     def _read(self, stats: ReadStats) -> Iterator[Record]:
@@ -100,7 +101,7 @@ class LocalEngine(Engine):
         counts = np.zeros(classes, np.int64)
         self.close()
         self._spill = tempfile.TemporaryFile(prefix="dpedge-embeddings-")
-        self._units, self._unit_ids = [], {}
+        self._units, self._unit_ids = array("q"), {}
         try:
             for emb, y in self._embedded("embed (pass 1)", "class counts", units=True):
                 counts += np.bincount(y, minlength=classes)
@@ -144,7 +145,7 @@ class LocalEngine(Engine):
             return None
         if self._spill is None:
             raise RuntimeError("record_units() needs the first pass (class_counts) first")
-        return np.asarray(self._units, np.int64)
+        return np.frombuffer(self._units, np.int64).copy()
 
     def unit_count(self) -> int:
         if self.bound is None or self._spill is None:
