@@ -2,7 +2,8 @@
 synthetic persons.
 
     python benchmarks/person_head.py [--data ../shared/data/trec ...] [--epsilons 1,5] \\
-        [--delta 1e-5] [--repeats 3] [--max-records 8] [--record-level] [--out results.json]
+        [--delta 1e-5] [--repeats 3] [--max-records 8] [--record-level] [--lr-scales 0.5,0.25] \\
+        [--heads-only] [--out results.json]
 
 Persons are a public draw (numpy's generator, seed 0: a public choice of who wrote what, not
 noise): the training records, in a seeded permutation, are dealt to persons in turn, each person
@@ -16,7 +17,9 @@ repeat, with real OpenDP noise, on the default encoder's cached embeddings (benc
 - ``person head``: the head build's releases with K records a person (class counts, the noisy
   number of persons, the head by user-level DP-SGD: exporter.stages.release_head_stats on an
   in-memory engine that knows each record's person), scored by the `Scorer`;
-- with ``--record-level``, the same two with one record as the unit, for the cost of the unit.
+- with ``--record-level``, the same two with one record as the unit, for the cost of the unit;
+- with ``--lr-scales``, a study: the person head again with its learning rate scaled by each
+  factor (``person head lr xS``); ``--heads-only`` leaves out the defaults.
 
 It prints a markdown table (accuracy mean ± std over repeats, and the average over datasets)
 and each dataset's persons and head rule, and writes every run as JSON with --out.
@@ -77,7 +80,7 @@ def default_run(ds: Dataset, encoder, public: PublicInputs, eps: float, k: int) 
 
 
 def head_run(ds: Dataset, encoder, embed, vocab: np.ndarray, eps: float, delta: float, units: np.ndarray | None,
-             k: int) -> tuple[float, dict]:
+             k: int, lr_factor: float = 1.0) -> tuple[float, dict]:
     """The head bundle's accuracy, and its rule, with ``units`` (each record's person; None: one
     record is the unit) of at most K records."""
     person = units is not None and k > 1
@@ -85,7 +88,7 @@ def head_run(ds: Dataset, encoder, embed, vocab: np.ndarray, eps: float, delta: 
     budget = PrivacyBudget(eps, relation, shares=head_shares(person=person), delta=delta)
     engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name, units=units if person else None)
     counts, head, persons = release_head_stats(engine, embed, vocab, ds.labels, budget,
-                                               lr_scale=known.head_lr_scale(encoder))
+                                               lr_scale=lr_factor * known.head_lr_scale(encoder))
     bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts, persons=persons)
     return _accuracy(Scorer(bundle), ds), {"sample_rate": head.sample_rate, "steps": head.steps,
                                            "noise_multiplier": head.noise_multiplier, "noisy_persons": persons}
@@ -100,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-records", type=int, default=8, help="K: the most records a synthetic person has")
     ap.add_argument("--record-level", action="store_true", help="also the default and the head with one record as "
                                                                   "the unit")
+    ap.add_argument("--lr-scales", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                    help="a study: the person head again with its learning rate scaled by each factor")
+    ap.add_argument("--heads-only", action="store_true", help="leave out the default bundles (a study of the head)")
     ap.add_argument("--out", type=Path, default=None, help="write every run as JSON")
     args = ap.parse_args(argv)
     epsilons = [float(e) for e in args.epsilons.split(",")]
@@ -107,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     embedder = Embedder(export_encoder(known.DEFAULT, models_dir=MODELS))
     encoder = embedder.exported.to_bundle_encoder()
     vocab = vocabulary(embedder)
-    methods = ["person default", "person head"] + (["record default", "record head"] if args.record_level else [])
+    methods = (["person default", "person head"] + (["record default", "record head"] if args.record_level else [])
+               + [f"person head lr x{f:g}" for f in args.lr_scales])
+    if args.heads_only:
+        methods = [m for m in methods if not m.endswith("default")]
     results: dict[str, dict] = {}
     for folder in args.data:
         ds = embedder.dataset(folder)
@@ -123,11 +132,12 @@ def main(argv: list[str] | None = None) -> int:
                 runs = []
                 for _ in range(args.repeats):
                     person = m.startswith("person")
+                    factor = float(m.split(" x")[1]) if " lr x" in m else 1.0
                     if m.endswith("default"):
                         runs.append(default_run(ds, encoder, public, eps, k if person else 1))
                     else:
                         acc, rule = head_run(ds, encoder, embedder.embed, vocab, eps, args.delta,
-                                             units if person else None, k if person else 1)
+                                             units if person else None, k if person else 1, factor)
                         runs.append(acc)
                         r["rule"].setdefault(key, {})[m] = rule
                 r[m][key] = runs
@@ -141,15 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * (len(names) + 2) + "|")
     for e in epsilons:
         for m in methods:
-            label = f"{m} (eps {e:g}" + (f", delta {args.delta:g})" if m.endswith("head") else ", pure)")
+            label = f"{m} (eps {e:g}" + (", pure)" if m.endswith("default") else f", delta {args.delta:g})")
             cells = [results[n][m][f"{e:g}"] for n in names]
             print(f"| {label} | " + " | ".join(_fmt(c) for c in cells)
                   + f" | {100 * np.mean([np.mean(c) for c in cells]):.1f} |")
     print(f"\n{args.repeats} repeats, real OpenDP noise, K = {k}; persons and the person-level head's rule:")
     for n, r in results.items():
         print(f"- {n}: {r['train']} records, {r['persons']} persons; " + "; ".join(
-            f"eps {e}: q {v['person head']['sample_rate']:.3f}, T {v['person head']['steps']}, z "
-            f"{v['person head']['noise_multiplier']:.3f}" for e, v in r["rule"].items()))
+            f"eps {e}: q {v[m]['sample_rate']:.3f}, T {v[m]['steps']}, z {v[m]['noise_multiplier']:.3f}"
+            for e, v in r["rule"].items() for m in list(v)[:1]))
     if args.out:
         args.out.write_text(json.dumps({"settings": {k_: str(v) for k_, v in vars(args).items()}, "results": results},
                                        indent=2) + "\n")
