@@ -36,6 +36,7 @@ import { Classifier as Base, type LoadOptions } from "./classifier.js";
 import { oneLine, type EngineFactory, type EngineIO } from "./engine.js";
 import { LOWERED_LOCATION, lowerMatMulNBits } from "./engines/lower_nbits.js";
 import { OnnxRuntimeEngine, WEIGHTS_LOCATION, type OrtModule } from "./engines/onnxruntime.js";
+import { warmUp } from "./engines/warm_up.js";
 import { DeploymentError, WORKER_BUNDLING_FIX } from "./errors.js";
 
 /**
@@ -228,25 +229,54 @@ class WebEngine extends OnnxRuntimeEngine {
 /** The kernel when none is asked for (docs/web.md says why). */
 export const DEFAULT_KERNEL: WebKernel = "int8";
 
+/** onnxruntime-web's settings, made once in a page or worker (its threads and files are fixed at its start). */
+function configure(ort: OrtWeb, options: WebEngineOptions): void {
+  if (configured !== null) return;
+  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
+  const cores = (globalThis.navigator?.hardwareConcurrency as number | undefined) ?? 1;
+  const threads = options.threads ?? (loaderApart(options.wasmPaths) ? 0 : 1);
+  ort.env.wasm.numThreads = isolated ? (threads === 0 ? cores : threads) : 1;
+  if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = resolvePaths(options.wasmPaths);
+  configuredPaths = options.wasmPaths;
+  ort.env.logLevel = "error";
+  configured = `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? "" : "s"}`;
+}
+
+function kernelOf(options: WebEngineOptions): WebKernel {
+  const kernel = options.kernel ?? (options.dequantizeAtLoad === false ? "matmulnbits" : DEFAULT_KERNEL);
+  if (!["int8", "float32", "matmulnbits"].includes(kernel)) throw new TypeError(`webEngine: kernel is "int8", "float32" or "matmulnbits", not ${String(kernel)}`);
+  return kernel;
+}
+
 /** onnxruntime-web on WebAssembly (imported at the first load). */
 export function webEngine(options: WebEngineOptions = {}): EngineFactory {
   return async () => {
     const ort = await importOrt();
     if (deploymentFailure !== null) throw new DeploymentError(deploymentFailure);
-    if (configured === null) {
-      const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
-      const cores = (globalThis.navigator?.hardwareConcurrency as number | undefined) ?? 1;
-      const threads = options.threads ?? (loaderApart(options.wasmPaths) ? 0 : 1);
-      ort.env.wasm.numThreads = isolated ? (threads === 0 ? cores : threads) : 1;
-      if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = resolvePaths(options.wasmPaths);
-      configuredPaths = options.wasmPaths;
-      ort.env.logLevel = "error";
-      configured = `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads === 1 ? "" : "s"}`;
-    }
-    const kernel = options.kernel ?? (options.dequantizeAtLoad === false ? "matmulnbits" : DEFAULT_KERNEL);
-    if (!["int8", "float32", "matmulnbits"].includes(kernel)) throw new TypeError(`webEngine: kernel is "int8", "float32" or "matmulnbits", not ${String(kernel)}`);
+    configure(ort, options);
+    const kernel = kernelOf(options);
     return new WebEngine(ort, `onnxruntime-web ${ort.env.versions.web} (wasm, ${configured})`, configuredPaths, kernel);
   };
+}
+
+/**
+ * Start onnxruntime-web with a later webEngine(options)'s settings and warm it up (a session of a
+ * small model of its own, run once and released: engines/warm_up.ts), before any bundle is there:
+ * WorkerClassifier's worker runs it while the bundle downloads. Never throws, and a failure leaves
+ * nothing behind that changes a load: the load that follows meets onnxruntime-web as it would
+ * have (a failed import is tried again; a failure to start is the load's own DeploymentError).
+ * Resolves to whether the warm-up ran.
+ */
+export async function warmUpEngine(options: WebEngineOptions = {}): Promise<boolean> {
+  try {
+    const ort = await importOrt();
+    if (deploymentFailure !== null) return false;
+    configure(ort, options);
+    await warmUp(ort, kernelOf(options), { executionProviders: ["wasm"] });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The Classifier with onnxruntime-web as its default engine. */

@@ -5,6 +5,8 @@
  *
  *     import { WorkerClassifier } from "dpedge/worker";   // the demo page: ./vendor/worker.js
  *     const clf = await WorkerClassifier.load(bytes, { threads: 1 });
+ *     // or, while the bundle downloads, the worker starts and warms its engine up:
+ *     // WorkerClassifier.load(fetch(url).then((r) => r.arrayBuffer()), { threads: 1 })
  *     const results = await clf.classify(texts, {
  *       topK: 3,
  *       onResult: (r) => show(r),                         // r.prediction, or r.error (query.empty...)
@@ -82,6 +84,17 @@ function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("the operation was aborted", "AbortError");
 }
 
+/** A warm-up of the worker's engine while the bundle downloaded (WorkerClassifier.load given a promise). */
+export interface WarmUp {
+  /** Whether it ran; false: it failed, and the load went on as without it. */
+  readonly ok: boolean;
+  /** Its milliseconds in the worker (starting onnxruntime-web included). */
+  readonly ms: number;
+}
+
+const isPromiseLike = (x: unknown): x is PromiseLike<unknown> =>
+  typeof x === "object" && x !== null && typeof (x as { then?: unknown }).then === "function";
+
 interface Job {
   readonly texts: readonly string[];
   readonly results: TextResult[];
@@ -101,12 +114,15 @@ export class WorkerClassifier {
   readonly checkCosine: number;
   /** Milliseconds the worker took to load (reading, checking, the engine's session, the check text). */
   readonly loadMs: number;
+  /** The warm-up while the bundle's promise was pending: whether it ran and its milliseconds (null: load was given the bytes). */
+  readonly warmUp: WarmUp | null;
   private readonly facts: Record<string, unknown>;
   private readonly jobs = new Map<number, Job>();
   private next = 1;
   private dead: Error | null = null;
 
-  private constructor(private readonly worker: Worker, loaded: Loaded) {
+  private constructor(private readonly worker: Worker, loaded: Loaded, warmUp: WarmUp | null) {
+    this.warmUp = warmUp;
     this.labels = loaded.labels;
     this.engineName = loaded.engine;
     this.maxLength = loaded.maxLength;
@@ -120,8 +136,16 @@ export class WorkerClassifier {
   /**
    * Start a worker, read and check the bundle in it and load its encoder (BundleError if it
    * cannot be used, with the in-thread Classifier's code and path). The bytes are copied.
+   *
+   * `bytes` may be a promise of them, such as `fetch(url).then((r) => r.arrayBuffer())`: while it
+   * is pending the worker starts and warms onnxruntime-web up (a small model of its own, run once:
+   * most of a cold engine's cost is its WebAssembly's first run), so that the download and the
+   * engine's start overlap. The warm-up knows nothing of the bundle and changes no answer and no
+   * refusal, only when they come; if it fails, the load goes on as without it. A promise that
+   * rejects rejects load with its error (the worker is terminated).
    */
-  static async load(bytes: Uint8Array | ArrayBuffer, options: WorkerLoadOptions = {}): Promise<WorkerClassifier> {
+  static async load(bytes: Uint8Array | ArrayBuffer | PromiseLike<Uint8Array | ArrayBuffer>,
+                    options: WorkerLoadOptions = {}): Promise<WorkerClassifier> {
     const { signal } = options;
     if (signal?.aborted) throw abortError(signal);
     const given = options.worker;
@@ -137,34 +161,65 @@ export class WorkerClassifier {
       : given !== undefined ? new Worker(given, { type: "module", name: "dpedge" })
       : new Worker(new URL("./worker-script.js", import.meta.url), { type: "module", name: "dpedge" });
     const copy = (b: Uint8Array | ArrayBuffer): Uint8Array => (b instanceof Uint8Array ? b.slice() : new Uint8Array(b.slice(0)));
-    const request: Request = {
-      op: "load", bytes: copy(bytes), ...(options.encoderPack ? { encoderPack: copy(options.encoderPack) } : {}),
+    // The engine's settings: the same in the warm-up and the load (onnxruntime-web fixes them at its start).
+    const engine = {
       ...(options.threads === undefined ? {} : { threads: options.threads }),
       ...(options.wasmPaths === undefined ? {} : { wasmPaths: options.wasmPaths }),
-      ...(options.timeScale === undefined ? {} : { timeScale: options.timeScale }),
       ...(options.kernel === undefined ? {} : { kernel: options.kernel }),
     };
+    let warmUp: WarmUp | null = null;
     const loaded = await new Promise<Loaded>((resolve, reject) => {
+      let over = false;
       const stop = (error: unknown): void => {
+        if (over) return;
+        over = true;
+        signal?.removeEventListener("abort", onAbort);
         worker.terminate();
         reject(error);
       };
       const onAbort = (): void => stop(abortError(signal!));
       signal?.addEventListener("abort", onAbort, { once: true });
       worker.onmessage = (event: MessageEvent<Reply>) => {
-        signal?.removeEventListener("abort", onAbort);
         const m = event.data;
-        if (m.op === "loaded") resolve(m);
-        else stop(m.op === "failed" ? fromData(m.error) : new Error(`the classifier's worker answered ${m.op} to load`));
+        if (m.op === "warmed") {
+          warmUp = { ok: m.ok, ms: m.ms };
+          return;
+        }
+        if (m.op !== "loaded") stop(m.op === "failed" ? fromData(m.error) : new Error(`the classifier's worker answered ${m.op} to load`));
+        else if (!over) {
+          over = true;
+          signal?.removeEventListener("abort", onAbort);
+          resolve(m);
+        }
       };
       worker.onerror = (event: ErrorEvent) => {
-        signal?.removeEventListener("abort", onAbort);
         event.preventDefault();
         stop(new DeploymentError(workerStartFailure(event.message, script)));
       };
-      worker.postMessage(request, [request.bytes.buffer, ...(request.encoderPack ? [request.encoderPack.buffer] : [])]);
+      const send = (b: Uint8Array | ArrayBuffer): void => {
+        if (over) return;
+        try {
+          const request: Request = {
+            op: "load", bytes: copy(b), ...(options.encoderPack ? { encoderPack: copy(options.encoderPack) } : {}),
+            ...engine, ...(options.timeScale === undefined ? {} : { timeScale: options.timeScale }),
+          };
+          worker.postMessage(request, [request.bytes.buffer, ...(request.encoderPack ? [request.encoderPack.buffer] : [])]);
+        } catch (e) {
+          stop(e);
+        }
+      };
+      if (!isPromiseLike(bytes)) {
+        send(bytes);
+        return;
+      }
+      worker.postMessage({ op: "warm", ...engine } satisfies Request);
+      Promise.resolve(bytes).then((b) => {
+        if (b instanceof Uint8Array || b instanceof ArrayBuffer) send(b);
+        else stop(new TypeError("WorkerClassifier.load: the promise gave neither a Uint8Array nor an ArrayBuffer " +
+          "(for a fetch: fetch(url).then((r) => r.arrayBuffer()))"));
+      }, stop);
     });
-    return new WorkerClassifier(worker, loaded);
+    return new WorkerClassifier(worker, loaded, warmUp);
   }
 
   /** What the bundle is, as the in-thread Classifier's info() (labels, privacy facts, releases, encoder, sizes, engine). */

@@ -38,8 +38,20 @@ export interface LoadRequest {
   readonly kernel?: "int8" | "float32" | "matmulnbits";
 }
 
+/**
+ * Start onnxruntime-web and warm it up while the bundle is still downloading (WorkerClassifier.load
+ * given a promise): the engine's settings of the load that follows, nothing of the bundle.
+ */
+export interface WarmRequest {
+  readonly op: "warm";
+  readonly threads?: number;
+  readonly wasmPaths?: string;
+  readonly kernel?: "int8" | "float32" | "matmulnbits";
+}
+
 export type Request =
   | LoadRequest
+  | WarmRequest
   | { readonly op: "classify"; readonly job: number; readonly texts: readonly string[]; readonly topK: number }
   | { readonly op: "cancel"; readonly job: number }
   | { readonly op: "close" };
@@ -57,6 +69,8 @@ export interface Loaded {
 
 export type Reply =
   | Loaded
+  /** The warm-up is over: whether it ran (false: it failed, and the load goes on as without it), and its milliseconds. */
+  | { readonly op: "warmed"; readonly ok: boolean; readonly ms: number }
   | { readonly op: "failed"; readonly error: ErrorData }
   /** Results in order; several at once when texts answer faster than POST_MS apart. */
   | { readonly op: "results"; readonly job: number; readonly results: readonly TextResult[] }

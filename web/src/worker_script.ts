@@ -9,9 +9,9 @@
  * Nothing here touches the network: the only files the worker fetches are onnxruntime-web's
  * loader and WebAssembly (from `wasmPaths`, default: beside this script).
  */
-import { Classifier, webEngine } from "./browser.js";
+import { Classifier, warmUpEngine, webEngine } from "./browser.js";
 import { DpedgeError } from "./errors.js";
-import type { ErrorData, LoadRequest, Reply, Request, TextResult } from "./worker_protocol.js";
+import type { ErrorData, LoadRequest, Reply, Request, TextResult, WarmRequest } from "./worker_protocol.js";
 import { TextTokenizer } from "./tokenizer.js";
 
 interface Scope {
@@ -44,13 +44,28 @@ function yieldToEvents(): Promise<void> {
   });
 }
 
+/** The engine's options of a load or a warm-up request. */
+const engineOptions = (r: LoadRequest | WarmRequest): Parameters<typeof webEngine>[0] => ({
+  ...(r.threads === undefined ? {} : { threads: r.threads }),
+  ...(r.wasmPaths === undefined ? {} : { wasmPaths: r.wasmPaths }), ...(r.kernel === undefined ? {} : { kernel: r.kernel }) });
+
+/**
+ * While the bundle downloads: onnxruntime-web started and warmed up with the load's settings
+ * (warmUpEngine never throws; a failed warm-up leaves the load as it would have been). The load
+ * request, queued behind it, finds the WebAssembly's code already run once.
+ */
+async function warm(r: WarmRequest): Promise<void> {
+  const t0 = performance.now();
+  const ok = await warmUpEngine(engineOptions(r));
+  scope.postMessage({ op: "warmed", ok, ms: performance.now() - t0 });
+}
+
 async function load(r: LoadRequest): Promise<void> {
   const t0 = performance.now();
   try {
     if (classifier) await classifier.close();
     classifier = null;
-    const engine = webEngine({ ...(r.threads === undefined ? {} : { threads: r.threads }),
-      ...(r.wasmPaths === undefined ? {} : { wasmPaths: r.wasmPaths }), ...(r.kernel === undefined ? {} : { kernel: r.kernel }) });
+    const engine = webEngine(engineOptions(r));
     const clf = await Classifier.load(r.bytes, { engine, ...(r.encoderPack ? { encoderPack: r.encoderPack } : {}),
       ...(r.timeScale === undefined ? {} : { timeScale: r.timeScale }) });
     const e = clf.bundle.encoder;
@@ -102,6 +117,9 @@ async function classify(job: number, texts: readonly string[], topK: number): Pr
 
 scope.onmessage = ({ data }) => {
   switch (data.op) {
+    case "warm":
+      queue = queue.then(() => warm(data));
+      break;
     case "load":
       queue = queue.then(() => load(data));
       break;

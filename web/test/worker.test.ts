@@ -11,6 +11,9 @@
  *   values before the end). The same probe around the in-thread Classifier on the same texts
  *   sees one block as long as the whole batch: it detects the freeze the worker removes;
  * - a bundle is refused with the in-thread Classifier's code and path, and aborting a load stops it;
+ * - loading from a promise of the bytes (a download; the worker warms its engine up meanwhile)
+ *   gives what loading from the bytes gives: the same facts, answers and refusals; a promise that
+ *   rejects rejects the load with its error;
  * - cancel stops a batch with the results so far and their summary;
  * - an empty text and texts with nothing readable get the runtime's query.empty refusal in
  *   words; a long text is shown cut, with a note that only encoder.max_length tokens were read;
@@ -184,6 +187,59 @@ describe.skipIf(!HAVE_CHROMIUM)("the Web Worker classifier and the demo page, in
     }, { base: committed.url, refuse, whole: "accept/default.dpedge" });
     expect(got.out).toEqual([]);
     expect(got.aborted).toBe("AbortError");
+    await page.close();
+  });
+
+  it.each(mounts)("loads from a promise of the bytes as from the bytes, warming up meanwhile, on every engine bundle of $url", async ({ url, corpus }) => {
+    const page = await openPage("/", ["empty"]);
+    await page.addScriptTag({ url: "/test-page/worker.js", type: "module" });
+    await page.waitForFunction(() => "dpedgeWorker" in globalThis);
+    const cases = corpus.cases.accept.filter((c) => c.engine === "onnx" && !c.load);
+    const refuse = corpus.cases.refuse.filter((c) => c.pack === undefined).slice(0, 6);
+    const got = await page.evaluate(async ({ base, cases, refuse }) => {
+      const w = (globalThis as unknown as { dpedgeWorker: Runtime }).dpedgeWorker;
+      const get = (file: string): Promise<ArrayBuffer> => fetch(base + file).then((r) => r.arrayBuffer());
+      const out: string[] = [];
+      /** Everything a load gives but its times: the facts, and each text's result. */
+      const answers = async (clf: Runtime, texts: string[]): Promise<string> => JSON.stringify([clf.labels, clf.engineName,
+        clf.maxLength, clf.checkCosine, clf.info(),
+        (await clf.classify(texts, { topK: 3 })).map((r: Runtime) => ({ ...r, ms: 0 }))]);
+      for (const c of cases) {
+        const texts = (c.queries ?? []).map((q) => q.text);
+        const pack = c.pack === undefined ? undefined : new Uint8Array(await get(c.pack));
+        const given = await w.WorkerClassifier.load(new Uint8Array(await get(c.file)), { threads: 1, encoderPack: pack });
+        const promised = await w.WorkerClassifier.load(get(c.file), { threads: 1, encoderPack: pack });
+        if (given.warmUp !== null) out.push(`${c.file}: a warm-up with the bytes given`);
+        if (promised.warmUp?.ok !== true) out.push(`${c.file}: the warm-up did not run: ${JSON.stringify(promised.warmUp)}`);
+        const [a, b] = [await answers(given, texts), await answers(promised, texts)];
+        if (a !== b) out.push(`${c.file}: ${b.slice(0, 300)} != ${a.slice(0, 300)}`);
+        given.terminate();
+        promised.terminate();
+      }
+      for (const c of refuse) {
+        try {
+          (await w.WorkerClassifier.load(get(c.file))).terminate();
+          out.push(`${c.file}: accepted`);
+        } catch (e) {
+          const { name, code, path } = e as { name: string; code: string; path: string };
+          if (name !== "BundleError" || code !== c.code || path !== c.path) out.push(`${c.file}: ${name} ${code} at ${path}, want ${c.code} at ${c.path}`);
+        }
+      }
+      // A download that fails: load rejects with its error, at once or while the worker warms up.
+      const failure = new Error("the download failed");
+      for (const promise of [Promise.reject(failure), new Promise((_, no) => setTimeout(() => no(failure), 300))]) {
+        const why = await w.WorkerClassifier.load(promise).then(() => "loaded", (e: unknown) => e);
+        if (why !== failure) out.push(`a rejected promise: ${String(why)}`);
+      }
+      const wrong = await w.WorkerClassifier.load(fetch(base + cases[0]!.file)).then(() => "loaded", (e: Error) => `${e.name}: ${e.message}`);
+      if (!/^TypeError: .*neither a Uint8Array nor an ArrayBuffer/.test(wrong)) out.push(`a promise of a Response: ${wrong}`);
+      const controller = new AbortController();
+      const aborted = w.WorkerClassifier.load(new Promise(() => {}), { signal: controller.signal }).then(() => "loaded", (e: Error) => e.name);
+      controller.abort();
+      if (await aborted !== "AbortError") out.push(`aborted while downloading: ${await aborted}`);
+      return out;
+    }, { base: url, cases, refuse });
+    expect(got).toEqual([]);
     await page.close();
   });
 

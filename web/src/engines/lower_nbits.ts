@@ -125,7 +125,8 @@ const encoder = new TextEncoder();
 const text = (buf: Uint8Array, f: Field): string => decoder.decode(buf.subarray(f.start, f.end));
 
 // --------------------------------------------------------------------------- writing
-function putVarint(out: number[], value: number): void {
+// (also engines/warm_up.ts's, which writes its small model with them)
+export function putVarint(out: number[], value: number): void {
   while (value >= 0x80) {
     out.push((value % 0x80) | 0x80);
     value = Math.floor(value / 0x80);
@@ -134,18 +135,19 @@ function putVarint(out: number[], value: number): void {
 }
 
 /** A length-delimited field (a string, bytes or an embedded message). */
-function putBytes(out: number[], field: number, bytes: Uint8Array | readonly number[]): void {
+export function putBytes(out: number[], field: number, bytes: Uint8Array | readonly number[]): void {
   putVarint(out, field * 8 + 2);
   putVarint(out, bytes.length);
   for (const b of bytes) out.push(b);
 }
 
-function putInt(out: number[], field: number, value: number): void {
+/** A varint field. */
+export function putInt(out: number[], field: number, value: number): void {
   putVarint(out, field * 8);
   putVarint(out, value);
 }
 
-const putString = (out: number[], field: number, s: string): void => putBytes(out, field, encoder.encode(s));
+export const putString = (out: number[], field: number, s: string): void => putBytes(out, field, encoder.encode(s));
 
 // --------------------------------------------------------------------------- the model
 interface Tensor { dims: number[]; type: number; data: Uint8Array | null }
