@@ -27,7 +27,14 @@
  * ratio against Python in the same round (and the rounds' range). `--only A,B` keeps the rows
  * whose name holds A or B.
  *
- *     node scripts/build.mjs --no-tsc && node bench/worker.mjs [--bundle FILE] [--texts N] [--long N] [--rounds R] [--only A,B] [--python PATH]
+ * `--download MS` adds two worker rows (int8, one thread) where the bundle's bytes arrive MS ms
+ * after the start, a simulated download (the bytes are in the page's memory, behind a promise that
+ * a timer resolves): one gives them to WorkerClassifier.load once they are there, the other gives
+ * it the promise, so that the worker starts and warms its engine up meanwhile. A table more
+ * compares the two: start to first answer, bytes there to first answer, the warm-up's time, and
+ * the time saved round by round.
+ *
+ *     node scripts/build.mjs --no-tsc && node bench/worker.mjs [--bundle FILE] [--texts N] [--long N] [--rounds R] [--only A,B] [--download MS] [--python PATH]
  *
  * Defaults: ../models/quickstart.dpedge, 100 short texts, 20 long ones, the project's .venv Python.
  */
@@ -47,6 +54,7 @@ const longCount = Number(arg("--long", "20"));
 const python = arg("--python", process.env["DPEDGE_PYTHON"] ?? join(ROOT, ".venv", "bin", "python"));
 const rounds = Number(arg("--rounds", "1"));
 const only = arg("--only", null)?.split(",") ?? null;
+const download = arg("--download", null) === null ? null : Number(arg("--download", null));
 const all = readFileSync(join(ROOT, "data", "assistant", "test.jsonl"), "utf-8").split("\n").filter((l) => l.trim())
   .map((l) => JSON.parse(l).text);
 const short = all.slice(0, count);
@@ -55,14 +63,14 @@ const long = Array.from({ length: longCount }, (_, i) => Array.from({ length: 40
 const texts = [...short, ...long];
 
 /** One fresh page per row (onnxruntime-web fixes its threads once per page, or per worker). */
-async function measureBrowser(browser, origin, mode, threads, engineOptions = {}, embedTexts = []) {
+async function measureBrowser(browser, origin, mode, threads, engineOptions = {}, embedTexts = [], download = null) {
   const page = await browser.context.newPage();
   page.on("pageerror", (e) => console.error("page error:", e.message));
   await page.goto(origin + "/");
   await page.waitForFunction(() => document.body.dataset["state"] === "empty");
   await page.addScriptTag({ url: "/test-page/runtime.js", type: "module" });
   await page.waitForFunction(() => "dpedgeRuntime" in globalThis);
-  const result = await page.evaluate(async ({ file, texts, mode, threads, engineOptions, embedTexts }) => {
+  const result = await page.evaluate(async ({ file, texts, mode, threads, engineOptions, embedTexts, download }) => {
     const bytes = new Uint8Array(await (await fetch(`/bench-bundle/${file}`)).arrayBuffer());
     // The event-loop probe: the longest gap between two runs of a 10 ms timer chain.
     let last = performance.now();
@@ -86,9 +94,19 @@ async function measureBrowser(browser, origin, mode, threads, engineOptions = {}
     let engine;
     if (mode === "worker") {
       const { WorkerClassifier } = await import("/vendor/worker.js");
-      const clf = await WorkerClassifier.load(bytes, { threads, ...engineOptions });
+      // A simulated download: the bytes (already in memory) behind a promise that resolves download.ms
+      // after t0; given to load as that promise (the worker warms up meanwhile) or, once there, as bytes.
+      let arrived = t0;
+      const arriving = download && new Promise((done) => setTimeout(done, download.ms)).then(() => {
+        arrived = performance.now();
+        return bytes;
+      });
+      const given = download === null ? bytes : download.promise ? arriving : await arriving;
+      const clf = await WorkerClassifier.load(given, { threads, ...engineOptions });
       const [r] = await clf.classify([texts[0]]);
       const first = performance.now() - t0;
+      const afterBytes = performance.now() - arrived;
+      const warmUp = clf.warmUp;
       await new Promise((done) => setTimeout(done, 20));
       const loadBlock = block;
       block = 0;
@@ -102,7 +120,7 @@ async function measureBrowser(browser, origin, mode, threads, engineOptions = {}
       }
       engine = `${clf.engineName} in a Web Worker`;
       clf.terminate();
-      return { engine, first, per, labels, loadBlock, block: await stop() };
+      return { engine, first, afterBytes, warmUp, per, labels, loadBlock, block: await stop() };
     }
     const m = globalThis.dpedgeRuntime;
     // Where loading goes: reading and checking the bundle (its SHA-256, msgpack, every field and relation), and
@@ -133,7 +151,7 @@ async function measureBrowser(browser, origin, mode, threads, engineOptions = {}
     const embeddings = embedTexts.length ? (await clf.embed(embedTexts)).map((e) => Array.from(e)) : null;
     await clf.close();
     return { engine, first, per, labels, loadBlock, block: blockNow, parts: { read, compile, load }, embeddings };
-  }, { file: basename(bundlePath), texts, mode, threads, engineOptions, embedTexts });
+  }, { file: basename(bundlePath), texts, mode, threads, engineOptions, embedTexts, download });
   await page.close();
   return result;
 }
@@ -145,9 +163,11 @@ const fidelity = JSON.parse(spawnSync(python, ["-c", "import importlib.util as u
   { encoding: "utf-8" }).stdout);
 const embedTexts = [...texts, ...fidelity];
 
-// The browser rows: [name, mode, threads, engine options]. Each round measures Python, then every
+// The browser rows: [name, mode, threads, engine options, download]. Each round measures Python, then every
 // row in a fresh page, in the opposite order on odd rounds (the machine is shared: alternation and
-// repeats, then the median over rounds).
+// repeats, then the median over rounds). With --download MS, two rows more: the bundle's bytes arrive
+// MS ms after the load's start (a simulated download), given to WorkerClassifier.load once there, or as
+// the promise itself, while which the worker starts and warms up onnxruntime-web.
 const browserRows = [
   ["Chromium, page, 1 thread, MatMulNBits as it is (weights unpacked per run)", "page", 1, { kernel: "matmulnbits" }],
   ["Chromium, page, 1 thread, float32 rewrite", "page", 1, { kernel: "float32" }],
@@ -155,6 +175,12 @@ const browserRows = [
   ["Chromium, Web Worker, 1 thread, float32 rewrite", "worker", 1, { kernel: "float32" }],
   ["Chromium, Web Worker, 1 thread, int8 rewrite", "worker", 1, { kernel: "int8" }],
   ["Chromium, Web Worker, 2 threads, int8 rewrite", "worker", 2, { kernel: "int8" }],
+  ...(download === null ? [] : [
+    [`Chromium, Web Worker, 1 thread, int8 rewrite, a ${download} ms download, then load(bytes)`, "worker", 1, { kernel: "int8" },
+      { ms: download, promise: false }],
+    [`Chromium, Web Worker, 1 thread, int8 rewrite, a ${download} ms download, load(its promise): warm-up meanwhile`, "worker", 1,
+      { kernel: "int8" }, { ms: download, promise: true }],
+  ]),
 ].filter(([name]) => only === null || only.some((o) => name.includes(o)));
 const runs = new Map(); // name -> results, one per round
 const add = (name, r) => runs.set(name, [...(runs.get(name) ?? []), r]);
@@ -173,8 +199,8 @@ try {
     add("Python, 1 thread", { ...p, first: p.load + p.first, block: null, loadBlock: null });
     if (browser === null) continue;
     const origin = `http://127.0.0.1:${server.address().port}`;
-    for (const [name, mode, threads, options] of round % 2 ? [...browserRows].reverse() : browserRows) {
-      add(name, await measureBrowser(browser, origin, mode, threads, options, round === 0 && mode === "page" ? embedTexts : []));
+    for (const [name, mode, threads, options, dl] of round % 2 ? [...browserRows].reverse() : browserRows) {
+      add(name, await measureBrowser(browser, origin, mode, threads, options, round === 0 && mode === "page" ? embedTexts : [], dl ?? null));
       console.error(`round ${round + 1}/${rounds}: ${name}`);
     }
   }
@@ -233,4 +259,24 @@ const parts = [...runs].find(([name, rs]) => rs[0].parts && name.includes("int8"
 if (parts) {
   console.log(`\nLoading in the page (int8 rewrite, round 1): reading and checking the bundle ${ms(parts.read)}, compiling onnxruntime-web's WebAssembly ` +
     `alone ${ms(parts.compile)}; Classifier.load in all ${ms(parts.load)} (the rest: the rewrite, the engine's session and the check text).`);
+}
+
+const downloads = [...runs].filter(([name]) => name.includes("download"));
+if (downloads.length) {
+  const range = (xs) => (xs.length > 1 ? ` (${Math.min(...xs).toFixed(0)} to ${Math.max(...xs).toFixed(0)})` : "");
+  const fig = (xs) => `${ms(median(xs))}${range(xs)}`;
+  console.log(`\nA simulated download: the bundle's bytes (in the page's memory) behind a promise resolving ${download} ms after the ` +
+    "start; the median over rounds (and the range):\n");
+  console.log("| worker, 1 thread, int8 | start to first answer | bytes there to first answer | warm-up in the worker (ran) |");
+  console.log("|---|---|---|---|");
+  for (const [name, rs] of downloads) {
+    const w = rs.filter((r) => r.warmUp);
+    console.log(`| ${name.replace(/.*download, /, "")} | ${fig(rs.map((r) => r.first))} | ${fig(rs.map((r) => r.afterBytes))} | ` +
+      `${w.length ? `${fig(w.map((r) => r.warmUp.ms))} (${w.filter((r) => r.warmUp.ok).length}/${rs.length})` : "-"} |`);
+  }
+  const [cold, warm] = downloads.map(([, rs]) => rs);
+  if (cold && warm) {
+    const saved = cold.map((r, i) => r.first - warm[i].first);
+    console.log(`\nThe warm-up saved ${fig(saved)} to the first answer, round by round.`);
+  }
 }
