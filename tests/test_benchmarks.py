@@ -89,6 +89,18 @@ def test_second_moment_study_runs_and_its_exact_row_is_the_ceiling(exported_enco
     assert max(accs[("inf", "32")][:3]) > 60  # 7 labels: chance is 14
 
 
+@pytest.mark.ray
+def test_head_steps_benchmark_times_local_and_ray(tmp_path):
+    """The CI smoke version of benchmarks/head_steps.py (the head's steps, local and on Ray)."""
+    out = tmp_path / "steps.json"
+    r = subprocess.run([sys.executable, "benchmarks/head_steps.py", "--records", "4000", "--steps", "3", "--out",
+                        str(out)], capture_output=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "| ray (2 workers) |" in r.stdout.decode()
+    result = json.loads(out.read_text())
+    assert result["rule_steps"] == 196 and all(s > 0 for s in result["seconds_per_step"].values())
+
+
 def test_person_head_benchmark_runs_and_writes_json(exported_encoder, tmp_path):
     """The CI smoke version of benchmarks/person_head.py (the person-level head against the
     person-level default): the project's own data in synthetic persons of up to 4 records."""
