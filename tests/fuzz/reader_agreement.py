@@ -261,8 +261,18 @@ def java_answers(folder: Path) -> dict[str, Any]:
                 folder / "answers-java.json")
 
 
+def _dist_is_stale() -> bool:
+    """Whether web/dist is missing or older than a source it is built from (format/ or web/src/):
+    a stale build would answer for code that is no longer there."""
+    built = ROOT / "web" / "dist" / "index.js"
+    if not built.is_file():
+        return True
+    sources = [*(ROOT / "web" / "src").rglob("*.ts"), *(ROOT / "format" / "1").glob("*.json")]
+    return max(p.stat().st_mtime for p in sources) > built.stat().st_mtime
+
+
 def web_answers(folder: Path) -> dict[str, Any]:
-    if not (ROOT / "web" / "dist" / "index.js").is_file():
+    if _dist_is_stale():
         subprocess.run(["npm", "run", "-s", "build"], cwd=ROOT / "web", check=True, capture_output=True)
     return _run(["node", str(ROOT / "web" / "scripts" / "answers.mjs"), str(folder)], folder / "answers-web.json")
 
