@@ -466,7 +466,42 @@ function lower(model: Uint8Array, external: Map<string, Uint8Array>, kernel: Low
   return { model: result, data, nodes: lowered.size, int8 };
 }
 
-type Attribute = [name: string, value: number | readonly number[]];
+/** A node attribute: an int or ints, not negative (putInt writes no negative varint). */
+export type Attribute = [name: string, value: number | readonly number[]];
+
+/** A NodeProto's bytes (onnx.proto): inputs, outputs, name, op type, attributes and domain. */
+export function nodeMessage(op: string, inputs: readonly string[], outputs: readonly string[], name: string,
+                            attributes: readonly Attribute[] = [], domain = ""): number[] {
+  const n: number[] = [];
+  for (const x of inputs) putString(n, NODE_INPUT, x);
+  for (const x of outputs) putString(n, NODE_OUTPUT, x);
+  putString(n, NODE_NAME, name);
+  putString(n, NODE_OP_TYPE, op);
+  for (const [key, value] of attributes) {
+    const a: number[] = [];
+    putString(a, ATTR_NAME, key);
+    if (typeof value === "number") {
+      putInt(a, ATTR_I, value);
+      putInt(a, ATTR_TYPE, ATTR_TYPE_INT);
+    } else {
+      for (const v of value) putInt(a, ATTR_INTS, v);
+      putInt(a, ATTR_TYPE, ATTR_TYPE_INTS);
+    }
+    putBytes(n, NODE_ATTRIBUTE, a);
+  }
+  if (domain) putString(n, NODE_DOMAIN, domain);
+  return n;
+}
+
+/** A TensorProto's bytes with its data inline (raw_data). */
+export function rawTensorMessage(name: string, type: number, dims: readonly number[], raw: Uint8Array): number[] {
+  const t: number[] = [];
+  for (const d of dims) putInt(t, T_DIMS, d);
+  putInt(t, T_DATA_TYPE, type);
+  putString(t, T_NAME, name);
+  putBytes(t, T_RAW_DATA, raw);
+  return t;
+}
 
 /** The new graph's fields, and the small constants its int8 nodes share (written once, at the end). */
 class GraphWriter {
@@ -477,26 +512,8 @@ class GraphWriter {
 
   node(op: string, inputs: readonly string[], outputs: readonly string[], name: string, attributes: readonly Attribute[] = [],
        domain = ""): void {
-    const n: number[] = [];
-    for (const x of inputs) putString(n, NODE_INPUT, x);
-    for (const x of outputs) putString(n, NODE_OUTPUT, x);
-    putString(n, NODE_NAME, name);
-    putString(n, NODE_OP_TYPE, op);
-    for (const [key, value] of attributes) {
-      const a: number[] = [];
-      putString(a, ATTR_NAME, key);
-      if (typeof value === "number") {
-        putInt(a, ATTR_I, value);
-        putInt(a, ATTR_TYPE, ATTR_TYPE_INT);
-      } else {
-        for (const v of value) putInt(a, ATTR_INTS, v);
-        putInt(a, ATTR_TYPE, ATTR_TYPE_INTS);
-      }
-      putBytes(n, NODE_ATTRIBUTE, a);
-    }
-    if (domain) putString(n, NODE_DOMAIN, domain);
     const field: number[] = [];
-    putBytes(field, GRAPH_NODE, n);
+    putBytes(field, GRAPH_NODE, nodeMessage(op, inputs, outputs, name, attributes, domain));
     this.parts.push(Uint8Array.from(field));
   }
 
@@ -536,13 +553,8 @@ class GraphWriter {
 
   constants(): void {
     for (const c of this.shared.values()) {
-      const t: number[] = [];
-      for (const d of c.dims) putInt(t, T_DIMS, d);
-      putInt(t, T_DATA_TYPE, c.type);
-      putString(t, T_NAME, c.name);
-      putBytes(t, T_RAW_DATA, c.raw);
       const field: number[] = [];
-      putBytes(field, GRAPH_INITIALIZER, t);
+      putBytes(field, GRAPH_INITIALIZER, rawTensorMessage(c.name, c.type, c.dims, c.raw));
       this.parts.push(Uint8Array.from(field));
     }
   }

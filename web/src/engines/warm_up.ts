@@ -12,7 +12,8 @@
  * the kernel asked for), so that the integer kernels the bundle will run are the ones warmed.
  * Its weights are fixed numbers, not random: the warm-up does the same work every time.
  */
-import { LOWERED_LOCATION, lowerMatMulNBits, putBytes, putInt, putString, type LowerKernel } from "./lower_nbits.js";
+import { LOWERED_LOCATION, lowerMatMulNBits, nodeMessage, putBytes, putInt, putString, rawTensorMessage,
+  type Attribute, type LowerKernel } from "./lower_nbits.js";
 import { createSession, run, type OrtModule, type OrtSessionOptions } from "./onnxruntime.js";
 
 /** The layer's width (hidden size); the feed-forward part is twice as wide, so that one MatMulNBits spans two blocks. */
@@ -25,9 +26,6 @@ const VOCAB = 64;
 // Field numbers of onnx.proto.
 const [MODEL_IR_VERSION, MODEL_PRODUCER, MODEL_GRAPH, MODEL_OPSET] = [1, 2, 7, 8];
 const [GRAPH_NODE, GRAPH_NAME, GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_OUTPUT] = [1, 2, 5, 11, 12];
-const [NODE_INPUT, NODE_OUTPUT, NODE_NAME, NODE_OP_TYPE, NODE_ATTRIBUTE, NODE_DOMAIN] = [1, 2, 3, 4, 5, 7];
-const [ATTR_NAME, ATTR_I, ATTR_INTS, ATTR_TYPE, ATTR_TYPE_INT, ATTR_TYPE_INTS] = [1, 3, 8, 20, 2, 7];
-const [T_DIMS, T_DATA_TYPE, T_NAME, T_RAW_DATA] = [1, 2, 8, 9];
 const [FLOAT, UINT8, INT64] = [1, 2, 7];
 
 const message = (write: (out: number[]) => void): number[] => {
@@ -36,39 +34,10 @@ const message = (write: (out: number[]) => void): number[] => {
   return out;
 };
 
-/** An attribute's value: an int or ints, not negative (putInt writes no negative varint). */
-type Attr = number | readonly number[];
-
-function nodeProto(op: string, inputs: readonly string[], output: string, attrs: Record<string, Attr> = {}, domain = ""): number[] {
-  return message((out) => {
-    for (const x of inputs) putString(out, NODE_INPUT, x);
-    putString(out, NODE_OUTPUT, output);
-    putString(out, NODE_NAME, `/${output}`); // a name of its own: the rewrite names the nodes it makes after it
-    putString(out, NODE_OP_TYPE, op);
-    for (const [name, value] of Object.entries(attrs)) {
-      putBytes(out, NODE_ATTRIBUTE, message((a) => {
-        putString(a, ATTR_NAME, name);
-        if (typeof value === "number") {
-          putInt(a, ATTR_I, value);
-          putInt(a, ATTR_TYPE, ATTR_TYPE_INT);
-        } else {
-          for (const v of value) putInt(a, ATTR_INTS, v);
-          putInt(a, ATTR_TYPE, ATTR_TYPE_INTS);
-        }
-      }));
-    }
-    if (domain) putString(out, NODE_DOMAIN, domain);
-  });
-}
-
-function tensorProto(name: string, type: number, dims: readonly number[], data: Uint8Array): number[] {
-  return message((out) => {
-    for (const d of dims) putInt(out, T_DIMS, d);
-    putInt(out, T_DATA_TYPE, type);
-    putString(out, T_NAME, name);
-    putBytes(out, T_RAW_DATA, data);
-  });
-}
+/** A node of the warm-up graph: its one output names it (the rewrite names the nodes it makes after it). */
+const nodeProto = (op: string, inputs: readonly string[], output: string,
+                   attrs: Record<string, Attribute[1]> = {}, domain = ""): number[] =>
+  nodeMessage(op, inputs, [output], `/${output}`, Object.entries(attrs), domain);
 
 /** A graph input or output: its name, element type and dims (a string: a symbolic dim). */
 function valueInfo(name: string, type: number, dims: readonly (number | string)[]): number[] {
@@ -95,7 +64,7 @@ export function warmUpModel(): Uint8Array {
   const h = WARM_WIDTH;
   const initializers: number[][] = [];
   const init = (name: string, type: number, dims: readonly number[], data: Uint8Array): string => {
-    initializers.push(tensorProto(name, type, dims, data));
+    initializers.push(rawTensorMessage(name, type, dims, data));
     return name;
   };
   /** MatMulNBits' B (uint8 [N, blocks, BLOCK]) and scales (float32 [N * blocks]) for K x N. */
@@ -111,7 +80,7 @@ export function warmUpModel(): Uint8Array {
   const scalar = (name: string, v: number): string => init(name, FLOAT, [], floats(1, () => v));
   const [one, half, root2, negative, rootH] = [scalar("one", 1), scalar("half", 0.5), scalar("root2", Math.SQRT2),
     scalar("masked", -10000), scalar("rootH", Math.sqrt(h))];
-  const nbitsAttrs = (k: number, n: number): Record<string, Attr> => ({ K: k, N: n, bits: 8, block_size: BLOCK, accuracy_level: 4 });
+  const nbitsAttrs = (k: number, n: number): Record<string, Attribute[1]> => ({ K: k, N: n, bits: 8, block_size: BLOCK, accuracy_level: 4 });
   const nodes = [
     nodeProto("Gather", [table, "input_ids"], "x"),
     nodeProto("LayerNormalization", ["x", gamma, beta], "h", { axis: 2 }),
