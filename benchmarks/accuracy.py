@@ -52,7 +52,7 @@ from peers import DP_PEERS, dp_peer, logistic_regression  # noqa: E402
 from exporter.encoder_export import export_encoder  # noqa: E402
 from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.hyperplanes import draw_hyperplanes  # noqa: E402
-from exporter.privacy import PrivacyBudget, default_shares  # noqa: E402
+from exporter.privacy import NeighbourRelation, PrivacyBudget, default_shares  # noqa: E402
 from exporter.public_basis import fit_public_basis, public_texts, task_basis  # noqa: E402
 from exporter.stages import Hashing, PublicInputs, aligned_hashing, assemble_bundle, release_class_stats  # noqa: E402
 from exporter.votes import VoteCounter, release_votes  # noqa: E402
@@ -106,13 +106,13 @@ def random_release(ds: Dataset, encoder: EncoderSpec, bits: int, tables: int, ep
 
 
 def bundle_release(ds: Dataset, encoder: EncoderSpec, public: PublicInputs, eps: float, seed: int,
-                   votes_share: float, args: argparse.Namespace) -> Bundle:
+                   votes_share: float, args: argparse.Namespace, relation: NeighbourRelation | None = None) -> Bundle:
     """One bundle as `python -m exporter build` makes it (class counts, class sums in the
     subspace they choose, and vote tables hashed along them when ``votes_share`` > 0), through
     the build's own stages and `assemble_bundle`; --prior-records-per-class and
     --description-pull replace the scoring constants it ships (post-processing: the releases
-    are the same)."""
-    budget = PrivacyBudget(eps, shares=default_shares("aligned", votes_share))
+    are the same). ``relation`` is the privacy unit (None: one record)."""
+    budget = PrivacyBudget(eps, relation, shares=default_shares("aligned", votes_share))
     engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
     stats = release_class_stats(engine, public, len(ds.labels), budget, basis_dim=args.basis_dim, clip_l1=args.clip_l1)
     hashing = votes = None

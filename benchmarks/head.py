@@ -49,13 +49,16 @@ from exporter import encoders as known  # noqa: E402
 from exporter.encoder_export import export_encoder  # noqa: E402
 from exporter.engine import MemoryEngine  # noqa: E402
 from exporter.head import RULE_MAX_STEPS, learning_rate  # noqa: E402
-from exporter.privacy import PrivacyBudget, head_shares  # noqa: E402
+from exporter.privacy import NeighbourRelation, PrivacyBudget, head_shares  # noqa: E402
 from exporter.public_basis import public_texts, task_basis  # noqa: E402
 from exporter.stages import PublicInputs, assemble_bundle, release_head_stats  # noqa: E402
 from runtime.scoring import Scorer  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 DATASETS = ("trec", "agnews", "cr", "sst2")
+#: The default bundle's settings: the build's defaults (benchmarks/accuracy.py's `bundle_release`).
+SETTINGS = argparse.Namespace(basis_dim=None, clip_l1=None, tables=32, bits=None, public_directions=0,
+                              prior_records_per_class=None, description_pull=None)
 
 
 def vocabulary(embedder: Embedder) -> np.ndarray:
@@ -71,16 +74,20 @@ def vocabulary(embedder: Embedder) -> np.ndarray:
 
 
 def head_run(ds, encoder, embed, vocab: np.ndarray, eps: float, delta: float,
-             lr_scale: float = 1.0, max_steps: int = 0) -> tuple[float, dict]:
+             lr_scale: float = 1.0, max_steps: int = 0, units: np.ndarray | None = None,
+             relation: NeighbourRelation | None = None) -> tuple[float, dict]:
     """One head build's releases on the training split (as `python -m exporter build --delta`),
-    and the test accuracy of the bundle through the runtime's scorer."""
-    budget = PrivacyBudget(eps, shares=head_shares(), delta=delta)
-    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
-    counts, head, _ = release_head_stats(engine, embed, vocab, ds.labels, budget, lr_scale=lr_scale,
-                                      max_steps=max_steps or RULE_MAX_STEPS)
-    bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts)
+    and the test accuracy of the bundle through the runtime's scorer. With ``units`` (each
+    record's person) and a person ``relation`` of K above 1, the person-level head's."""
+    person = relation is not None and relation.max_records > 1
+    budget = PrivacyBudget(eps, relation, shares=head_shares(person=person), delta=delta)
+    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name, units=units if person else None)
+    counts, head, persons = release_head_stats(engine, embed, vocab, ds.labels, budget, lr_scale=lr_scale,
+                                               max_steps=max_steps or RULE_MAX_STEPS)
+    bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts, persons=persons)
     rule = {"sample_rate": head.sample_rate, "steps": head.steps, "noise_multiplier": head.noise_multiplier,
-            "head_epsilon": head.epsilon, "learning_rate": lr_scale * learning_rate(budget.epsilon)}
+            "head_epsilon": head.epsilon, "learning_rate": lr_scale * learning_rate(budget.epsilon),
+            "noisy_persons": persons}
     return _accuracy(Scorer(bundle), ds), rule
 
 
@@ -104,8 +111,6 @@ def run_encoder(name: str, args: argparse.Namespace, epsilons: list[float]) -> d
     encoder = embedder.exported.to_bundle_encoder()
     vocab = vocabulary(embedder)
     variants = [(x, m) for x in (args.lr_scales or [known.head_lr_scale(encoder)]) for m in args.max_steps]
-    settings = argparse.Namespace(basis_dim=None, clip_l1=None, tables=32, bits=None, public_directions=0,
-                                  prior_records_per_class=None, description_pull=None)
     results: dict[str, dict] = {}
     for folder, size in ((f, n) for f in args.data for n in args.train_sizes):
         ds = subsample(embedder.dataset(folder), size)
@@ -117,7 +122,7 @@ def run_encoder(name: str, args: argparse.Namespace, epsilons: list[float]) -> d
         for eps in epsilons:
             key = f"{eps:g}"
             t0 = time.perf_counter()
-            r["default"][key] = [_accuracy(Scorer(bundle_release(ds, encoder, public, eps, i, 0.0, settings)), ds)
+            r["default"][key] = [_accuracy(Scorer(bundle_release(ds, encoder, public, eps, i, 0.0, SETTINGS)), ds)
                                  for i in range(args.repeats)]
             t1 = time.perf_counter()
             for v in variants:

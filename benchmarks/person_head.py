@@ -36,17 +36,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Dataset, Embedder  # noqa: E402
-from accuracy import _accuracy  # noqa: E402
+from common import Embedder  # noqa: E402
+from accuracy import _accuracy, bundle_release  # noqa: E402
 from encoder_table import MODELS  # noqa: E402
-from head import DATA, DATASETS, _fmt, vocabulary  # noqa: E402
+from head import DATA, DATASETS, SETTINGS, _fmt, head_run, vocabulary  # noqa: E402
 
 from exporter import encoders as known  # noqa: E402
 from exporter.encoder_export import export_encoder  # noqa: E402
-from exporter.engine import MemoryEngine  # noqa: E402
-from exporter.privacy import NeighbourRelation, PrivacyBudget, default_shares, head_shares  # noqa: E402
+from exporter.privacy import NeighbourRelation  # noqa: E402
 from exporter.public_basis import task_basis  # noqa: E402
-from exporter.stages import PublicInputs, assemble_bundle, release_class_stats, release_head_stats  # noqa: E402
+from exporter.stages import PublicInputs  # noqa: E402
 from runtime.scoring import Scorer  # noqa: E402
 
 UNIT_COLUMN = "person"
@@ -70,28 +69,9 @@ def synthetic_persons(records: int, k: int, seed: int = 0) -> np.ndarray:
     return units
 
 
-def default_run(ds: Dataset, encoder, public: PublicInputs, eps: float, k: int) -> float:
-    """The default bundle's accuracy with K records a person (K = 1: one record is the unit)."""
-    relation = NeighbourRelation.person(UNIT_COLUMN, k) if k > 1 else NeighbourRelation.record()
-    budget = PrivacyBudget(eps, relation, shares=default_shares("aligned", 0.0))
-    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name)
-    stats = release_class_stats(engine, public, len(ds.labels), budget)
-    return _accuracy(Scorer(assemble_bundle(ds.labels, encoder, budget, None, None, stats=stats, public=public)), ds)
-
-
-def head_run(ds: Dataset, encoder, embed, vocab: np.ndarray, eps: float, delta: float, units: np.ndarray | None,
-             k: int, lr_factor: float = 1.0) -> tuple[float, dict]:
-    """The head bundle's accuracy, and its rule, with ``units`` (each record's person; None: one
-    record is the unit) of at most K records."""
-    person = units is not None and k > 1
-    relation = NeighbourRelation.person(UNIT_COLUMN, k) if person else NeighbourRelation.record()
-    budget = PrivacyBudget(eps, relation, shares=head_shares(person=person), delta=delta)
-    engine = MemoryEngine(ds.train.embeddings, ds.train.labels, ds.name, units=units if person else None)
-    counts, head, persons = release_head_stats(engine, embed, vocab, ds.labels, budget,
-                                               lr_scale=lr_factor * known.head_lr_scale(encoder))
-    bundle = assemble_bundle(ds.labels, encoder, budget, None, None, head=head, counts=counts, persons=persons)
-    return _accuracy(Scorer(bundle), ds), {"sample_rate": head.sample_rate, "steps": head.steps,
-                                           "noise_multiplier": head.noise_multiplier, "noisy_persons": persons}
+def relation(k: int) -> NeighbourRelation:
+    """The privacy unit: a person of up to K records (K = 1: one record)."""
+    return NeighbourRelation.person(UNIT_COLUMN, k) if k > 1 else NeighbourRelation.record()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,11 +113,13 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(args.repeats):
                     person = m.startswith("person")
                     factor = float(m.split(" x")[1]) if " lr x" in m else 1.0
+                    unit = relation(k if person else 1)
                     if m.endswith("default"):
-                        runs.append(default_run(ds, encoder, public, eps, k if person else 1))
+                        runs.append(_accuracy(Scorer(bundle_release(ds, encoder, public, eps, 0, 0.0, SETTINGS, unit)),
+                                              ds))
                     else:
                         acc, rule = head_run(ds, encoder, embedder.embed, vocab, eps, args.delta,
-                                             units if person else None, k if person else 1, factor)
+                                             factor * known.head_lr_scale(encoder), units=units, relation=unit)
                         runs.append(acc)
                         r["rule"].setdefault(key, {})[m] = rule
                 r[m][key] = runs
