@@ -420,18 +420,18 @@ class PerUnit:
         return total
 
 
-def train(records: StepSums, noisy_counts: np.ndarray, rule: HeadRule, noisy_sum: NoisySteps,
-          progress: bool = False, population: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def train(records: StepSums, noisy_counts: np.ndarray, rule: HeadRule, noisy_sum: NoisySteps, population: float,
+          progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(W (C, D), b (C,)) after the rule's T noisy steps from W = 0, b = `initial_bias`, each
-    step's exact sum from ``records``; the step is the noisy sum over q N, N the noisy number of
-    units (``population``: the persons; None: the records, the sum of the noisy counts).
-    ``progress`` shows a bar of the steps (T is public; nothing about the batches is shown)."""
+    step's exact sum from ``records``; the step is the noisy sum over q N, N = ``population``
+    the rule's noisy number of units (records or persons). ``progress`` shows a bar of the steps
+    (T is public; nothing about the batches is shown)."""
     from tqdm import tqdm
 
     classes, dim = len(noisy_counts), records.dim
     weights = np.zeros((classes, dim), np.float64)
     bias = initial_bias(noisy_counts)
-    n_noisy = max(float(np.sum(noisy_counts) if population is None else population), 1.0)
+    n_noisy = max(float(population), 1.0)
     step_size = rule.learning_rate / (rule.grid * rule.sample_rate * n_noisy)
     for _ in tqdm(range(rule.steps), desc="head (DP-SGD)", unit="step", disable=not progress, dynamic_ncols=True):
         total = records(weights, bias, sample_rate=rule.sample_rate, clip_l2=rule.clip_l2, grid=rule.grid)
@@ -467,7 +467,7 @@ def release_head(records: StepSums, origin: np.ndarray, noisy_counts: np.ndarray
                           f"head's share")
     budget.declare_post_processing("the head's bias starts at the log of the noisy class shares; its weights and bias "
                                    "are the noisy gradient sums' updates")
-    weights, bias = train(records, noisy_counts, rule, steps, progress, n_noisy if person else None)
+    weights, bias = train(records, noisy_counts, rule, steps, n_noisy, progress)
     facts = budget.head
     assert facts is not None and steps.used == facts.steps
     return HeadRelease(epsilon=facts.epsilon, delta=facts.delta, sensitivity_l2=facts.sensitivity_l2,
