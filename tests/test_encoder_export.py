@@ -67,3 +67,53 @@ def test_export_refuses_a_folder_that_is_not_a_sentence_transformer(tmp_path):
     (tmp_path / "model").mkdir()
     with pytest.raises(EncoderExportError, match="not a sentence-transformers model folder"):
         export_encoder(tmp_path / "model", models_dir=tmp_path)
+
+
+
+@pytest.mark.parametrize("family", ["bert", "mpnet"])
+def test_basic_optimized_graph_embeds_as_the_quantized_one_bit_for_bit(family, tmp_path):
+    """The shipped graph is onnxruntime's basic optimization of the quantized one, applied at
+    export. Run as a reader runs a bundle's encoder, both give the same embeddings bit for bit,
+    for texts of every length up to the limit; the shipped one has fewer nodes and no operator
+    outside its family. The corpus's tiny encoders of both families (optimum's export, the same
+    operators as the real ones)."""
+    import dataclasses
+    import sys
+
+    import onnx
+
+    from conftest import ROOT
+    from exporter.encoder_export import _basic_optimized, _export_fp32, _quantized, externalize
+    from runtime.bundle.model_family import check_model
+    from runtime.bundle.schema import FAMILY_ONNX_OPS, EncoderSpec
+
+    sys.path.insert(0, str(ROOT / "format" / "tools"))
+    import tiny_encoder
+
+    folder = tiny_encoder.source_folder(tmp_path, family)
+    plain_path = tmp_path / "plain.onnx"
+    _quantized(_export_fp32(folder, tmp_path / "fp32"), plain_path)
+    plain_model, shipped_model = onnx.load(str(plain_path)), _basic_optimized(plain_path)
+    assert len(shipped_model.graph.node) < 0.75 * len(plain_model.graph.node)
+    assert {(n.domain, n.op_type) for n in shipped_model.graph.node} <= FAMILY_ONNX_OPS[family]
+    assert not any(n.op_type == "Constant" for n in shipped_model.graph.node)
+
+    (plain, plain_weights), (shipped, shipped_weights) = externalize(plain_model), externalize(shipped_model)
+    check_model("onnx", shipped, len(shipped_weights), family)
+    tokenizer_json = (folder / "tokenizer.json").read_text(encoding="utf-8")
+    max_length = tiny_encoder.MAX_LENGTH
+    spec = EncoderSpec(format="onnx", model=plain, weights=plain_weights, tokenizer_json=tokenizer_json,
+                       max_length=max_length, dim=tiny_encoder.DIM, text_prefix="", inputs=tuple(i.name for i in plain_model.graph.input),
+                       output="sentence_embedding", check_text="", check_embedding=np.zeros(tiny_encoder.DIM, np.float32), family=family)
+    ids = TextTokenizer(tokenizer_json, max_length).encode(list(FIDELITY_TEXTS) + ["x", "word " * 400])
+    assert max(len(i) for i in ids) == max_length
+    a = TextEncoder(spec, threads=1).embed(ids)
+    b = TextEncoder(dataclasses.replace(spec, model=shipped, weights=shipped_weights), threads=1).embed(ids)
+    assert a.dtype == b.dtype == np.float32 and a.tobytes() == b.tobytes()
+
+
+def test_the_shipped_encoder_is_basic_optimized(exported_encoder):
+    import onnx
+
+    graph = onnx.load_model_from_string(exported_encoder.to_bundle_encoder().model).graph
+    assert len(graph.node) < 400 and not any(n.op_type == "Constant" for n in graph.node)  # 571 before
