@@ -3,7 +3,7 @@ Raspberry Pi pays on every call of the command line.
 
     python benchmarks/first_answer.py --bundle B [--bundle STATS --encoder-pack PACK] [--runs 15] [--out F.json]
 
-For each bundle, fresh processes of
+Fresh processes of
 
 - the floor: ``python -c "import numpy, msgpack, onnxruntime"`` (the runtime's dependencies
   imported, nothing done), and
@@ -11,8 +11,10 @@ For each bundle, fresh processes of
   (import, read and check the bundle, create the engine's session, check the encoder against
   the bundle's check embedding, classify one text, exit),
 
-are run alternately (floor, answer, floor, answer, ...), so that a machine's changing load
-falls on both alike. Each child is forked by a tiny launcher (runtime_perf.LAUNCHER) and
+are run alternately, in rounds: a floor process before each bundle's answer process, the
+bundles in turn (floor, answer A, floor, answer B, floor, answer A, ...), so that a machine's
+changing load falls on every row alike; each ratio is against the median of all the run's
+floors. Each child is forked by a tiny launcher (runtime_perf.LAUNCHER) and
 reaped with os.wait4: its CPU time is its own user + system time (every thread), its peak
 memory its ru_maxrss. The table gives medians and their ratios; the goals are 1.6x the floor's
 CPU and 90 MiB of peak memory for the quick-start bundle.
@@ -76,27 +78,36 @@ def answer_cmd(bundle: Path, pack: Path | None, text: str = SHORT_TEXT) -> list[
     return [sys.executable, "-m", "runtime.classify", "--bundle", str(bundle), *pack_args, "--threads", "1", text]
 
 
-def measure(bundle: Path, pack: Path | None = None, runs: int = 15) -> dict[str, Any]:
-    """Medians of ``runs`` alternating floor and answer processes (after one untimed pair)."""
+def measure_all(cases: Sequence[tuple[Path, Path | None]], runs: int = 15) -> list[dict[str, Any]]:
+    """Medians of ``runs`` rounds (after one untimed round), each round a floor process before
+    each bundle's answer process, bundles in turn: every bundle is measured over the same span
+    of the machine's changing load, and against the floors of the whole run (``runs`` times the
+    number of bundles of them), whose median is steadier than a few of its own."""
     env = child_env()
     floor_cmd = [sys.executable, "-c", FLOOR_CODE]
-    cmd = answer_cmd(bundle, pack)
-    launch(floor_cmd, env), launch(cmd, env)  # fills the bytecode cache and the page cache
-    floor, answer = [], []
+    cmds = [answer_cmd(bundle, pack) for bundle, pack in cases]
+    for cmd in cmds:
+        launch(floor_cmd, env), launch(cmd, env)  # fills the bytecode cache and the page cache
+    floor: list[dict[str, float]] = []
+    answers: list[list[dict[str, float]]] = [[] for _ in cmds]
     for _ in range(runs):
-        floor.append(launch(floor_cmd, env))
-        answer.append(launch(cmd, env))
+        for cmd, answer in zip(cmds, answers):
+            floor.append(launch(floor_cmd, env))
+            answer.append(launch(cmd, env))
     med = lambda rows, key: statistics.median(r[key] for r in rows)  # noqa: E731
-    out = {"bundle": str(bundle), "pack": None if pack is None else str(pack), "runs": runs,
-           "floor_cpu_s": med(floor, "cpu_s"), "floor_peak_mib": med(floor, "peak_mib"),
-           "cpu_s": med(answer, "cpu_s"), "peak_mib": med(answer, "peak_mib"), "answer_s": med(answer, "answer_s")}
-    out["cpu_ratio"] = out["cpu_s"] / out["floor_cpu_s"]
+    out = []
+    for (bundle, pack), answer in zip(cases, answers):
+        row = {"bundle": str(bundle), "pack": None if pack is None else str(pack), "runs": runs,
+               "floor_cpu_s": med(floor, "cpu_s"), "floor_peak_mib": med(floor, "peak_mib"),
+               "cpu_s": med(answer, "cpu_s"), "peak_mib": med(answer, "peak_mib"), "answer_s": med(answer, "answer_s")}
+        row["cpu_ratio"] = row["cpu_s"] / row["floor_cpu_s"]
+        out.append(row)
     return out
 
 
 #: What the table's figures are (printed under it).
-NOTE = ("Medians over fresh processes run alternately with the floor (python -c 'import numpy, msgpack, "
-        "onnxruntime'); CPU is the child's user + system time (os.wait4), peak its ru_maxrss; bytecode caches on.")
+NOTE = ("Medians over rounds of fresh processes, a floor process (python -c 'import numpy, msgpack, "
+        "onnxruntime') before each bundle's, bundles in turn; each ratio is against the floors of the whole run. CPU is the child's user + system time (os.wait4), peak its ru_maxrss; bytecode caches on.")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -122,17 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=15, help="fresh processes of each kind per bundle (default 15)")
     ap.add_argument("--out", type=Path, help="also write the results as JSON")
     args = ap.parse_args(argv)
-    rows = []
+    cases = []
     for b in args.bundle:
         if not b.is_file():
             ap.error(f"bundle not found: {b}")
-        names_pack = args.encoder_pack is not None and names_a_pack(b)
-        sys.stderr.write(f"first answer: {b} ({args.runs} pairs of fresh processes)\n")
-        try:
-            rows.append(measure(b, args.encoder_pack if names_pack else None, args.runs))
-        except RuntimeError as exc:
-            sys.stderr.write(f"error: {exc}\n")
-            return 1
+        cases.append((b, args.encoder_pack if args.encoder_pack is not None and names_a_pack(b) else None))
+    sys.stderr.write(f"first answer: {len(cases)} bundle(s), {args.runs} rounds of fresh processes\n")
+    try:
+        rows = measure_all(cases, args.runs)
+    except RuntimeError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
     print(table(rows))
     print(f"\n{NOTE}")
     if args.out:

@@ -1057,9 +1057,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from benchmarks import first_answer  # it imports this module's launcher: imported here, once both exist
 
-    for e in entries:
-        log(f"first answer against the import floor: {e['name']} ({args.cold_runs} pairs of processes)")
-        e["first_answer"] = first_answer.measure(Path(e["path"]), None, args.cold_runs)
+    log(f"first answer against the import floor: {len(entries)} bundle(s), {args.cold_runs} rounds of processes")
+    for e, row in zip(entries, first_answer.measure_all([(Path(e["path"]), None) for e in entries], args.cold_runs)):
+        e["first_answer"] = row
     emit("0. A process's first answer against the import floor (one thread)", first_answer.table(
         [e["first_answer"] for e in entries]), first_answer.NOTE)
     base_cold = section_cold_start(entries, base, args.threads, args.cold_runs)
