@@ -107,7 +107,8 @@ def measure_all(cases: Sequence[tuple[Path, Path | None]], runs: int = 15) -> li
 
 #: What the table's figures are (printed under it).
 NOTE = ("Medians over rounds of fresh processes, a floor process (python -c 'import numpy, msgpack, "
-        "onnxruntime') before each bundle's, bundles in turn; each ratio is against the floors of the whole run. CPU is the child's user + system time (os.wait4), peak its ru_maxrss; bytecode caches on.")
+        "onnxruntime') before each bundle's, bundles in turn; each ratio is against the floors of the whole run. "
+        "CPU is the child's user + system time (os.wait4), peak its ru_maxrss; bytecode caches on.")
 
 
 def table(rows: list[dict[str, Any]]) -> str:

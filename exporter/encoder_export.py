@@ -382,7 +382,7 @@ def _basic_optimized(model_path: Path) -> Any:
     session is created in about half the time (docs/runtime-perf.md). The passes that can insert
     an operator (ADDS_OPERATORS) are left to the reader's session, so the operators stay the
     family's. A reader's session (level "all") then gives the same embeddings as it gave of the
-    graph before, bit for bit (tests/test_encoder_export.py, tests/test_mpnet.py). The basic level
+    graph before, bit for bit (tests/test_encoder_export.py, both families). The basic level
     is the one onnxruntime applies before it assigns nodes to a device: its result does not depend
     on the machine."""
     import onnx
@@ -396,7 +396,8 @@ def _basic_optimized(model_path: Path) -> Any:
         so.add_session_config_entry(key, value)
     so.optimized_model_filepath = str(model_path.with_name("basic.onnx"))
     so.log_severity_level = 3
-    ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"], disabled_optimizers=list(ADDS_OPERATORS))
+    ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=list(ADDS_OPERATORS))
     model = onnx.load(so.optimized_model_filepath)
     Path(so.optimized_model_filepath).unlink()
     # onnxruntime's writer imports every domain it knows; keep those the nodes use.

@@ -103,8 +103,9 @@ def test_basic_optimized_graph_embeds_as_the_quantized_one_bit_for_bit(family, t
     tokenizer_json = (folder / "tokenizer.json").read_text(encoding="utf-8")
     max_length = tiny_encoder.MAX_LENGTH
     spec = EncoderSpec(format="onnx", model=plain, weights=plain_weights, tokenizer_json=tokenizer_json,
-                       max_length=max_length, dim=tiny_encoder.DIM, text_prefix="", inputs=tuple(i.name for i in plain_model.graph.input),
-                       output="sentence_embedding", check_text="", check_embedding=np.zeros(tiny_encoder.DIM, np.float32), family=family)
+                       max_length=max_length, dim=tiny_encoder.DIM, text_prefix="",
+                       inputs=tuple(i.name for i in plain_model.graph.input), output="sentence_embedding",
+                       check_text="", check_embedding=np.zeros(tiny_encoder.DIM, np.float32), family=family)
     ids = TextTokenizer(tokenizer_json, max_length).encode(list(FIDELITY_TEXTS) + ["x", "word " * 400])
     assert max(len(i) for i in ids) == max_length
     a = TextEncoder(spec, threads=1).embed(ids)
