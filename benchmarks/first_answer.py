@@ -95,14 +95,11 @@ def measure_all(cases: Sequence[tuple[Path, Path | None]], runs: int = 15) -> li
             floor.append(launch(floor_cmd, env))
             answer.append(launch(cmd, env))
     med = lambda rows, key: statistics.median(r[key] for r in rows)  # noqa: E731
-    out = []
-    for (bundle, pack), answer in zip(cases, answers):
-        row = {"bundle": str(bundle), "pack": None if pack is None else str(pack), "runs": runs,
-               "floor_cpu_s": med(floor, "cpu_s"), "floor_peak_mib": med(floor, "peak_mib"),
-               "cpu_s": med(answer, "cpu_s"), "peak_mib": med(answer, "peak_mib"), "answer_s": med(answer, "answer_s")}
-        row["cpu_ratio"] = row["cpu_s"] / row["floor_cpu_s"]
-        out.append(row)
-    return out
+    floors = {"floor_cpu_s": med(floor, "cpu_s"), "floor_peak_mib": med(floor, "peak_mib")}
+    return [{"bundle": str(bundle), "pack": None if pack is None else str(pack), "runs": runs, **floors,
+             "cpu_s": med(answer, "cpu_s"), "peak_mib": med(answer, "peak_mib"), "answer_s": med(answer, "answer_s"),
+             "cpu_ratio": med(answer, "cpu_s") / floors["floor_cpu_s"]}
+            for (bundle, pack), answer in zip(cases, answers)]
 
 
 #: What the table's figures are (printed under it).
@@ -131,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bundle", type=Path, action="append", required=True, help=".dpedge file (repeatable)")
     ap.add_argument("--encoder-pack", type=Path, help="the encoder pack the statistics bundles among --bundle name")
-    ap.add_argument("--runs", type=int, default=15, help="fresh processes of each kind per bundle (default 15)")
+    ap.add_argument("--runs", type=int, default=15, help="rounds: fresh processes of each kind per bundle (default 15)")
     ap.add_argument("--out", type=Path, help="also write the results as JSON")
     args = ap.parse_args(argv)
     cases = []

@@ -93,10 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     embedder = Embedder(export_encoder(known.DEFAULT, models_dir=MODELS))
     encoder = embedder.exported.to_bundle_encoder()
     vocab = vocabulary(embedder)
-    methods = (["person default", "person head"] + (["record default", "record head"] if args.record_level else [])
-               + [f"person head lr x{f:g}" for f in args.lr_scales])
-    if args.heads_only:
-        methods = [m for m in methods if not m.endswith("default")]
+    # Each method's learning-rate factor (the head's; 1.0 for the rule's rate and for the defaults).
+    lr_factors = {"person default": 1.0, "person head": 1.0,
+                  **({"record default": 1.0, "record head": 1.0} if args.record_level else {}),
+                  **{f"person head lr x{f:g}": f for f in args.lr_scales}}
+    methods = [m for m in lr_factors if not (args.heads_only and m.endswith("default"))]
     results: dict[str, dict] = {}
     for folder in args.data:
         ds = embedder.dataset(folder)
@@ -110,16 +111,15 @@ def main(argv: list[str] | None = None) -> int:
             key, t0 = f"{eps:g}", time.perf_counter()
             for m in methods:
                 runs = []
+                unit = relation(k if m.startswith("person") else 1)
                 for _ in range(args.repeats):
-                    person = m.startswith("person")
-                    factor = float(m.split(" x")[1]) if " lr x" in m else 1.0
-                    unit = relation(k if person else 1)
                     if m.endswith("default"):
                         runs.append(_accuracy(Scorer(bundle_release(ds, encoder, public, eps, 0, 0.0, SETTINGS, unit)),
                                               ds))
                     else:
                         acc, rule = head_run(ds, encoder, embedder.embed, vocab, eps, args.delta,
-                                             factor * known.head_lr_scale(encoder), units=units, relation=unit)
+                                             lr_factors[m] * known.head_lr_scale(encoder), units=units,
+                                             relation=unit)
                         runs.append(acc)
                         r["rule"].setdefault(key, {})[m] = rule
                 r[m][key] = runs
