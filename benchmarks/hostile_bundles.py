@@ -428,6 +428,19 @@ def _tflite_bad_name(m: Any, schema: Any) -> None:
     m.subgraphs[0].tensors[0].name = b"\xff\xfename"
 
 
+def _tflite_input_left_out(m: Any, schema: Any) -> None:
+    """The first MUL's second input left out (-1): LiteRT runs the kernel on no tensor (a segfault once)."""
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in m.operatorCodes]
+    op = next(o for o in m.subgraphs[0].operators if codes[o.opcodeIndex] == schema.BuiltinOperator.MUL)
+    op.inputs = [op.inputs[0], -1, *op.inputs[2:]]
+
+
+def _tflite_variable_tensors(m: Any, schema: Any) -> None:
+    """Every tensor that is not a constant marked variable (LiteRT keeps it across runs: a segfault once)."""
+    for t in m.subgraphs[0].tensors:
+        t.isVariable = not (m.buffers[t.buffer].data is not None and len(m.buffers[t.buffer].data))
+
+
 def tflite_vector_length(model: bytes) -> bytes:
     """The operators vector's length field rewritten to 2^31 (its elements stay as they are)."""
     schema = _litert_schema()
@@ -816,6 +829,10 @@ def families(models: dict[str, bytes], token_ids: dict[str, int]) -> list[Family
           about="a buffer stored outside the flatbuffer"),
         F("tflite-non-utf8-tensor-name", "tflite", own_tflite(_tflite_bad_name), needs="litert", fast=True,
           about="a tensor name of bytes ff fe"),
+        F("tflite-required-input-left-out", "tflite", own_tflite(_tflite_input_left_out), needs="litert", fast=True,
+          about="a MUL's input -1 (left out)"),
+        F("tflite-variable-tensors", "tflite", own_tflite(_tflite_variable_tensors), needs="litert", fast=True,
+          about="the activations marked variable"),
         F("tflite-vector-length-2^31", "tflite", with_model(tflite_vector_length, crafted=False), needs="litert",
           about="2^31 operators declared"),
         F("tflite-shared-tensor-name", "tflite", with_model(tflite_shared_name), about="40,000 tensors, one table with "

@@ -45,3 +45,9 @@ def is_panic(exc: BaseException) -> bool:
     BaseException so that `except Exception` does not swallow it): for the runtime, an engine
     failure like any other, reported in one line."""
     return type(exc).__name__ == "PanicException"
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An engine's message on one short line (it may quote names from the bundle: escaped where shown)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."

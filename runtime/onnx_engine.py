@@ -36,7 +36,7 @@ import numpy as np
 from runtime.bundle.model_family import check_onnx
 from runtime.bundle.schema import NUMBER_DIGITS, ONNX_SESSION_CONFIG, WEIGHTS_LOCATION, EncoderSpec
 from runtime.limits import ENGINE_ARENA_BYTES, LOAD_RUN_SECONDS, QUERY_RUN_SECONDS, WALL_FACTOR
-from runtime.errors import BundleError
+from runtime.errors import BundleError, one_line
 
 INSTALL = "pip install 'onnxruntime>=1.22'"
 
@@ -203,12 +203,6 @@ def over_memory(exc: BaseException) -> bool:
     return bool(_OUT_OF_MEMORY.search(str(exc)))
 
 
-def _one_line(exc: BaseException, limit: int = 300) -> str:
-    """An engine's message on one short line (it may quote names from the bundle: escaped where shown)."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 def _identity(path: str) -> tuple[int, int, int, int] | None:
     try:
         st = os.stat(path)
@@ -281,7 +275,7 @@ class OnnxRuntimeEngine:
             outputs = {o.name for o in self._session.get_outputs()}
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             stopped = _watchdog.finish(key)
-            why = f"loading took more than {LOAD_RUN_SECONDS:g} s of work" if stopped else _one_line(exc)
+            why = f"loading took more than {LOAD_RUN_SECONDS:g} s of work" if stopped else one_line(exc)
             raise BundleError("engine.budget" if stopped or over_memory(exc) else "engine.load", "encoder.model",
                               f"the bundle's ONNX encoder cannot be loaded by onnxruntime {ort.__version__}: {why} "
                               f"(dpedge needs onnxruntime >= 1.22: {INSTALL})") from None
@@ -324,7 +318,7 @@ class OnnxRuntimeEngine:
                 raise EngineTimeout(f"the run took more than {seconds:g} s of work and was stopped") from None
             if over_memory(exc):
                 raise EngineOverBudget(f"the run needed more memory than the engine's budget of "
-                                       f"{ENGINE_ARENA_BYTES // 2**20} MiB: {_one_line(exc)}") from None
-            raise RuntimeError(_one_line(exc)) from None
+                                       f"{ENGINE_ARENA_BYTES // 2**20} MiB: {one_line(exc)}") from None
+            raise RuntimeError(one_line(exc)) from None
         _watchdog.finish(key)
         return out

@@ -25,7 +25,7 @@ import numpy as np
 
 from runtime.bundle.schema import EncoderSpec
 from runtime.limits import QUERY_RUN_SECONDS
-from runtime.errors import BundleError
+from runtime.errors import BundleError, one_line
 
 SIGNATURE = "serving_default"
 LITERT_INSTALL = "pip install ai-edge-litert"
@@ -62,8 +62,8 @@ class TfliteEngine:
             ins = set(self._runner.get_input_details())
             outs = set(self._runner.get_output_details())
         except Exception as exc:  # ValueError/RuntimeError with kernel details; UnicodeDecodeError on names
-            detail = " ".join(str(exc).split())[:300]  # several lines; may quote the model's names (escaped when shown)
-            raise BundleError("engine.load", "encoder.model", f"the {name} interpreter cannot run this bundle's TFLite encoder: {detail}{fix}") from None
+            raise BundleError("engine.load", "encoder.model", f"the {name} interpreter cannot run this bundle's TFLite "
+                              f"encoder: {one_line(exc)}{fix}") from None
         self._interp = interp  # the runner borrows the interpreter; keep it alive
         if ins != set(encoder.inputs):
             raise BundleError("engine.io", "encoder.inputs", f"TFLite encoder inputs {sorted(ins)} differ from the bundle's "
@@ -78,4 +78,4 @@ class TfliteEngine:
         try:
             return self._runner(input_ids=ids)[self._output]
         except Exception as exc:  # noqa: BLE001 - the interpreter's RuntimeError/ValueError
-            raise RuntimeError(escape(" ".join(str(exc).split())[:300])) from None
+            raise RuntimeError(one_line(exc)) from None

@@ -73,6 +73,37 @@ def test_tflite_family_is_exactly_the_exported_models_operators(tflite_bundle):
     model_family.check_tflite(data)
 
 
+def test_tflite_fields_and_indices_the_family_refuses_are_litert_schemas(tflite_bundle):
+    """Each field of schema.json's tflite "absent_fields", set through LiteRT's own object API on
+    the exported model, is refused by that name (so the walker's field indices are schema.fbs's);
+    an operator's tensor index left out (-1) or past the tensors is refused, while the exported
+    model's FULLY_CONNECTED leave their bias out (-1) and pass."""
+    s = pytest.importorskip("ai_edge_litert.schema_py_generated")
+    pytest.importorskip("flatbuffers")
+    model = fmt.load(tflite_bundle).encoder.model
+    model_family.check_tflite(model)
+    values = {"is_variable": True, "sparsity": s.SparsityParametersT(), "variant_tensors": [],
+              "custom_options": [1], "mutating_variable_inputs": [True], "intermediates": [0],
+              "large_custom_options_offset": 16, "large_custom_options_size": 16}
+    assert {n for fields in schema.TFLITE_ABSENT_FIELDS.values() for n in fields} == set(values)
+    for kind, fields in schema.TFLITE_ABSENT_FIELDS.items():
+        for name in fields:
+            attribute = "".join(w if i == 0 else w.capitalize() for i, w in enumerate(name.split("_")))
+
+            def change(m, _s, kind=kind, attribute=attribute, value=values[name]):
+                sg = m.subgraphs[0]
+                setattr(sg.tensors[0] if kind == "Tensor" else sg.operators[0], attribute, value)
+            with pytest.raises(BundleError, match=f"{kind} tables has the field {name},"):
+                model_family.check_tflite(hb.tflite_rewrite(model, change))
+    with pytest.raises(BundleError, match="MUL's input 1 is left out"):
+        model_family.check_tflite(hb.tflite_rewrite(model, hb._tflite_input_left_out))
+
+    def output_past(m, _s):
+        m.subgraphs[0].operators[0].outputs = [len(m.subgraphs[0].tensors)]
+    with pytest.raises(BundleError, match="output 0 names tensor"):
+        model_family.check_tflite(hb.tflite_rewrite(model, output_past))
+
+
 def test_protobuf_field_numbers_are_onnx_protos():
     """The walker's field numbers are onnx.proto's (compared with the onnx package's descriptors)."""
     onnx = pytest.importorskip("onnx")
@@ -174,6 +205,25 @@ def test_nan_embeddings_never_reach_json(dp_bundle, tmp_path):
     r = _cli(["--bundle", str(path), "--json"], stdin=b"play jazz\nwake me up\n")
     assert r.returncode == 1 and "NaN" not in r.stdout.decode()
     assert [json.loads(line)["text"] for line in r.stdout.decode().splitlines()] == ["wake me up"]
+
+
+def test_a_tflite_run_that_fails_is_one_line(tmp_path):
+    """The corpus's TFLite encoder with one operator reading another tensor than the input ids:
+    LiteRT allocates it, then fails in the check text's run; the CLI refuses in one line (the
+    run's error path once raised a NameError, a traceback)."""
+    pytest.importorskip("ai_edge_litert")
+    base = hb.Base.read(ROOT / "format" / "1" / "corpus" / "accept" / "tflite.dpedge")
+    inputs = hb._litert_schema().Model.GetRootAs(base.doc[schema.Key.ENCODER][schema.Key.MODEL], 0)
+    assert list(inputs.Subgraphs(0).Operators(3).InputsAsNumpy()) == [0]  # the corpus's model, as the test expects
+
+    def reads_another(m, _s):
+        m.subgraphs[0].operators[3].inputs = [38]
+    path = tmp_path / "runs-wrong.dpedge"
+    path.write_bytes(hb.with_model(lambda model: hb.tflite_rewrite(model, reads_another), crafted=False)(base))
+    r = _cli(["--bundle", str(path), "wake me up"])
+    err = [line for line in r.stderr.decode().splitlines() if line.strip() and line not in hb.LITERT_NOTICES]
+    assert r.returncode == 2 and not r.stdout, err
+    assert len(err) == 1 and err[0].startswith("error: ") and "fails at load" in err[0], err
 
 
 def test_engine_messages_quoting_escape_sequences_are_escaped(dp_bundle, tmp_path):

@@ -24,10 +24,11 @@ def test_the_spec_tables_are_generated_from_the_contract():
 
 
 @pytest.mark.check
-def test_the_spec_is_at_most_42_5_kb_and_the_readme_15_5_kb():
+def test_the_spec_is_at_most_43_kb_and_the_readme_15_5_kb():
     # The spec holds every normative rule a fourth reader needs (tokenizer, text, error codes).
-    # 1.1: packs, head; 1.2: MPNet family, exact arithmetic; 1.3: the person-level head
-    assert gen_spec.SPEC.stat().st_size <= 42_500
+    # 1.1: packs, head; 1.2: MPNet family, exact arithmetic; 1.3: the person-level head; then the
+    # TFLite family's tensor indices and absent fields
+    assert gen_spec.SPEC.stat().st_size <= 43_000
     assert (ROOT / "README.md").stat().st_size <= 15_500  # the opt-in head, then the laptop tier, added lines
 
 

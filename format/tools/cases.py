@@ -44,7 +44,7 @@ from runtime.bundle.accounting import ACCOUNTANT_RTOL, head_epsilon
 from runtime.bundle.reader import CONDITION_HOLDS, has_path
 from runtime.contract import schema as _contract
 from runtime.bundle.schema import (CONDITIONS, DIGEST_TAIL, DIMS, FIELDS, MAX_CONTAINER, MAX_DEPTH, NUMBER_DIGITS,
-                                   PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, WEIGHTS_LOCATION, Field,
+                                   PRE_RELEASE_NAME, STATISTICS, TEXT_KINDS, TFLITE_OPS, WEIGHTS_LOCATION, Field,
                                    FIELDS_BY_PATH)
 
 #: Fields whose cases are the container's (the first two entries and the digest).
@@ -156,6 +156,90 @@ def tiny_onnx(*, op: str = "Cast", initializers: tuple[bytes, ...] = (), attribu
         node += _pb(5, _pb(1, "value") + _pb(5, attribute_tensor))  # AttributeProto name, t
     graph = _pb(1, node) + b"".join(_pb(5, t) for t in initializers)
     return _pb(1, 8) + _pb(8, _pb(2, 18)) + _pb(7, graph) * graphs
+
+
+def tiny_tflite(*, op: str = "MUL", inputs: tuple[int, ...] = (0, 1), outputs: tuple[int, ...] = (2,),
+                graph_inputs: tuple[int, ...] = (0,), graph_outputs: tuple[int, ...] = (2,), tensors: int = 3,
+                tensor_field: str | None = None, operator_field: str | None = None) -> bytes:
+    """The smallest TFLite model in the encoder family's shape: one subgraph of ``tensors`` float
+    tensors [1, 4] and one operator ``op`` from ``inputs`` to ``outputs``, one empty buffer
+    (tensorflow/lite/schema/schema.fbs field order; the flatbuffers package's builder, imported
+    here because only the corpus's generator needs it). ``tensor_field`` (on tensor 0) and
+    ``operator_field``: a field of schema.json's tflite "absent_fields", written with a value of
+    its type."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(512)
+    absent = _contract()["tflite"]["absent_fields"]
+
+    def ints(values: tuple[int, ...] | list[int]) -> int:
+        b.StartVector(4, len(values), 4)
+        for v in reversed(values):
+            b.PrependInt32(v)
+        return b.EndVector()
+
+    def tables(offsets: list[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    def field_writer(name: str) -> Callable[[int], None]:
+        """Writes the field ``name`` at its slot (its value's offsets made before the table starts)."""
+        if name in ("is_variable",):
+            return lambda slot: b.PrependBoolSlot(slot, True, False)
+        if name in ("large_custom_options_offset", "large_custom_options_size"):
+            return lambda slot: b.PrependUint64Slot(slot, 16, 0)
+        if name == "sparsity":
+            b.StartObject(0)
+            value = b.EndObject()
+        elif name in ("custom_options", "mutating_variable_inputs"):
+            value = b.CreateByteVector(b"\x01")
+        elif name == "intermediates":
+            value = ints([0])
+        else:  # variant_tensors: a vector of tables, empty
+            value = tables([])
+        return lambda slot: b.PrependUOffsetTRelativeSlot(slot, value, 0)
+
+    names, shapes = [b.CreateString(f"t{i}") for i in range(tensors)], [ints([1, 4]) for _ in range(tensors)]
+    extra = None if tensor_field is None else (absent["Tensor"][tensor_field], field_writer(tensor_field))
+    tensor_tables = []
+    for i, (name, shape) in enumerate(zip(names, shapes)):
+        b.StartObject(10)  # Tensor: shape, type (FLOAT32 = 0), buffer 0, name
+        b.PrependUOffsetTRelativeSlot(0, shape, 0)
+        b.PrependUOffsetTRelativeSlot(3, name, 0)
+        if extra is not None and i == 0:
+            extra[1](extra[0])
+        tensor_tables.append(b.EndObject())
+    op_inputs, op_outputs = ints(inputs), ints(outputs)
+    extra = None if operator_field is None else (absent["Operator"][operator_field], field_writer(operator_field))
+    b.StartObject(11)  # Operator: opcode_index 0, inputs, outputs
+    b.PrependUOffsetTRelativeSlot(1, op_inputs, 0)
+    b.PrependUOffsetTRelativeSlot(2, op_outputs, 0)
+    if extra is not None:
+        extra[1](extra[0])
+    operator = b.EndObject()
+    tensor_vec, in_vec, out_vec, op_vec = tables(tensor_tables), ints(graph_inputs), ints(graph_outputs), tables([operator])
+    b.StartObject(4)  # SubGraph: tensors, inputs, outputs, operators
+    for slot, value in enumerate((tensor_vec, in_vec, out_vec, op_vec)):
+        b.PrependUOffsetTRelativeSlot(slot, value, 0)
+    subgraph = b.EndObject()
+    code = TFLITE_OPS[op]
+    b.StartObject(4)  # OperatorCode: deprecated_builtin_code, version 1, builtin_code
+    b.PrependInt8Slot(0, min(code, 127), 0)
+    b.PrependInt32Slot(2, 1, 1)
+    b.PrependInt32Slot(3, code, 0)
+    opcode = b.EndObject()
+    b.StartObject(0)  # Buffer 0: empty
+    buffer = b.EndObject()
+    code_vec, sg_vec, buf_vec = tables([opcode]), tables([subgraph]), tables([buffer])
+    b.StartObject(5)  # Model: version 3, operator_codes, subgraphs, description, buffers
+    b.PrependUint32Slot(0, 3, 0)
+    b.PrependUOffsetTRelativeSlot(1, code_vec, 0)
+    b.PrependUOffsetTRelativeSlot(2, sg_vec, 0)
+    b.PrependUOffsetTRelativeSlot(4, buf_vec, 0)
+    b.Finish(b.EndObject(), file_identifier=b"TFL3")
+    return bytes(b.Output())
 
 
 def _special(i: int, token: str) -> dict[str, Any]:
@@ -815,6 +899,25 @@ def model_cases(base: dict[str, Any]) -> Iterator[Case]:
     for family, ops in FAMILY_OPERATORS.items():
         for domain, op in ops:
             yield Case(f"onnx-{family}-operator-{op.lower()}-without-the-family", _edit(base, model(op=op)), *m)
+    # Tensor indices (an operator's or the subgraph's): one of the subgraph's tensors, and -1 (an
+    # input left out) only where the operator's kernel takes it as optional (FULLY_CONNECTED's
+    # bias: accept/tflite.dpedge leaves it out, the accepted side of this edge).
+    tflite = (("encoder.format", "tflite"), ("encoder.weights", _DROP))
+    for name, kw in {"required-input-left-out": {"inputs": (0, -1)},
+                     "fully-connected-input-0-left-out": {"op": "FULLY_CONNECTED", "inputs": (-1, 1, -1)},
+                     "input-past-the-tensors": {"inputs": (0, 3)},
+                     "input-below-minus-one": {"inputs": (0, -2)},
+                     "output-left-out": {"outputs": (-1,)},
+                     "subgraph-input-past-the-tensors": {"graph_inputs": (3,)},
+                     "subgraph-output-left-out": {"graph_outputs": (-1,)}}.items():
+        yield Case(f"tflite-{name}", _edit(base, *tflite, ("encoder.model", tiny_tflite(**kw))), *m)
+    # The Tensor and Operator fields the family's encoders never write (variable and sparse
+    # tensors, custom options): each present is refused, whatever its value.
+    for kind, fields in _contract()["tflite"]["absent_fields"].items():
+        for field in fields:
+            kw = {"tensor_field" if kind == "Tensor" else "operator_field": field}
+            yield Case(f"tflite-{kind.lower()}-{field.replace('_', '-')}", _edit(
+                base, *tflite, ("encoder.model", tiny_tflite(**kw))), *m)
     yield Case("mpnet-family-in-tflite", _edit(base, ("encoder.format", "tflite"), ("encoder.weights", _DROP),
                                                ("encoder.family", "mpnet"), ("encoder.model", bytes(16))), *m)
     yield Case("mpnet-family-with-a-loop", _edit(base, ("encoder.family", "mpnet"), model(op="Loop")), *m)

@@ -129,7 +129,13 @@ def tables(s: dict[str, Any]) -> dict[str, str]:
             for name, f in s["families"].items()]
     ops += [
            f"- TFLite builtins (schema code): " + ", ".join(f"{k} ({v})" for k, v in s["tflite"]["ops"].items())
-           + f"; at most {_num(s['tflite']['max_operators'])} operators (the bert family)"]
+           + f"; at most {_num(s['tflite']['max_operators'])} operators (the bert family)",
+           "- TFLite tensor indices (an operator's inputs and outputs, the subgraph's): one of the subgraph's "
+           "tensors, or -1 (left out) only for " + ", ".join(f"{op} input {' or '.join(map(str, p))}"
+                                                          for op, p in s["tflite"]["optional_inputs"].items()),
+           "- TFLite fields refused when present (schema.fbs index): "
+           + "; ".join(f"{kind} " + ", ".join(f"{name} ({i})" for name, i in fields.items())
+                       for kind, fields in s["tflite"]["absent_fields"].items())]
     errors = [f"- `{c}`: {m}" for c, m in s["errors"].items()]
     return {"fields": "\n".join(rows), "dims": "\n".join(dims), "conditions": "\n".join(conditions),
             "text": "\n".join(text), "relations": "\n".join(relations), "tokenizer": "\n".join(tok),

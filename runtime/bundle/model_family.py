@@ -12,7 +12,12 @@ tflite_export.py), so a reader accepts that family only:
   bundle's form (a placeholder location and fixed-width ranges inside ``encoder.weights``), so
   no engine is ever pointed at a file but the bundle;
 - TFLite: the BERT family only; one subgraph, builtin operators of `schema.TFLITE_OPS` only (no custom operators),
-  no buffer stored outside the flatbuffer, tensor and signature names in UTF-8.
+  no buffer stored outside the flatbuffer, tensor and signature names in UTF-8, every tensor
+  index of an operator or of the subgraph one of the subgraph's tensors (an input left out, -1,
+  only where `schema.TFLITE_OPTIONAL_INPUTS` allows it: LiteRT passes an omitted input to the
+  kernel, and a kernel that needs it reads memory that is not a tensor), and none of the fields of
+  `schema.TFLITE_ABSENT_FIELDS` (variable tensors, sparse tensors, custom options: a tensor
+  marked variable is kept across runs by LiteRT, and kernels that never expect one crash on it).
 
 Both parsers are this module's own (about 200 lines together) rather than the ``onnx``
 package (31 MiB installed, plus protobuf) or LiteRT's generated flatbuffer schema (1 MiB of
@@ -38,7 +43,8 @@ from typing import Iterator
 from dataclasses import dataclass
 
 from runtime.bundle.schema import (DEFAULT_FAMILY, FAMILY_FORMATS, FAMILY_ONNX_OPS, MAX_ONNX_NODES,
-                                   MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, TFLITE_OPS, WEIGHTS_LOCATION)
+                                   MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, TFLITE_OPS,
+                                   TFLITE_ABSENT_FIELDS, TFLITE_OPTIONAL_INPUTS, WEIGHTS_LOCATION)
 from runtime.contract import schema as _contract
 from runtime.errors import BundleError
 
@@ -317,8 +323,8 @@ def _check_onnx(model: bytes, weights_bytes: int, family: str) -> list[ExternalR
 
 _M_OPCODES, _M_SUBGRAPHS, _M_BUFFERS, _M_SIGNATURES = 1, 2, 4, 7
 _OC_DEPRECATED, _OC_CUSTOM, _OC_BUILTIN = 0, 1, 3
-_SG_TENSORS, _SG_OPERATORS = 0, 3
-_OP_OPCODE_INDEX = 0
+_SG_TENSORS, _SG_INPUTS, _SG_OUTPUTS, _SG_OPERATORS = 0, 1, 2, 3
+_OP_OPCODE_INDEX, _OP_INPUTS, _OP_OUTPUTS = 0, 1, 2
 _T_NAME = 3
 _B_OFFSET, _B_SIZE = 1, 2
 _SIG_INPUTS, _SIG_OUTPUTS, _SIG_KEY = 0, 1, 2
@@ -336,8 +342,8 @@ class _Flat:
     def __init__(self, data: bytes):
         self.b = data
         self.n = len(data)
-        #: Bytes of strings read so far: flatbuffers let many tables share one string, so a small
-        #: model could make the walk read gigabytes; it reads at most its own size.
+        #: Bytes of strings and index vectors read so far: flatbuffers let many tables share one,
+        #: so a small model could make the walk read gigabytes; it reads at most its own size.
         self.read = 0
 
     def _u(self, fmt: str, pos: int) -> int:
@@ -386,6 +392,15 @@ class _Flat:
         for i in range(length):
             yield self.ref(first + 4 * i)
 
+    def ints(self, table: int, index: int) -> tuple[int, ...]:
+        """An int32 vector field (empty when absent); like strings, vectors may be shared, so the
+        walk reads at most the model's size of them."""
+        first, length = self.vector(table, index)
+        self.read += 4 * length
+        if self.read > self.n:
+            raise _Refused("its names and index vectors add up to more bytes than the model has (shared many times)")
+        return struct.unpack_from(f"<{length}i", self.b, first)
+
     def string(self, table: int, index: int) -> bytes | None:
         at = self.field(table, index)
         if at is None:
@@ -409,6 +424,26 @@ def _utf8(raw: bytes | None, what: str) -> None:
         raise _Refused(f"{what} {raw[:40]!r} is not UTF-8") from None
 
 
+def _absent(fb: _Flat, table: int, kind: str) -> None:
+    """None of the fields of ``kind`` (a schema.fbs table name) the family's encoders never write."""
+    for name, index in TFLITE_ABSENT_FIELDS[kind].items():
+        if fb.field(table, index) is not None:
+            raise _Refused(f"one of its {kind} tables has the field {name}, which the encoder family does not use")
+
+
+def _tensor_indices(indices: tuple[int, ...], tensors: int, what: str, optional: frozenset[int]) -> None:
+    """Each index names one of the subgraph's ``tensors``, or is -1 at a position in ``optional``."""
+    for position, i in enumerate(indices):
+        if i == -1 and position in optional:
+            continue
+        if i == -1:
+            raise _Refused(f"{what} {position} is left out (-1), which the encoder family allows only for "
+                           + ", ".join(f"{_TFLITE_NAMES[c]}'s input " + " or ".join(map(str, sorted(p)))
+                                      for c, p in TFLITE_OPTIONAL_INPUTS.items()))
+        if not 0 <= i < tensors:
+            raise _Bad(f"{what} {position} names tensor {i} of {tensors}")
+
+
 def check_tflite(model: bytes) -> None:
     """Refuse TFLite bytes outside the encoder family (see the module doc)."""
     fb = _Flat(model)
@@ -428,12 +463,22 @@ def check_tflite(model: bytes) -> None:
         if len(subgraphs) != 1:
             raise _Refused(f"it has {len(subgraphs)} subgraphs; the encoder family has one (control flow needs more)")
         sg = subgraphs[0]
+        tensors = 0
+        for t in fb.tables(sg, _SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors"):
+            _utf8(fb.string(t, _T_NAME), "a tensor name")
+            _absent(fb, t, "Tensor")
+            tensors += 1
+        for what, field in (("the subgraph's input", _SG_INPUTS), ("the subgraph's output", _SG_OUTPUTS)):
+            _tensor_indices(fb.ints(sg, field), tensors, what, frozenset())
         for op in fb.tables(sg, _SG_OPERATORS, MAX_TFLITE_OPERATORS, "operators"):
             index = fb.scalar(op, _OP_OPCODE_INDEX, "<I")
             if index >= len(codes):
                 raise _Bad(f"an operator names operator code {index} of {len(codes)}")
-        for t in fb.tables(sg, _SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors"):
-            _utf8(fb.string(t, _T_NAME), "a tensor name")
+            name = _TFLITE_NAMES[codes[index]]
+            _absent(fb, op, "Operator")
+            _tensor_indices(fb.ints(op, _OP_INPUTS), tensors, f"{name}'s input",
+                            TFLITE_OPTIONAL_INPUTS.get(codes[index], frozenset()))
+            _tensor_indices(fb.ints(op, _OP_OUTPUTS), tensors, f"{name}'s output", frozenset())
         for buffer in fb.tables(root, _M_BUFFERS, 2 * MAX_TFLITE_OPERATORS + 1, "buffers"):
             if fb.scalar(buffer, _B_OFFSET, "<Q") or fb.scalar(buffer, _B_SIZE, "<Q"):
                 raise _Refused("a buffer is stored outside the flatbuffer (the encoder family keeps all inside)")

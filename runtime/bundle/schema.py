@@ -195,6 +195,14 @@ NUMBER_DIGITS: int = _O["number_digits"]
 #: The TFLite builtin operators an encoder may use, by name and schema code, in one subgraph.
 TFLITE_OPS: dict[str, int] = _T["ops"]
 MAX_TFLITE_OPERATORS: int = _T["max_operators"]
+#: The operator inputs an encoder may leave out (tensor index -1), by operator code: those the
+#: operator's kernel treats as optional (FULLY_CONNECTED's bias). Elsewhere a kernel reads an
+#: omitted input as a tensor that is not there.
+TFLITE_OPTIONAL_INPUTS: dict[int, frozenset[int]] = {TFLITE_OPS[k]: frozenset(v) for k, v in _T["optional_inputs"].items()}
+#: Fields of a TFLite Tensor and Operator table (schema.fbs field indices, by name) the family's
+#: encoders never write: state (variable tensors and the operators that change them), sparse
+#: and variant tensors, custom options. Each must be absent from the vtable.
+TFLITE_ABSENT_FIELDS: dict[str, dict[str, int]] = _T["absent_fields"]
 #: The tokenizer family's largest vocabulary (format/1/schema.json "tokenizer").
 MAX_VOCAB_SIZE: int = dict(dict(_S["tokenizer"]["document"]["keys"])["model"]["keys"])["vocab"]["max_items"]
 # --------------------------------------------------------------------------- decoded form

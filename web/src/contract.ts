@@ -130,6 +130,8 @@ export interface Schema {
     readonly max_subgraphs: number;
     readonly max_signatures: number;
     readonly max_signature_tensors: number;
+    readonly optional_inputs: Readonly<Record<string, readonly number[]>>;
+    readonly absent_fields: Readonly<Record<"Tensor" | "Operator", Readonly<Record<string, number>>>>;
   };
   readonly encoder: {
     readonly check_min_cosine: number;

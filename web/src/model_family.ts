@@ -25,6 +25,10 @@ const FAMILY_ONNX_OPS = new Map(Object.entries(SCHEMA.families).map(([name, f]) 
 const WEIGHTS_LOCATION = SCHEMA.onnx.weights_location.padEnd(SCHEMA.onnx.weights_location_bytes, ".");
 const TFLITE_OPS = new Set(Object.values(SCHEMA.tflite.ops));
 const MAX_TFLITE_OPERATORS = SCHEMA.tflite.max_operators;
+/** The operator inputs an encoder may leave out (-1), by operator code: those its kernel treats as optional. */
+const TFLITE_OPTIONAL_INPUTS = new Map(Object.entries(SCHEMA.tflite.optional_inputs).map(([name, positions]) =>
+  [SCHEMA.tflite.ops[name]!, new Set(positions)]));
+const TFLITE_NAMES = new Map(Object.entries(SCHEMA.tflite.ops).map(([name, code]) => [code, name]));
 
 /** The model is malformed or outside the family (one code, model.family, at encoder.model). */
 class Bad extends Error {}
@@ -213,7 +217,8 @@ export function checkOnnx(model: Uint8Array, weightsBytes: number, family: strin
 // --------------------------------------------------------------------------- TFLite (flatbuffer)
 // Table field indices of tensorflow/lite/schema/schema.fbs.
 const [M_OPCODES, M_SUBGRAPHS, M_BUFFERS, M_SIGNATURES, OC_DEPRECATED, OC_CUSTOM, OC_BUILTIN] = [1, 2, 4, 7, 0, 1, 3];
-const [SG_TENSORS, SG_OPERATORS, OP_OPCODE_INDEX, T_NAME, B_OFFSET, B_SIZE] = [0, 3, 0, 3, 1, 2];
+const [SG_TENSORS, SG_INPUTS, SG_OUTPUTS, SG_OPERATORS, T_NAME, B_OFFSET, B_SIZE] = [0, 1, 2, 3, 3, 1, 2];
+const [OP_OPCODE_INDEX, OP_INPUTS, OP_OUTPUTS] = [0, 1, 2];
 const [SIG_INPUTS, SIG_OUTPUTS, SIG_KEY, TM_NAME] = [0, 1, 2, 0];
 const { max_operator_codes: MOST_CODES, max_subgraphs: MOST_SUBGRAPHS, max_signatures: MOST_SIGNATURES,
   max_signature_tensors: MOST_SIGNATURE_TENSORS } = SCHEMA.tflite;
@@ -222,7 +227,7 @@ const { max_operator_codes: MOST_CODES, max_subgraphs: MOST_SUBGRAPHS, max_signa
 class Flat {
   readonly n: number;
   private readonly view: DataView;
-  /** Bytes of strings read so far: many tables may share one string, so the walk reads at most the model's size. */
+  /** Bytes of strings and index vectors read so far: many tables may share one, so the walk reads at most the model's size. */
   private read = 0;
 
   constructor(private readonly b: Uint8Array) {
@@ -286,6 +291,14 @@ class Flat {
     return out;
   }
 
+  /** An int32 vector field (empty when absent); like strings, vectors may be shared, so the walk reads at most the model's size of them. */
+  ints(table: number, index: number): number[] {
+    const [first, length] = this.vector(table, index);
+    this.read += 4 * length;
+    if (this.read > this.n) throw new Bad("its names and index vectors add up to more bytes than the model has (shared many times)");
+    return Array.from({ length }, (_, i) => this.view.getInt32(first + 4 * i, true));
+  }
+
   string(table: number, index: number): Uint8Array | null {
     const at = this.field(table, index);
     if (at === null) return null;
@@ -300,6 +313,28 @@ class Flat {
 
 function utf8Name(raw: Uint8Array | null, what: string): void {
   if (raw !== null && decodeUtf8(raw) === null) throw new Bad(`${what} is not UTF-8`);
+}
+
+/**
+ * None of the fields of `kind` (a schema.fbs table) the family's encoders never write
+ * (schema.json "absent_fields": variable and sparse tensors, custom options).
+ */
+function absent(fb: Flat, table: number, kind: "Tensor" | "Operator"): void {
+  for (const [name, index] of Object.entries(SCHEMA.tflite.absent_fields[kind])) {
+    if (fb.field(table, index) !== null) throw new Bad(`one of its ${kind} tables has the field ${name}, which the encoder family does not use`);
+  }
+}
+
+/** Each index names one of the subgraph's `tensors`, or is -1 at a position in `optional`. */
+function tensorIndices(indices: readonly number[], tensors: number, what: string, optional: ReadonlySet<number>): void {
+  indices.forEach((i, position) => {
+    if (i === -1 && optional.has(position)) return;
+    if (i === -1) {
+      throw new Bad(`${what} ${position} is left out (-1), which the encoder family allows only for ` +
+        [...TFLITE_OPTIONAL_INPUTS].map(([code, p]) => `${TFLITE_NAMES.get(code)}'s input ${[...p].sort((a, b) => a - b).join(" or ")}`).join(", "));
+    }
+    if (!(i >= 0 && i < tensors)) throw new Bad(`${what} ${position} names tensor ${i} of ${tensors}`);
+  });
 }
 
 /** Refuse TFLite bytes outside the encoder family. */
@@ -321,11 +356,22 @@ export function checkTflite(model: Uint8Array): void {
     throw new Bad(`it has ${subgraphs.length} subgraphs; the encoder family has one (control flow needs more)`);
   }
   const sg = subgraphs[0]!;
+  const tensors = fb.tables(sg, SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors");
+  for (const t of tensors) {
+    utf8Name(fb.string(t, T_NAME), "a tensor name");
+    absent(fb, t, "Tensor");
+  }
+  const none = new Set<number>();
+  tensorIndices(fb.ints(sg, SG_INPUTS), tensors.length, "the subgraph's input", none);
+  tensorIndices(fb.ints(sg, SG_OUTPUTS), tensors.length, "the subgraph's output", none);
   for (const op of fb.tables(sg, SG_OPERATORS, MAX_TFLITE_OPERATORS, "operators")) {
     const index = fb.scalar(op, OP_OPCODE_INDEX, "I") as number;
     if (index >= codes.length) throw new Bad(`an operator names operator code ${index} of ${codes.length}`);
+    const code = codes[index]!;
+    absent(fb, op, "Operator");
+    tensorIndices(fb.ints(op, OP_INPUTS), tensors.length, `${TFLITE_NAMES.get(code)}'s input`, TFLITE_OPTIONAL_INPUTS.get(code) ?? none);
+    tensorIndices(fb.ints(op, OP_OUTPUTS), tensors.length, `${TFLITE_NAMES.get(code)}'s output`, none);
   }
-  for (const t of fb.tables(sg, SG_TENSORS, 2 * MAX_TFLITE_OPERATORS, "tensors")) utf8Name(fb.string(t, T_NAME), "a tensor name");
   for (const buffer of fb.tables(root, M_BUFFERS, 2 * MAX_TFLITE_OPERATORS + 1, "buffers")) {
     if (fb.scalar(buffer, B_OFFSET, "Q") !== 0n || fb.scalar(buffer, B_SIZE, "Q") !== 0n) {
       throw new Bad("a buffer is stored outside the flatbuffer (the encoder family keeps all inside)");

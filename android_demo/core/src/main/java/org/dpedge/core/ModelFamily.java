@@ -23,7 +23,10 @@ import java.util.Set;
  * function, training graph or sparse initializer, external data only in initializers and only
  * in the bundle's form (the placeholder location, fixed-width offset and length inside
  * {@code encoder.weights}). TFLite (bert's alone): one subgraph, the family's builtin operators
- * only, no custom operator, no buffer outside the flatbuffer, names in UTF-8. Both walkers check
+ * only, no custom operator, no buffer outside the flatbuffer, names in UTF-8, every tensor index
+ * of an operator or of the subgraph one of its tensors (-1, an input left out, only where
+ * schema.json's "optional_inputs" allows it), none of the Tensor and Operator fields of its
+ * "absent_fields" (variable and sparse tensors, custom options). Both walkers check
  * every length against the bytes present. Any refusal is {@code model.family} at
  * {@code encoder.model}.
  */
@@ -401,7 +404,7 @@ public final class ModelFamily {
     private static final class Flat {
         final ByteBuffer b;
         final long n;
-        /** Bytes of strings read so far: shared strings may not make the walk read more than the model. */
+        /** Bytes of strings and index vectors read so far: shared ones may not make the walk read more than the model. */
         long read;
 
         Flat(ByteBuffer b) {
@@ -434,6 +437,28 @@ public final class ModelFamily {
 
         long ref(long pos) throws Refused {
             return pos + u(4, pos);
+        }
+
+        /** An int32 vector field (empty when absent); like strings, shared vectors may not make the walk read more than the model. */
+        int[] ints(long table, int index) throws Refused {
+            long at = field(table, index);
+            if (at < 0) {
+                return new int[0];
+            }
+            long vec = ref(at);
+            long length = u(4, vec);
+            if (length > Math.floorDiv(n - vec - 4, 4)) {
+                throw new Refused("a vector declares more elements than its bytes hold");
+            }
+            read += 4 * length;
+            if (read > n) {
+                throw new Refused("its names and index vectors add up to more bytes than the model has");
+            }
+            int[] out = new int[(int) length];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = b.getInt((int) (vec + 4 + 4L * i));
+            }
+            return out;
         }
 
         long scalar(long table, int index, int size, boolean signed) throws Refused {
@@ -486,13 +511,60 @@ public final class ModelFamily {
         }
     }
 
+    /** The name of a TFLite builtin operator code of the family (null if it is not one). */
+    private static String tfliteName(long code) {
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) TFLITE.get("ops")).entrySet()) {
+            if (((Number) e.getValue()).longValue() == code) {
+                return (String) e.getKey();
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Each index names one of the subgraph's {@code tensors}, or is -1 at a position schema.json's
+     * "optional_inputs" lists for the operator {@code op} (null: none may be left out). LiteRT hands
+     * an omitted input to the kernel, and a kernel that needs it reads memory that is not a tensor.
+     */
+    private static void tensorIndices(int[] indices, int tensors, String op, String what) throws Refused {
+        Map<?, ?> optional = (Map<?, ?>) TFLITE.get("optional_inputs");
+        for (int position = 0; position < indices.length; position++) {
+            int i = indices[position];
+            if (i == -1 && op != null && optional.containsKey(op)) {
+                boolean allowed = false;
+                for (Object p : (List<?>) optional.get(op)) {
+                    allowed |= ((Number) p).intValue() == position;
+                }
+                if (allowed) {
+                    continue;
+                }
+            }
+            if (i == -1) {
+                throw new Refused(what + " " + position + " is left out (-1), which the encoder family allows only for "
+                        + "the optional inputs of schema.json's \"optional_inputs\"");
+            }
+            if (i < 0 || i >= tensors) {
+                throw new Refused(what + " " + position + " names tensor " + i + " of " + tensors);
+            }
+        }
+    }
+
+    /** None of the fields of {@code kind} (a schema.fbs table) the family's encoders never write (schema.json "absent_fields"). */
+    private static void absent(Flat fb, long table, String kind) throws Refused {
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) ((Map<?, ?>) TFLITE.get("absent_fields")).get(kind)).entrySet()) {
+            if (fb.field(table, ((Number) e.getValue()).intValue()) >= 0) {
+                throw new Refused("one of its " + kind + " tables has the field " + e.getKey() + ", which the encoder family does not use");
+            }
+        }
+    }
+
     private static void tflite(Flat fb) throws Refused {
         if (fb.n < 8) {
             throw new Refused("too few bytes for a flatbuffer");
         }
         int most = ((Number) TFLITE.get("max_operators")).intValue();
         long root = fb.u(4, 0);
-        int codes = 0;
+        List<Long> codes = new ArrayList<>();
         for (long oc : fb.tables(root, 1, tflite("max_operator_codes"))) {
             if (fb.string(oc, 1) != null) {
                 throw new Refused("it uses a custom operator");
@@ -501,19 +573,29 @@ public final class ModelFamily {
             if (!((Map<?, ?>) TFLITE.get("ops")).containsValue(code)) {
                 throw new Refused("builtin operator code " + code + " is not one the encoder family uses");
             }
-            codes++;
+            codes.add(code);
         }
         List<Long> subgraphs = fb.tables(root, 2, tflite("max_subgraphs"));
         if (subgraphs.size() != 1) {
             throw new Refused("it has " + subgraphs.size() + " subgraphs; the encoder family has one");
         }
-        for (long op : fb.tables(subgraphs.get(0), 3, most)) {
-            if (fb.scalar(op, 0, 4, false) >= codes) {
+        long sg = subgraphs.get(0);
+        List<Long> tensors = fb.tables(sg, 0, 2L * most);
+        for (long t : tensors) {
+            fb.name(t, 3, "a tensor name");
+            absent(fb, t, "Tensor");
+        }
+        tensorIndices(fb.ints(sg, 1), tensors.size(), null, "the subgraph's input");
+        tensorIndices(fb.ints(sg, 2), tensors.size(), null, "the subgraph's output");
+        for (long op : fb.tables(sg, 3, most)) {
+            long index = fb.scalar(op, 0, 4, false);
+            if (index >= codes.size()) {
                 throw new Refused("an operator names an operator code that is not there");
             }
-        }
-        for (long t : fb.tables(subgraphs.get(0), 0, 2L * most)) {
-            fb.name(t, 3, "a tensor name");
+            String name = tfliteName(codes.get((int) index));
+            absent(fb, op, "Operator");
+            tensorIndices(fb.ints(op, 1), tensors.size(), name, name + "'s input");
+            tensorIndices(fb.ints(op, 2), tensors.size(), null, name + "'s output");
         }
         for (long buffer : fb.tables(root, 4, 2L * most + 1)) {
             if (fb.scalar(buffer, 1, 8, false) != 0 || fb.scalar(buffer, 2, 8, false) != 0) {
