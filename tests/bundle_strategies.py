@@ -902,22 +902,26 @@ def _json(doc: dict, ch: Chooser) -> None:
 
 
 def _model_bytes(doc: dict, ch: Chooser) -> None:
-    """The encoder's model bytes flipped, cut or grown (a protobuf or flatbuffer made odd)."""
+    """The encoder's model bytes flipped, cut, grown or an aligned int32 set to an edge (a
+    protobuf or flatbuffer made odd)."""
     enc = doc.get(Key.ENCODER)
     if not (isinstance(enc, dict) and isinstance(enc.get(Key.MODEL), bytes) and enc[Key.MODEL]):
         return
     m = bytearray(enc[Key.MODEL])
     for _ in range(ch.integer(1, 4)):
         at = ch.integer(0, len(m) - 1)
-        how = ch.integer(0, 3)
+        how = ch.integer(0, 4)
         if how == 0:
             m[at] ^= 1 << ch.integer(0, 7)
         elif how == 1:
             del m[at:at + ch.integer(1, 16)]
         elif how == 2:
             m[at:at] = ch.choice([b"\xff", b"\x80" * 10, b"\x00", b"\x7f\xff\xff\xff", b"\x3a\x05Loop0"])
-        else:
+        elif how == 3:
             m[at] = ch.choice([0x00, 0xff, 0x7f, 0x80])
+        else:  # an aligned int32 (a flatbuffer's tensor index, offset or length) at an edge: -1 is "left out"
+            at -= at % 4
+            m[at:at + 4] = struct.pack("<i", ch.choice([-1, -2, 2**31 - 1, 1]))[:len(m) - at]
         if not m:
             break
     enc[Key.MODEL] = bytes(m)

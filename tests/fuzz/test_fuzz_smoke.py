@@ -3,7 +3,10 @@
 - the Hypothesis properties of tests/test_bundle_properties.py, each at a fixed small
   max_examples, derandomized (the same examples every run);
 - the atheris target tests/fuzz/atheris_reader.py for 2,000 runs from seeds made of the test
-  bundles, in a subprocess that must exit cleanly (skipped, saying why, without atheris).
+  bundles, in a subprocess that must exit cleanly (skipped, saying why, without atheris);
+- tests/fuzz/engine_mutations.py on the corpus's TFLite and ONNX bundles: structured mutations
+  of the model loaded by the real engine through the CLI, none of which may crash, hang or
+  print a traceback.
 
 The long runs: ``DPEDGE_FUZZ=long pytest tests/test_bundle_properties.py`` and
 ``python tests/fuzz/atheris_reader.py --seeds-from B.dpedge CORPUS -max_total_time=1200``.
@@ -44,6 +47,18 @@ def test_hypothesis_properties_smoke(name, request):
     smoke = settings(props.BASE, max_examples=SMOKE_EXAMPLES, derandomize=True, database=None)(
         given(data=st.data())(inner))
     smoke(**fixtures)
+
+
+@pytest.mark.parametrize("bundle, runs, engine", [("tflite", 120, "ai_edge_litert"), ("default", 60, "onnxruntime")])
+def test_engine_mutations_smoke(bundle, runs, engine, tmp_path):
+    """Mutated models through the real engine, each in a CLI process: only answers and one-line
+    refusals (the long run: ``python tests/fuzz/engine_mutations.py BUNDLE --runs 2000``)."""
+    pytest.importorskip(engine)
+    from fuzz import engine_mutations
+
+    corpus = engine_mutations.ROOT / "format" / "1" / "corpus"
+    findings = engine_mutations.run(corpus / "accept" / f"{bundle}.dpedge", runs, seed=7, keep=tmp_path)
+    assert not findings, "\n".join(f"{p.name}: {outcome}: {tail}" for p, outcome, tail in findings)
 
 
 def test_atheris_reader_smoke(dp_bundle, tables_bundle, random_bundle, tmp_path):

@@ -1,0 +1,139 @@
+"""Structured mutations of a bundle's encoder model, each loaded by the real engine in a process
+of its own: a signal, a hang or a traceback is a finding.
+
+    python tests/fuzz/engine_mutations.py BUNDLE [--runs 500] [--seed 1] [--keep DIR]
+
+The other fuzzers stop before the engine (reader_agreement.py: "Engines are not run"; the
+atheris target calls `unpack`), because a model that passes the family check can still crash
+onnxruntime or LiteRT, and with them the fuzzing process. This one runs each mutated bundle
+through `python -m runtime.classify` in a subprocess, so a crash is an exit status, not the end
+of the run. It aims at the model's structure rather than its weights: in a TFLite model every
+byte outside the buffers' data (the tables, vtables, index vectors, shapes: about half of the
+corpus's tiny encoder), in an ONNX model every byte (its weights are external). Each run
+changes one to three of those bytes: a bit flipped, a byte set to an edge (0, 1, 2, 0x7f, 0x80,
+0xff), nudged by one or two, inverted, or an aligned int32 set to -1, 2^31 - 1, 1 or 256 (a
+tensor index, offset or length at its edge: -1 is an input "left out").
+
+The outcome of each run is the CLI's: answered, refused (one `error:` line), or a finding:
+killed by a signal, over the time limit, or a traceback. Findings are kept (--keep, else a
+temporary folder) and printed with the last lines of stderr; the exit status is 1 if there is
+any. tests/fuzz/test_engine_mutations.py runs it at a small fixed size on the corpus's TFLite
+and ONNX bundles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(ROOT), str(HERE.parent)]
+
+import bundle_strategies as bs  # noqa: E402 - after the path above
+from runtime.bundle import model_family as mf  # noqa: E402
+from runtime.bundle.schema import Key  # noqa: E402
+
+#: LiteRT's notice on building an interpreter (a legitimate TFLite bundle prints it too).
+NOTICES = {"INFO: Created TensorFlow Lite XNNPACK delegate for CPU."}
+TEXT = "wake me up at six"
+
+
+def structure(model: bytes, encoder_format: str) -> list[int]:
+    """The positions a mutation may change: all but a TFLite model's buffer data."""
+    data: list[tuple[int, int]] = []
+    if encoder_format == "tflite":
+        fb = mf._Flat(model)
+        for buffer in fb.tables(fb.root(), mf._M_BUFFERS, 10**6, "buffers"):
+            first, length = fb.vector(buffer, 0, 1)
+            if length:
+                data.append((first, first + length))
+    data.sort()
+    out, at = [], 0
+    for start, end in data + [(len(model), len(model))]:
+        out.extend(range(at, start))
+        at = max(at, end)
+    return out
+
+
+def mutated(model: bytes, where: list[int], rnd: random.Random) -> bytes:
+    m = bytearray(model)
+    for _ in range(rnd.randint(1, 3)):
+        at = rnd.choice(where)
+        how = rnd.randint(0, 4)
+        if how == 0:
+            m[at] ^= 1 << rnd.randint(0, 7)
+        elif how == 1:
+            m[at] = rnd.choice([0, 1, 2, 0x7F, 0x80, 0xFF])
+        elif how == 2:
+            m[at] = (m[at] + rnd.choice([-2, -1, 1, 2])) & 0xFF
+        elif how == 3:
+            m[at] ^= 0xFF
+        else:
+            at -= at % 4
+            m[at:at + 4] = struct.pack("<i", rnd.choice([-1, 2**31 - 1, 1, 256]))[:len(m) - at]
+    return bytes(m)
+
+
+def classify(path: Path, seconds: float) -> tuple[str, str]:
+    """(outcome, stderr's last lines) of the CLI on one bundle."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
+    try:
+        p = subprocess.run([sys.executable, "-m", "runtime.classify", "--bundle", str(path), "--threads", "1", TEXT],
+                           cwd=ROOT, capture_output=True, text=True, timeout=seconds, env=env)
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+    lines = [line for line in p.stderr.splitlines() if line.strip() and line not in NOTICES]
+    tail = "\n".join(lines[-6:])
+    if p.returncode < 0:
+        return f"signal {-p.returncode}", tail
+    if "Traceback" in p.stderr or (p.returncode and not (len(lines) == 1 and lines[0].startswith("error: "))):
+        return "traceback", tail
+    return ("answered" if p.returncode == 0 else "refused"), tail
+
+
+def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0) -> list[tuple[Path, str, str]]:
+    """Mutate ``bundle``'s model ``runs`` times; returns the findings (file, outcome, stderr)."""
+    doc = bs.decode(bundle.read_bytes())
+    encoder = doc[Key.ENCODER]
+    where = structure(encoder[Key.MODEL], encoder[Key.FORMAT])
+    rnd = random.Random(seed)
+    tally: collections.Counter[str] = collections.Counter()
+    findings = []
+    keep.mkdir(parents=True, exist_ok=True)
+    for i in range(runs):
+        path = keep / f"{bundle.stem}-{seed}-{i}.dpedge"
+        path.write_bytes(bs.seal({**doc, Key.ENCODER: {**encoder, Key.MODEL: mutated(encoder[Key.MODEL], where, rnd)}}))
+        outcome, tail = classify(path, seconds)
+        tally[outcome] += 1
+        if outcome in ("answered", "refused"):
+            path.unlink()
+        else:
+            findings.append((path, outcome, tail))
+    print(f"{bundle.name}: {runs} mutations (seed {seed}) of {len(where)} structural bytes: "
+          + ", ".join(f"{n} {k}" for k, n in tally.most_common()))
+    return findings
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("bundle", type=Path)
+    ap.add_argument("--runs", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", type=Path, help="where mutated bundles that are findings stay (default: a temporary folder)")
+    args = ap.parse_args(argv)
+    findings = run(args.bundle, args.runs, args.seed, args.keep or Path(tempfile.mkdtemp(prefix="engine-mutations-")))
+    for path, outcome, tail in findings:
+        print(f"finding: {path}: {outcome}\n  " + tail.replace("\n", "\n  "))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
