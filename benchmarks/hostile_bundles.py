@@ -428,6 +428,15 @@ def _tflite_bad_name(m: Any, schema: Any) -> None:
     m.subgraphs[0].tensors[0].name = b"\xff\xfename"
 
 
+def onnx_layernorm_bias_left_out(model: bytes) -> bytes:
+    """The bundle's own graph with its first LayerNormalization's bias left out (an empty input
+    name, which the ONNX operator allows): onnxruntime crashed on it (SIGSEGV)."""
+    import onnx
+    m = onnx.load_from_string(model)  # external data stays where it is: the bundle's weights
+    next(n for n in m.graph.node if n.op_type == "LayerNormalization").input[2] = ""
+    return m.SerializeToString()
+
+
 def _tflite_input_left_out(m: Any, schema: Any) -> None:
     """The first MUL's second input left out (-1): LiteRT runs the kernel on no tensor (a segfault once)."""
     codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in m.operatorCodes]
@@ -829,6 +838,8 @@ def families(models: dict[str, bytes], token_ids: dict[str, int]) -> list[Family
           about="a buffer stored outside the flatbuffer"),
         F("tflite-non-utf8-tensor-name", "tflite", own_tflite(_tflite_bad_name), needs="litert", fast=True,
           about="a tensor name of bytes ff fe"),
+        F("onnx-layernorm-bias-left-out", "onnx", with_model(onnx_layernorm_bias_left_out, crafted=False), needs="onnx",
+          fast=True, about="a LayerNormalization's bias input named ''"),
         F("tflite-required-input-left-out", "tflite", own_tflite(_tflite_input_left_out), needs="litert", fast=True,
           about="a MUL's input -1 (left out)"),
         F("tflite-variable-tensors", "tflite", own_tflite(_tflite_variable_tensors), needs="litert", fast=True,

@@ -123,7 +123,8 @@ def tables(s: dict[str, Any]) -> dict[str, str]:
     tok += [f"- relation *{r['name']}* (at `{r['path']}`): {r['statement']}" for r in t["relations"]]
     ops = [f"- ONNX, domains {', '.join(repr(d) for d in s['onnx']['domains'])}: "
            + ", ".join(f"{d + '.' if d else ''}{op}" for d, op in s["onnx"]["ops"])
-           + f"; at most {_num(s['onnx']['max_nodes'])} nodes and initializers"]
+           + f"; at most {_num(s['onnx']['max_nodes'])} nodes and initializers; a node's input left out (an empty "
+           "name) only for " + ", ".join(f"{op} input {' or '.join(map(str, p))}" for _, op, p in s["onnx"]["optional_inputs"])]
     ops += [f"- family `{name}` ({f['doc']}): formats {', '.join(f['formats'])}; ONNX operators of its own: "
             + (", ".join(f"{d + '.' if d else ''}{op}" for d, op in f["onnx_ops"]) or "none")
             for name, f in s["families"].items()]

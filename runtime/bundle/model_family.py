@@ -5,7 +5,8 @@ TFLite ``WHILE`` hangs the load, an initializer with external data could make on
 any file it names, custom operators run code the bundle names. The exporter writes one family of encoders (exporter/encoder_export.py and
 tflite_export.py), so a reader accepts that family only:
 
-- ONNX: operators of the encoder's family only (`schema.FAMILY_ONNX_OPS`: the common set, which
+- ONNX: inputs left out (an empty name) only where `schema.ONNX_OPTIONAL_INPUTS` allows;
+  operators of the encoder's family only (`schema.FAMILY_ONNX_OPS`: the common set, which
   the exporter's int8 all-MiniLM-L6-v2 uses exactly, and for ``encoder.family`` mpnet the eight
   its relative positions add), no subgraphs (no attribute holds a graph), no model-local functions or training
   info, no sparse initializers, and external data only in initializers and only in the
@@ -43,7 +44,7 @@ from typing import Iterator
 from dataclasses import dataclass
 
 from runtime.bundle.schema import (DEFAULT_FAMILY, FAMILY_FORMATS, FAMILY_ONNX_OPS, MAX_ONNX_NODES,
-                                   MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, TFLITE_OPS,
+                                   MAX_TFLITE_OPERATORS, NUMBER_DIGITS, ONNX_DOMAINS, ONNX_OPTIONAL_INPUTS, TFLITE_OPS,
                                    TFLITE_ABSENT_FIELDS, TFLITE_OPTIONAL_INPUTS, WEIGHTS_LOCATION)
 from runtime.contract import schema as _contract
 from runtime.errors import BundleError
@@ -79,7 +80,7 @@ class _Refused(Exception):
 _MODEL_GRAPH, _MODEL_OPSET, _MODEL_TRAINING, _MODEL_FUNCTIONS = 7, 8, 20, 25
 _OPSET_DOMAIN = 1
 _GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE = 1, 5, 15
-_NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 4, 5, 7
+_NODE_INPUT, _NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 1, 4, 5, 7
 _ATTR_T, _ATTR_G, _ATTR_TENSORS, _ATTR_GRAPHS, _ATTR_SPARSE, _ATTR_SPARSES = 5, 6, 10, 11, 22, 23
 _TENSOR_RAW_DATA, _TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 9, 13, 14
 _EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
@@ -228,14 +229,21 @@ def _onnx_graph(buf: bytes, start: int, end: int, counts: list[int], refs: list[
 
 
 def _onnx_node(buf: bytes, start: int, end: int, ops: frozenset[tuple[str, str]]) -> None:
-    """One node in one pass over its fields, judged in the order of three: its op_type (the last
-    occurrence, as `_string`), its domain, then each attribute in turn; so a node with several
-    faults is refused for the same one, with the same message, as by separate passes."""
+    """One node in one pass over its fields, judged in the order of four: its op_type (the last
+    occurrence, as `_string`), its domain, each attribute in turn, then its inputs left out (an
+    empty name: only where `schema.ONNX_OPTIONAL_INPUTS` allows); so a node with several faults
+    is refused for the same one, with the same message, as by separate passes."""
     op_at = domain_at = (0, 0)
     domain_wire: int | None = None  # the wire type of the first domain field that is not a string
     attributes: list[tuple[int, int, int]] = []
+    left_out: list[int] = []  # positions of the inputs with an empty name
+    inputs = 0
     for f, wire, a, b in _fields(buf, start, end):
-        if f == _NODE_OP_TYPE:
+        if f == _NODE_INPUT:
+            if wire == 2 and a == b:
+                left_out.append(inputs)
+            inputs += 1
+        elif f == _NODE_OP_TYPE:
             if wire != 2:
                 raise _not_a_message(f, wire)
             op_at = (a, b)
@@ -263,6 +271,12 @@ def _onnx_node(buf: bytes, start: int, end: int, ops: frozenset[tuple[str, str]]
                 raise _Refused(f"operator {op!r} has a sparse tensor attribute")
             if f in (_ATTR_T, _ATTR_TENSORS):
                 _onnx_tensor(buf, x, y, f"an attribute tensor of operator {op!r}", None)
+    optional = ONNX_OPTIONAL_INPUTS.get(("" if domain == "ai.onnx" else domain, op), frozenset())
+    for position in left_out:
+        if position not in optional:
+            raise _Refused(f"operator {op!r} leaves its input {position} out (an empty name), which the encoder "
+                           "family allows only for " + ", ".join(f"{o}'s input " + " or ".join(map(str, sorted(p)))
+                                                                 for (_, o), p in ONNX_OPTIONAL_INPUTS.items()))
 
 
 def check_onnx(model: bytes, weights_bytes: int, family: str = DEFAULT_FAMILY) -> list[ExternalRef]:

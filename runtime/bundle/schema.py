@@ -179,6 +179,9 @@ ONNX_SESSION_CONFIG: dict[str, str] = _E["onnx_session_config"]
 _O, _T = _S["onnx"], _S["tflite"]
 ONNX_DOMAINS: tuple[str, ...] = tuple(_O["domains"])
 ONNX_OPS = frozenset(tuple(op) for op in _O["ops"])
+#: The node inputs an encoder may leave out (an empty name), by (domain, operator): those the
+#: kernel takes as optional. onnxruntime crashed on a LayerNormalization whose bias was left out.
+ONNX_OPTIONAL_INPUTS: dict[tuple[str, str], frozenset[int]] = {(d, op): frozenset(p) for d, op, p in _O["optional_inputs"]}
 #: The encoder families (``encoder.family``, 1.2; absent: ``DEFAULT_FAMILY``): the encoder formats
 #: each is read in, and its ONNX operators (the common `ONNX_OPS` and the family's own).
 DEFAULT_FAMILY = "bert"

@@ -119,6 +119,7 @@ export interface Schema {
     readonly domains: readonly string[];
     readonly ops: readonly (readonly [string, string])[];
     readonly max_nodes: number;
+    readonly optional_inputs: readonly (readonly [string, string, readonly number[]])[];
     readonly weights_location: string;
     readonly weights_location_bytes: number;
     readonly number_digits: number;

@@ -38,7 +38,10 @@ type Int = number | bigint;
 // --------------------------------------------------------------------------- ONNX (protobuf)
 // Field numbers of onnx.proto.
 const [MODEL_GRAPH, MODEL_OPSET, MODEL_TRAINING, MODEL_FUNCTIONS, OPSET_DOMAIN] = [7, 8, 20, 25, 1];
-const [GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_SPARSE, NODE_OP_TYPE, NODE_ATTRIBUTE, NODE_DOMAIN] = [1, 5, 15, 4, 5, 7];
+const [GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_SPARSE, NODE_INPUT, NODE_OP_TYPE, NODE_ATTRIBUTE, NODE_DOMAIN] = [1, 5, 15, 1, 4, 5, 7];
+/** The node inputs an encoder may leave out (an empty name), by "domain\0op": those the kernel takes as optional. */
+const ONNX_OPTIONAL_INPUTS = new Map(SCHEMA.onnx.optional_inputs.map(([domain, op, positions]) =>
+  [`${domain}\0${op}`, new Set(positions)]));
 const [ATTR_T, ATTR_G, ATTR_TENSORS, ATTR_GRAPHS, ATTR_SPARSE, ATTR_SPARSES] = [5, 6, 10, 11, 22, 23];
 const [TENSOR_RAW_DATA, TENSOR_EXTERNAL_DATA, TENSOR_DATA_LOCATION, EXTERNAL] = [9, 13, 14, 1];
 
@@ -176,6 +179,16 @@ function onnxNode(buf: Uint8Array, start: Int, end: Int, ops: Set<string>): void
       if (f === ATTR_SPARSE || f === ATTR_SPARSES) throw new Bad(`operator "${op}" has a sparse tensor attribute`);
       if (f === ATTR_T || f === ATTR_TENSORS) onnxTensor(buf, x, y, `an attribute tensor of operator "${op}"`, null);
     }
+  }
+  const optional = ONNX_OPTIONAL_INPUTS.get(`${domain === "ai.onnx" ? "" : domain}\0${op}`) ?? new Set<number>();
+  let position = 0;
+  for (const [f, wire, a, b] of fields(buf, start, end)) {
+    if (f !== NODE_INPUT) continue;
+    if (wire === 2 && a === b && !optional.has(position)) {
+      throw new Bad(`operator "${op}" leaves its input ${position} out (an empty name), which the encoder family allows only for ` +
+        SCHEMA.onnx.optional_inputs.map(([, o, p]) => `${o}'s input ${[...p].sort((x, y) => x - y).join(" or ")}`).join(", "));
+    }
+    position += 1;
   }
 }
 

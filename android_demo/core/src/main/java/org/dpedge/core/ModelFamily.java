@@ -22,7 +22,8 @@ import java.util.Set;
  * besides the common ones. ONNX: the family's operators only, no subgraph, model-local
  * function, training graph or sparse initializer, external data only in initializers and only
  * in the bundle's form (the placeholder location, fixed-width offset and length inside
- * {@code encoder.weights}). TFLite (bert's alone): one subgraph, the family's builtin operators
+ * {@code encoder.weights}), a node's input left out (an empty name) only where schema.json's
+ * onnx "optional_inputs" allows. TFLite (bert's alone): one subgraph, the family's builtin operators
  * only, no custom operator, no buffer outside the flatbuffer, names in UTF-8, every tensor index
  * of an operator or of the subgraph one of its tensors (-1, an input left out, only where
  * schema.json's "optional_inputs" allows it), none of the Tensor and Operator fields of its
@@ -59,6 +60,21 @@ public final class ModelFamily {
             location.append('.');
         }
         WEIGHTS_LOCATION = location.toString();
+    }
+
+    /** Whether schema.json's onnx "optional_inputs" lets the operator leave input {@code position} out. */
+    private static boolean optionalInput(String domain, String op, int position) {
+        for (Object row : (List<?>) ONNX.get("optional_inputs")) {
+            List<?> r = (List<?>) row;
+            if (r.get(0).equals(domain) && r.get(1).equals(op)) {
+                for (Object p : (List<?>) r.get(2)) {
+                    if (((Number) p).intValue() == position) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
     }
 
     /** {@code into} with schema.json's [domain, op] pairs added as "domain\0op". */
@@ -344,6 +360,17 @@ public final class ModelFamily {
                         tensor(f, false);
                     }
                 }
+            }
+            int position = 0;
+            for (Field f : fs) {
+                if (f.number != 1) {
+                    continue;
+                }
+                if (f.wire == 2 && f.a == f.b && !optionalInput(domain.equals("ai.onnx") ? "" : domain, op, position)) {
+                    throw new Refused("operator " + op + " leaves its input " + position + " out (an empty name), which "
+                            + "the encoder family allows only where schema.json's onnx \"optional_inputs\" lists");
+                }
+                position++;
             }
         }
 
