@@ -1,7 +1,7 @@
 """Structured mutations of a bundle's encoder model, each loaded by the real engine in a process
 of its own: a signal, a hang or a traceback is a finding.
 
-    python tests/fuzz/engine_mutations.py BUNDLE [--runs 500] [--seed 1] [--keep DIR]
+    python tests/fuzz/engine_mutations.py BUNDLE [--runs 500] [--seed 1] [--keep DIR] [--aimed]
 
 The other fuzzers stop before the engine (reader_agreement.py: "Engines are not run"; the
 atheris target calls `unpack`), because a model that passes the family check can still crash
@@ -12,9 +12,13 @@ byte outside the buffers' data (the tables, vtables, index vectors, shapes: abou
 corpus's tiny encoder), in an ONNX model every byte (its weights are external). Each run
 changes one to three of those bytes: a bit flipped, a byte set to an edge (0, 1, 2, 0x7f, 0x80,
 0xff), nudged by one or two, inverted, or an aligned int32 set to -1, 2^31 - 1, 1 or 256 (a
-tensor index, offset or length at its edge: -1 is an input "left out").
+tensor index, offset or length at its edge: -1 is an input "left out"). ``--aimed`` rewires
+instead, through the format's own library (the onnx package, LiteRT's flatbuffer schema): one
+node input of an ONNX graph emptied (left out) or renamed to another value of the graph, one
+operator input of a TFLite subgraph pointed at another tensor.
 
-The outcome of each run is the CLI's: answered, refused (one `error:` line), or a finding:
+The outcome of each run is the CLI's: answered, refused (one `error:` line), the text skipped
+(one `skipped` line: the model loads and fails on the query), or a finding:
 killed by a signal, over the time limit, or a traceback. Findings are kept (--keep, else a
 temporary folder) and printed with the last lines of stderr; the exit status is 1 if there is
 any. tests/fuzz/test_engine_mutations.py runs it at a small fixed size on the corpus's TFLite
@@ -82,6 +86,29 @@ def mutated(model: bytes, where: list[int], rnd: random.Random) -> bytes:
     return bytes(m)
 
 
+def rewired(model: bytes, encoder_format: str, rnd: random.Random) -> bytes:
+    """One input of one node (ONNX: emptied or another value's name) or operator (TFLite: another
+    tensor) changed, through the format's own library."""
+    if encoder_format == "onnx":
+        import onnx
+
+        m = onnx.load_from_string(model)
+        names = sorted({o for n in m.graph.node for o in n.output} | {i.name for i in m.graph.initializer}
+                       | {i.name for i in m.graph.input})
+        node = rnd.choice([n for n in m.graph.node if len(n.input)])
+        node.input[rnd.randrange(len(node.input))] = rnd.choice(["", rnd.choice(names)])
+        return m.SerializeToString()
+    from benchmarks.hostile_bundles import tflite_rewrite
+
+    def change(m, _schema) -> None:
+        sg = m.subgraphs[0]
+        op = rnd.choice([o for o in sg.operators if o.inputs is not None and len(o.inputs)])
+        inputs = list(op.inputs)
+        inputs[rnd.randrange(len(inputs))] = rnd.randrange(len(sg.tensors))
+        op.inputs = inputs
+    return tflite_rewrite(model, change)
+
+
 def classify(path: Path, seconds: float) -> tuple[str, str]:
     """(outcome, stderr's last lines) of the CLI on one bundle."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
@@ -90,17 +117,20 @@ def classify(path: Path, seconds: float) -> tuple[str, str]:
                            cwd=ROOT, capture_output=True, text=True, timeout=seconds, env=env)
     except subprocess.TimeoutExpired:
         return "timeout", ""
-    lines = [line for line in p.stderr.splitlines() if line.strip() and line not in NOTICES]
+    # The CLI's own lines: its header ("# "), a refusal ("error: ") or a text skipped ("skipped ").
+    lines = [line for line in p.stderr.splitlines() if line.strip() and line not in NOTICES and not line.startswith("# ")]
     tail = "\n".join(lines[-6:])
     if p.returncode < 0:
         return f"signal {-p.returncode}", tail
-    if "Traceback" in p.stderr or (p.returncode and not (len(lines) == 1 and lines[0].startswith("error: "))):
+    if "Traceback" in p.stderr or (p.returncode and not (len(lines) == 1 and lines[0].startswith(("error: ", "skipped ")))):
         return "traceback", tail
-    return ("answered" if p.returncode == 0 else "refused"), tail
+    return ("answered" if p.returncode == 0 else "skipped" if lines[0].startswith("skipped ") else "refused"), tail
 
 
-def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0) -> list[tuple[Path, str, str]]:
-    """Mutate ``bundle``'s model ``runs`` times; returns the findings (file, outcome, stderr)."""
+def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0,
+        aimed: bool = False) -> list[tuple[Path, str, str]]:
+    """Mutate (``aimed``: rewire) ``bundle``'s model ``runs`` times; returns the findings (file,
+    outcome, stderr)."""
     doc = bs.decode(bundle.read_bytes())
     encoder = doc[Key.ENCODER]
     where = structure(encoder[Key.MODEL], encoder[Key.FORMAT])
@@ -110,14 +140,16 @@ def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0) -
     keep.mkdir(parents=True, exist_ok=True)
     for i in range(runs):
         path = keep / f"{bundle.stem}-{seed}-{i}.dpedge"
-        path.write_bytes(bs.seal({**doc, Key.ENCODER: {**encoder, Key.MODEL: mutated(encoder[Key.MODEL], where, rnd)}}))
+        model = (rewired(encoder[Key.MODEL], encoder[Key.FORMAT], rnd) if aimed
+                 else mutated(encoder[Key.MODEL], where, rnd))
+        path.write_bytes(bs.seal({**doc, Key.ENCODER: {**encoder, Key.MODEL: model}}))
         outcome, tail = classify(path, seconds)
         tally[outcome] += 1
-        if outcome in ("answered", "refused"):
+        if outcome in ("answered", "refused", "skipped"):
             path.unlink()
         else:
             findings.append((path, outcome, tail))
-    print(f"{bundle.name}: {runs} mutations (seed {seed}) of {len(where)} structural bytes: "
+    print(f"{bundle.name}: {runs} {'rewirings' if aimed else 'mutations'} (seed {seed}) of {len(where)} structural bytes: "
           + ", ".join(f"{n} {k}" for k, n in tally.most_common()))
     return findings
 
@@ -127,9 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("bundle", type=Path)
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--aimed", action="store_true", help="rewire one input through the format's library instead")
     ap.add_argument("--keep", type=Path, help="where mutated bundles that are findings stay (default: a temporary folder)")
     args = ap.parse_args(argv)
-    findings = run(args.bundle, args.runs, args.seed, args.keep or Path(tempfile.mkdtemp(prefix="engine-mutations-")))
+    findings = run(args.bundle, args.runs, args.seed, args.keep or Path(tempfile.mkdtemp(prefix="engine-mutations-")),
+                   aimed=args.aimed)
     for path, outcome, tail in findings:
         print(f"finding: {path}: {outcome}\n  " + tail.replace("\n", "\n  "))
     return 1 if findings else 0
