@@ -42,11 +42,10 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT), str(HERE.parent)]
 
 import bundle_strategies as bs  # noqa: E402 - after the path above
+from benchmarks.hostile_bundles import LITERT_NOTICES, tflite_rewrite  # noqa: E402
 from runtime.bundle import model_family as mf  # noqa: E402
 from runtime.bundle.schema import Key  # noqa: E402
 
-#: LiteRT's notice on building an interpreter (a legitimate TFLite bundle prints it too).
-NOTICES = {"INFO: Created TensorFlow Lite XNNPACK delegate for CPU."}
 TEXT = "wake me up at six"
 
 
@@ -98,8 +97,6 @@ def rewired(model: bytes, encoder_format: str, rnd: random.Random) -> bytes:
         node = rnd.choice([n for n in m.graph.node if len(n.input)])
         node.input[rnd.randrange(len(node.input))] = rnd.choice(["", rnd.choice(names)])
         return m.SerializeToString()
-    from benchmarks.hostile_bundles import tflite_rewrite
-
     def change(m, _schema) -> None:
         sg = m.subgraphs[0]
         op = rnd.choice([o for o in sg.operators if o.inputs is not None and len(o.inputs)])
@@ -118,11 +115,13 @@ def classify(path: Path, seconds: float) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         return "timeout", ""
     # The CLI's own lines: its header ("# "), a refusal ("error: ") or a text skipped ("skipped ").
-    lines = [line for line in p.stderr.splitlines() if line.strip() and line not in NOTICES and not line.startswith("# ")]
+    lines = [line for line in p.stderr.splitlines()
+             if line.strip() and line not in LITERT_NOTICES and not line.startswith("# ")]
     tail = "\n".join(lines[-6:])
     if p.returncode < 0:
         return f"signal {-p.returncode}", tail
-    if "Traceback" in p.stderr or (p.returncode and not (len(lines) == 1 and lines[0].startswith(("error: ", "skipped ")))):
+    one_cli_line = len(lines) == 1 and lines[0].startswith(("error: ", "skipped "))
+    if "Traceback" in p.stderr or (p.returncode and not one_cli_line):
         return "traceback", tail
     return ("answered" if p.returncode == 0 else "skipped" if lines[0].startswith("skipped ") else "refused"), tail
 
@@ -149,7 +148,8 @@ def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0,
             path.unlink()
         else:
             findings.append((path, outcome, tail))
-    print(f"{bundle.name}: {runs} {'rewirings' if aimed else 'mutations'} (seed {seed}) of {len(where)} structural bytes: "
+    kind = "rewirings" if aimed else "mutations"
+    print(f"{bundle.name}: {runs} {kind} (seed {seed}) of {len(where)} structural bytes: "
           + ", ".join(f"{n} {k}" for k, n in tally.most_common()))
     return findings
 
@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--aimed", action="store_true", help="rewire one input through the format's library instead")
-    ap.add_argument("--keep", type=Path, help="where mutated bundles that are findings stay (default: a temporary folder)")
+    ap.add_argument("--keep", type=Path,
+                    help="where mutated bundles that are findings stay (default: a temporary folder)")
     args = ap.parse_args(argv)
     findings = run(args.bundle, args.runs, args.seed, args.keep or Path(tempfile.mkdtemp(prefix="engine-mutations-")),
                    aimed=args.aimed)
