@@ -270,7 +270,9 @@ class OnnxRuntimeEngine:
         model, self._weights = _with_weights(ort, so, encoder)
         key = _watchdog.start(LOAD_RUN_SECONDS, lambda: so.set_load_cancellation_flag(True))
         try:
-            self._session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+            # No fallback: onnxruntime's Python wrapper would print a banner on stdout (into --json
+            # output) and create the same CPU session a second time after any load error.
+            self._session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"], enable_fallback=0)
             graph_inputs = {i.name for i in self._session.get_inputs()}
             outputs = {o.name for o in self._session.get_outputs()}
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
