@@ -17,22 +17,21 @@ instead, through the format's own library (the onnx package, LiteRT's flatbuffer
 node input of an ONNX graph emptied (left out) or renamed to another value of the graph, one
 operator input of a TFLite subgraph pointed at another tensor.
 
-The outcome of each run is the CLI's: answered, refused (one `error:` line), the text skipped
-(one `skipped` line: the model loads and fails on the query), or a finding:
-killed by a signal, over the time limit, or a traceback. Findings are kept (--keep, else a
-temporary folder) and printed with the last lines of stderr; the exit status is 1 if there is
-any. tests/fuzz/test_engine_mutations.py runs it at a small fixed size on the corpus's TFLite
-and ONNX bundles.
+Each run is the hostile bench's (benchmarks/hostile_bundles.py `run_cli` and `judge`): the CLI
+in a sandbox with its memory and time limits, judged classified, refused (one `error:` line) or
+skipped (one `skipped` line: the model loads and fails on the query), else a finding: a crash,
+a hang, over memory, a traceback, terminal controls printed, or a file written. Findings are
+kept (--keep, else a temporary folder) and printed with the CLI's first line; the exit status is
+1 if there is any. tests/fuzz/test_fuzz_smoke.py runs it at a small fixed size on the corpus's
+TFLite and ONNX bundles.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import os
 import random
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -42,11 +41,15 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT), str(HERE.parent)]
 
 import bundle_strategies as bs  # noqa: E402 - after the path above
-from benchmarks.hostile_bundles import LITERT_NOTICES, tflite_rewrite  # noqa: E402
+from benchmarks.hostile_bundles import Family, judge, run_cli, tflite_rewrite  # noqa: E402
 from runtime.bundle import model_family as mf  # noqa: E402
 from runtime.bundle.schema import Key  # noqa: E402
 
 TEXT = "wake me up at six"
+#: What a mutated bundle is judged as: one text, classified or refused (the bench's default).
+MUTATION = Family("engine mutation", "", make=lambda base: b"", texts=[TEXT])
+#: The outcomes that are not findings.
+EXPECTED = ("classified", "refused", "skipped")
 
 
 def structure(model: bytes, encoder_format: str) -> list[int]:
@@ -97,6 +100,7 @@ def rewired(model: bytes, encoder_format: str, rnd: random.Random) -> bytes:
         node = rnd.choice([n for n in m.graph.node if len(n.input)])
         node.input[rnd.randrange(len(node.input))] = rnd.choice(["", rnd.choice(names)])
         return m.SerializeToString()
+
     def change(m, _schema) -> None:
         sg = m.subgraphs[0]
         op = rnd.choice([o for o in sg.operators if o.inputs is not None and len(o.inputs)])
@@ -106,30 +110,16 @@ def rewired(model: bytes, encoder_format: str, rnd: random.Random) -> bytes:
     return tflite_rewrite(model, change)
 
 
-def classify(path: Path, seconds: float) -> tuple[str, str]:
-    """(outcome, stderr's last lines) of the CLI on one bundle."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
-    try:
-        p = subprocess.run([sys.executable, "-m", "runtime.classify", "--bundle", str(path), "--threads", "1", TEXT],
-                           cwd=ROOT, capture_output=True, text=True, timeout=seconds, env=env)
-    except subprocess.TimeoutExpired:
-        return "timeout", ""
-    # The CLI's own lines: its header ("# "), a refusal ("error: ") or a text skipped ("skipped ").
-    lines = [line for line in p.stderr.splitlines()
-             if line.strip() and line not in LITERT_NOTICES and not line.startswith("# ")]
-    tail = "\n".join(lines[-6:])
-    if p.returncode < 0:
-        return f"signal {-p.returncode}", tail
-    one_cli_line = len(lines) == 1 and lines[0].startswith(("error: ", "skipped "))
-    if "Traceback" in p.stderr or (p.returncode and not one_cli_line):
-        return "traceback", tail
-    return ("answered" if p.returncode == 0 else "skipped" if lines[0].startswith("skipped ") else "refused"), tail
+def classify(path: Path, sandbox: Path) -> tuple[str, str]:
+    """(outcome, detail) of the CLI on one bundle, as the hostile bench runs and judges it."""
+    r = run_cli(path, [TEXT], (), sandbox)
+    outcome, detail = judge(MUTATION, r)
+    return ("wrote " + ", ".join(r["wrote"]), detail) if r["wrote"] else (outcome, detail)
 
 
-def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0,
-        aimed: bool = False) -> list[tuple[Path, str, str]]:
+def run(bundle: Path, runs: int, seed: int, keep: Path, aimed: bool = False) -> list[tuple[Path, str, str]]:
     """Mutate (``aimed``: rewire) ``bundle``'s model ``runs`` times; returns the findings (file,
-    outcome, stderr)."""
+    outcome, the CLI's first line)."""
     doc = bs.decode(bundle.read_bytes())
     encoder = doc[Key.ENCODER]
     where = structure(encoder[Key.MODEL], encoder[Key.FORMAT])
@@ -142,12 +132,12 @@ def run(bundle: Path, runs: int, seed: int, keep: Path, seconds: float = 60.0,
         model = (rewired(encoder[Key.MODEL], encoder[Key.FORMAT], rnd) if aimed
                  else mutated(encoder[Key.MODEL], where, rnd))
         path.write_bytes(bs.seal({**doc, Key.ENCODER: {**encoder, Key.MODEL: model}}))
-        outcome, tail = classify(path, seconds)
+        outcome, detail = classify(path, keep / "sandbox")
         tally[outcome] += 1
-        if outcome in ("answered", "refused", "skipped"):
+        if outcome in EXPECTED:
             path.unlink()
         else:
-            findings.append((path, outcome, tail))
+            findings.append((path, outcome, detail))
     kind = "rewirings" if aimed else "mutations"
     print(f"{bundle.name}: {runs} {kind} (seed {seed}) of {len(where)} structural bytes: "
           + ", ".join(f"{n} {k}" for k, n in tally.most_common()))
@@ -165,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     findings = run(args.bundle, args.runs, args.seed, args.keep or Path(tempfile.mkdtemp(prefix="engine-mutations-")),
                    aimed=args.aimed)
-    for path, outcome, tail in findings:
-        print(f"finding: {path}: {outcome}\n  " + tail.replace("\n", "\n  "))
+    for path, outcome, detail in findings:
+        print(f"finding: {path}: {outcome}: {detail}")
     return 1 if findings else 0
 
 

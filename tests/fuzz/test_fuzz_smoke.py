@@ -51,14 +51,14 @@ def test_hypothesis_properties_smoke(name, request):
 
 @pytest.mark.parametrize("bundle, runs, engine", [("tflite", 120, "ai_edge_litert"), ("default", 60, "onnxruntime")])
 def test_engine_mutations_smoke(bundle, runs, engine, tmp_path):
-    """Mutated models through the real engine, each in a CLI process: only answers and one-line
-    refusals (the long run: ``python tests/fuzz/engine_mutations.py BUNDLE --runs 2000``)."""
+    """Mutated models through the real engine, each in a CLI process: only answers, one-line
+    refusals and skipped texts (the long run: ``python tests/fuzz/engine_mutations.py BUNDLE --runs 2000``)."""
     pytest.importorskip(engine)
     from fuzz import engine_mutations
 
     corpus = engine_mutations.ROOT / "format" / "1" / "corpus"
     findings = engine_mutations.run(corpus / "accept" / f"{bundle}.dpedge", runs, seed=7, keep=tmp_path)
-    assert not findings, "\n".join(f"{p.name}: {outcome}: {tail}" for p, outcome, tail in findings)
+    assert not findings, "\n".join(f"{p.name}: {outcome}: {detail}" for p, outcome, detail in findings)
 
 
 def test_atheris_reader_smoke(dp_bundle, tables_bundle, random_bundle, tmp_path):
