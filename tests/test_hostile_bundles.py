@@ -213,8 +213,8 @@ def test_a_tflite_run_that_fails_is_one_line(tmp_path):
     run's error path once raised a NameError, a traceback)."""
     pytest.importorskip("ai_edge_litert")
     base = hb.Base.read(ROOT / "format" / "1" / "corpus" / "accept" / "tflite.dpedge")
-    inputs = hb._litert_schema().Model.GetRootAs(base.doc[schema.Key.ENCODER][schema.Key.MODEL], 0)
-    assert list(inputs.Subgraphs(0).Operators(3).InputsAsNumpy()) == [0]  # the corpus's model, as the test expects
+    corpus_model = hb._litert_schema().Model.GetRootAs(base.doc[schema.Key.ENCODER][schema.Key.MODEL], 0)
+    assert list(corpus_model.Subgraphs(0).Operators(3).InputsAsNumpy()) == [0]  # the corpus's model as expected
 
     def reads_another(m, _s):
         m.subgraphs[0].operators[3].inputs = [38]

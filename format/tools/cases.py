@@ -187,7 +187,7 @@ def tiny_tflite(*, op: str = "MUL", inputs: tuple[int, ...] = (0, 1), outputs: t
 
     def field_writer(name: str) -> Callable[[int], None]:
         """Writes the field ``name`` at its slot (its value's offsets made before the table starts)."""
-        if name in ("is_variable",):
+        if name == "is_variable":
             return lambda slot: b.PrependBoolSlot(slot, True, False)
         if name in ("large_custom_options_offset", "large_custom_options_size"):
             return lambda slot: b.PrependUint64Slot(slot, 16, 0)
